@@ -1,0 +1,161 @@
+import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import { AppError } from '../errors';
+
+export type SqlParam = string | number | boolean | null | bigint | Date;
+export type Row = Record<string, unknown>;
+
+/**
+ * One DuckDB instance per database file. Writes go through one connection, serialized, so a
+ * transaction is never interleaved with another write; reads use a small pool of their own
+ * connections and run concurrently with writes (DuckDB's MVCC gives them a consistent snapshot).
+ */
+export interface Database {
+  readonly path: string;
+  /** Run a read query and return its rows as plain JS objects (BIGINT → number, TIMESTAMP → Date). */
+  query<T = Row>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
+  /** Run a statement on the write connection. */
+  run(sql: string, params?: readonly SqlParam[]): Promise<void>;
+  /** Run `fn` inside one transaction on the write connection; rolls back if it throws. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Borrow the exclusive write connection (for appenders and bulk loads). */
+  withWriter<T>(fn: (connection: DuckDBConnection) => Promise<T>): Promise<T>;
+  /** Borrow a read connection (for streaming results). */
+  withReader<T>(fn: (connection: DuckDBConnection) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface Tx {
+  query<T = Row>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
+  run(sql: string, params?: readonly SqlParam[]): Promise<void>;
+}
+
+/** Raised when another process (normally the running server) holds the database file. */
+export class DatabaseLockedError extends Error {
+  constructor(path: string, cause: unknown) {
+    super(`The database ${path} is in use by another process (is the server running?). Stop it first.`, { cause });
+    this.name = 'DatabaseLockedError';
+  }
+}
+
+export interface OpenOptions {
+  /** DuckDB worker threads; defaults to DuckDB's own choice. */
+  threads?: number;
+  readers?: number;
+}
+
+export async function openDatabase(path: string, options: OpenOptions = {}): Promise<Database> {
+  const config: Record<string, string> = {
+    // Checkpoints stall the calling thread for seconds; the event store runs them itself.
+    checkpoint_threshold: '1GB',
+  };
+  if (options.threads) config.threads = String(options.threads);
+  let instance: DuckDBInstance;
+  try {
+    instance = await DuckDBInstance.create(path, config);
+  } catch (error) {
+    if (error instanceof Error && /lock/i.test(error.message)) throw new DatabaseLockedError(path, error);
+    throw error;
+  }
+  const writer = await instance.connect();
+  const readers: DuckDBConnection[] = [];
+  for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await instance.connect());
+  const idleReaders = [...readers];
+  const readerWaiters: Array<(c: DuckDBConnection) => void> = [];
+  let writeChain: Promise<unknown> = Promise.resolve();
+  let closed = false;
+
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = writeChain.then(fn, fn);
+    writeChain = next.catch(() => undefined);
+    return next;
+  };
+
+  const acquireReader = async (): Promise<DuckDBConnection> => {
+    const c = idleReaders.pop();
+    if (c) return c;
+    return new Promise((resolve) => readerWaiters.push(resolve));
+  };
+  const releaseReader = (c: DuckDBConnection) => {
+    const waiter = readerWaiters.shift();
+    if (waiter) waiter(c);
+    else idleReaders.push(c);
+  };
+
+  const db: Database = {
+    path,
+    async query<T>(sql: string, params: readonly SqlParam[] = []) {
+      const c = await acquireReader();
+      try {
+        return (await readRows(c, sql, params)) as T[];
+      } finally {
+        releaseReader(c);
+      }
+    },
+    run: (sql, params = []) =>
+      exclusive(async () => {
+        await writer.run(sql, toValues(params));
+      }),
+    transaction: (fn) =>
+      exclusive(async () => {
+        await writer.run('BEGIN TRANSACTION');
+        const tx: Tx = {
+          query: async <T>(sql: string, params: readonly SqlParam[] = []) => (await readRows(writer, sql, params)) as T[],
+          run: async (sql, params = []) => {
+            await writer.run(sql, toValues(params));
+          },
+        };
+        try {
+          const result = await fn(tx);
+          await writer.run('COMMIT');
+          return result;
+        } catch (error) {
+          await writer.run('ROLLBACK').catch(() => undefined);
+          throw error;
+        }
+      }),
+    withWriter: (fn) => exclusive(() => fn(writer)),
+    async withReader(fn) {
+      const c = await acquireReader();
+      try {
+        return await fn(c);
+      } finally {
+        releaseReader(c);
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await exclusive(async () => undefined);
+      for (const c of readers) c.closeSync();
+      writer.closeSync();
+      instance.closeSync();
+    },
+  };
+  return db;
+}
+
+async function readRows(c: DuckDBConnection, sql: string, params: readonly SqlParam[]): Promise<Row[]> {
+  const reader = await c.runAndReadAll(sql, toValues(params));
+  return reader.getRowObjectsJS().map(normalizeRow);
+}
+
+function toValues(params: readonly SqlParam[]): DuckDBValue[] {
+  return params.map((p) => (p instanceof Date ? p.toISOString() : p)) as DuckDBValue[];
+}
+
+/** BIGINT/HUGEINT come back as bigint; everything we store fits a double, so hand out numbers. */
+function normalizeRow(row: Record<string, unknown>): Row {
+  for (const key in row) {
+    const v = row[key];
+    if (typeof v === 'bigint') row[key] = Number(v);
+  }
+  return row;
+}
+
+/** Translate a DuckDB constraint failure into the API's `unique` error; rethrow anything else. */
+export function translateConstraintError(error: unknown, detail: string, attr: string): never {
+  if (error instanceof Error && /constraint|duplicate key/i.test(error.message)) {
+    throw new AppError('unique', detail, attr);
+  }
+  throw error;
+}
