@@ -1,0 +1,60 @@
+import { Elysia } from 'elysia';
+import { AppError, ERROR_KINDS, isAppError, type ErrorKind } from '../errors';
+import type { Logger } from '../logger';
+
+/** The one mapping from any failure to the `{type, code, detail, attr}` body. */
+export function errorBody(kind: ErrorKind, detail: string, attr: string | null = null) {
+  return { type: ERROR_KINDS[kind].type, code: kind, detail, attr };
+}
+
+export function errorResponse(error: AppError, headers: Record<string, string> = {}): Response {
+  const h: Record<string, string> = { 'content-type': 'application/json', ...headers };
+  if (error.retryAfter !== undefined) h['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfter)));
+  return new Response(JSON.stringify(errorBody(error.kind, error.detail, error.attr)), { status: error.status, headers: h });
+}
+
+interface ValidationIssue {
+  path?: string;
+  message?: string;
+  summary?: string;
+  schema?: { error?: string };
+}
+
+/** Elysia/TypeBox validation errors → the first offending field as `attr`, as DRF does. */
+function fromValidation(error: { all?: ValidationIssue[]; message?: string }): AppError {
+  const first = error.all?.[0];
+  const path = (first?.path ?? '').replace(/^\//, '').replace(/\//g, '__');
+  const detail = first?.schema?.error ?? first?.summary ?? first?.message ?? 'Invalid input.';
+  return new AppError('invalid_input', detail, path || null);
+}
+
+export const errorHandler = (logger: Logger) =>
+  new Elysia({ name: 'error-handler' }).onError({ as: 'global' }, ({ code, error, request, set }) => {
+    const cors = corsHeaders(request);
+    if (isAppError(error)) return errorResponse(error, cors);
+    switch (code) {
+      case 'VALIDATION':
+        return errorResponse(fromValidation(error as never), cors);
+      case 'PARSE':
+        return errorResponse(new AppError('invalid_payload', 'Malformed request body.'), cors);
+      case 'NOT_FOUND':
+        return errorResponse(new AppError('not_found', 'Not found.'), cors);
+      default: {
+        // Never leak the cause (SQL, paths, stack) to the client; keep it in the log.
+        const status = typeof set.status === 'number' && set.status >= 400 && set.status < 500 ? set.status : 500;
+        if (status >= 500) logger.error('unhandled error', { method: request.method, url: new URL(request.url).pathname, error });
+        return errorResponse(new AppError('error', 'A server error occurred.'), cors);
+      }
+    }
+  });
+
+/** Browsers post from any site with the project key: echo the Origin, allow credentials. */
+export function corsHeaders(request: Request): Record<string, string> {
+  const origin = request.headers.get('origin');
+  if (!origin) return {};
+  return {
+    'access-control-allow-origin': origin,
+    'access-control-allow-credentials': 'true',
+    vary: 'Origin',
+  };
+}

@@ -1,0 +1,69 @@
+import { createApp } from './app';
+import { bootstrap, describeAccount } from './bootstrap';
+import { ConfigError, loadConfig } from './config';
+import type { Deps } from './deps';
+import { createLogger } from './logger';
+import { DatabaseLockedError, openStorage } from './storage';
+import { VERSION } from './version';
+
+/** Process entry: config → storage → app.listen; SIGTERM/SIGINT → drain, flush, close. */
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(78);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.LOG_LEVEL);
+  let storage;
+  try {
+    storage = await openStorage({ dataDir: config.DATA_DIR });
+  } catch (error) {
+    if (error instanceof DatabaseLockedError) {
+      console.error(error.message);
+      process.exit(75);
+    }
+    throw error;
+  }
+  const created = await bootstrap(storage, config);
+  if (created) {
+    // Printed once, on the first start only: the personal key is never shown again.
+    console.log(`First start: created an organization, a project, a user and keys.\n${JSON.stringify(describeAccount(created), null, 2)}`);
+  }
+  const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date() };
+  const readiness = { accepting: true };
+  const app = createApp(deps, readiness).listen({
+    port: config.PORT,
+    hostname: config.HOST,
+    // Our own 413 (with the error body) is decided before Bun's cap is reached.
+    maxRequestBodySize: config.MAX_BODY_BYTES * 2 + 1024 * 1024,
+    idleTimeout: 120,
+  });
+  logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY });
+  console.log(`Listening on http://${config.HOST}:${app.server?.port}`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    readiness.accepting = false;
+    logger.info('shutting down', { signal });
+    try {
+      await app.server?.stop(false);
+      await storage.close();
+      logger.info('stopped cleanly');
+      process.exit(0);
+    } catch (error) {
+      logger.error('shutdown failed', { error });
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+await main();

@@ -1,0 +1,27 @@
+import type { Database } from '../db';
+
+export interface DefinitionsStore {
+  eventNames(teamId: number): Promise<string[]>;
+  propertyNames(teamId: number, kind: 'event' | 'person'): Promise<Array<{ name: string; isNumerical: boolean }>>;
+  deleteTeam(teamId: number): Promise<void>;
+}
+
+export function createDefinitionsStore(db: Database): DefinitionsStore {
+  return {
+    async eventNames(teamId) {
+      const rows = await db.query<{ name: string }>('SELECT name FROM event_definitions WHERE team_id = ? ORDER BY name', [teamId]);
+      return rows.map((r) => r.name);
+    },
+    async propertyNames(teamId, kind) {
+      const rows = await db.query<{ name: string; is_numerical: boolean }>(
+        'SELECT name, is_numerical FROM property_definitions WHERE team_id = ? AND kind = ? ORDER BY name',
+        [teamId, kind],
+      );
+      return rows.map((r) => ({ name: r.name, isNumerical: r.is_numerical }));
+    },
+    async deleteTeam(teamId) {
+      await db.run('DELETE FROM event_definitions WHERE team_id = ?', [teamId]);
+      await db.run('DELETE FROM property_definitions WHERE team_id = ?', [teamId]);
+    },
+  };
+}

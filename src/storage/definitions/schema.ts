@@ -1,0 +1,38 @@
+import type { Migration } from '../migrations';
+
+/** Event and property definitions (versions 300–309). */
+export const definitionMigrations: Migration[] = [
+  {
+    version: 300,
+    name: 'event and property definitions',
+    statements: [
+      `CREATE TABLE event_definitions (
+        id UUID PRIMARY KEY,
+        team_id INTEGER NOT NULL,
+        name VARCHAR NOT NULL,
+        created_at TIMESTAMP NOT NULL,
+        last_seen_at TIMESTAMP,
+        query_usage_30_day INTEGER NOT NULL DEFAULT 0,
+        owner INTEGER,
+        description VARCHAR,
+        tags JSON NOT NULL DEFAULT '[]',
+        verified BOOLEAN NOT NULL DEFAULT false,
+        verified_at TIMESTAMP,
+        verified_by INTEGER,
+        updated_at TIMESTAMP,
+        updated_by INTEGER,
+        last_updated_at TIMESTAMP,
+        post_to_chat BOOLEAN NOT NULL DEFAULT false,
+        UNIQUE (team_id, name)
+      )`,
+      `CREATE TABLE property_definitions (
+        team_id INTEGER NOT NULL,
+        name VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        is_numerical BOOLEAN NOT NULL DEFAULT false,
+        created_at TIMESTAMP NOT NULL,
+        PRIMARY KEY (team_id, kind, name)
+      )`,
+    ],
+  },
+];

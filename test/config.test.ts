@@ -1,0 +1,41 @@
+import { describe, expect, test } from 'bun:test';
+import { ConfigError, loadConfig } from '../src/config';
+
+describe('config', () => {
+  test('defaults', () => {
+    expect(loadConfig({})).toEqual({
+      PORT: 8000,
+      HOST: '0.0.0.0',
+      DATA_DIR: './data',
+      LOG_LEVEL: 'info',
+      DURABILITY: 'durable',
+      MAX_BODY_BYTES: 20 * 1024 * 1024,
+      INVITE_EXPIRY_DAYS: 3,
+      QUERY_TIMEOUT_MS: 30000,
+      QUERY_MAX_ROWS: 100000,
+      BOOTSTRAP_ORGANIZATION_NAME: 'Default organization',
+    });
+  });
+
+  test('reads and converts values, and is frozen', () => {
+    const c = loadConfig({ PORT: '9001', LOG_LEVEL: 'debug', DURABILITY: 'relaxed', BOOTSTRAP_EMAIL: 'a@b.co' });
+    expect(c.PORT).toBe(9001);
+    expect(c.LOG_LEVEL).toBe('debug');
+    expect(c.DURABILITY).toBe('relaxed');
+    expect(c.BOOTSTRAP_EMAIL).toBe('a@b.co');
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  test('every bad key is listed in one error', () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud', DURABILITY: 'maybe', BOOTSTRAP_PERSONAL_API_KEY: 'nope', MAX_BODY_BYTES: '12' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const keys = (error as ConfigError).problems.map((p) => p.split(':')[0]).sort();
+    expect(keys).toEqual(['BOOTSTRAP_PERSONAL_API_KEY', 'DURABILITY', 'LOG_LEVEL', 'MAX_BODY_BYTES', 'PORT']);
+    expect((error as Error).message).toContain('PORT: expected an integer, got "eighty"');
+  });
+});

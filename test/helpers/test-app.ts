@@ -1,0 +1,67 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp } from '../../src/app';
+import { bootstrap } from '../../src/bootstrap';
+import { loadConfig, type Config } from '../../src/config';
+import type { Deps } from '../../src/deps';
+import { silentLogger } from '../../src/logger';
+import { openStorage, type CreatedAccount } from '../../src/storage';
+
+export const BASE = 'http://test.local';
+
+export interface TestApp {
+  app: ReturnType<typeof createApp>;
+  deps: Deps;
+  account: CreatedAccount;
+  dataDir: string;
+  /** Call the app in-process with a JSON body and the bootstrap personal key unless `key: null`. */
+  call(method: string, path: string, options?: { body?: unknown; key?: string | null; headers?: Record<string, string> }): Promise<Response>;
+  json<T = any>(method: string, path: string, options?: { body?: unknown; key?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: T; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date()): Promise<TestApp> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'analytics-test-'));
+  const config: Config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
+  const storage = await openStorage({ dataDir });
+  const account = (await bootstrap(storage, config))!;
+  const deps: Deps = { config, storage, logger: silentLogger, version: 'test', now };
+  const app = createApp(deps);
+  const call: TestApp['call'] = (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    const key = options.key === undefined ? account.personalApiKey.value : options.key;
+    if (key) headers.authorization = `Bearer ${key}`;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    return app.handle(new Request(BASE + path, { method, headers, body }));
+  };
+  return {
+    app,
+    deps,
+    account,
+    dataDir,
+    call,
+    async json(method, path, options) {
+      const res = await call(method, path, options);
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+    },
+    async close() {
+      await storage.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A second organization with its own user, project and key, in the same storage. */
+export async function createOtherAccount(t: TestApp, email = 'other@example.com') {
+  return t.deps.storage.management.createAccount({ email, organizationName: 'Other org' });
+}
+
+export const errorOf = (code: string, type: string, detail: string, attr: string | null = null) => ({ type, code, detail, attr });
+export const NOT_FOUND = errorOf('not_found', 'invalid_request', 'Not found.');
+export const NOT_AUTHENTICATED = errorOf('not_authenticated', 'authentication_error', 'Authentication credentials were not provided.');

@@ -1,0 +1,160 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { rm } from 'node:fs/promises';
+import { TEST_KEYS, newDataDir, runCliProcess, startServer, type ServerProcess } from './helpers/server-process';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+const auth = { authorization: `Bearer ${TEST_KEYS.personal}` };
+
+describe('the server process', () => {
+  test('first start creates and prints the account once, with the BOOTSTRAP_* values; restarts keep it', async () => {
+    const dir = await newDataDir();
+    dirs.push(dir);
+    let server: ServerProcess = await startServer({}, dir);
+    const printed = JSON.parse(/\{[\s\S]*?\}/.exec(server.output())![0]);
+    expect(printed).toEqual({
+      organization_id: expect.any(String),
+      organization_name: 'Default organization',
+      project_id: 1,
+      project_api_key: TEST_KEYS.project,
+      email: TEST_KEYS.email,
+      user_id: 1,
+      personal_api_key_id: expect.any(String),
+      personal_api_key: TEST_KEYS.personal,
+    });
+    const health = await fetch(`${server.url}/_health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    const me: any = await (await fetch(`${server.url}/api/users/@me/`, { headers: auth })).json();
+    expect(me.team.api_token).toBe(TEST_KEYS.project);
+    expect(await server.stop('SIGTERM')).toBe(0);
+
+    server = await startServer({}, dir);
+    expect(server.output()).not.toContain('First start');
+    const projects: any = await (await fetch(`${server.url}/api/projects/`, { headers: auth })).json();
+    expect(projects.count).toBe(1);
+    expect(await server.stop('SIGINT')).toBe(0);
+  });
+
+  test('SIGTERM lets in-flight requests finish, then closes the database cleanly', async () => {
+    const server = await startServer();
+    dirs.push(server.dataDir);
+    // Requests the server had not accepted yet may be refused; every one it accepted is answered whole.
+    let firstAnswered!: () => void;
+    const first = new Promise<void>((r) => (firstAnswered = r));
+    const inflight = Array.from({ length: 40 }, () =>
+      fetch(`${server.url}/api/users/@me/`, { headers: auth }).then(
+        async (r) => {
+          firstAnswered();
+          return { status: r.status, email: ((await r.json()) as any).email };
+        },
+        () => null,
+      ),
+    );
+    await first;
+    const code = await server.stop('SIGTERM');
+    const answers = await Promise.all(inflight);
+    expect(code).toBe(0);
+    for (const a of answers) if (a) expect(a).toEqual({ status: 200, email: TEST_KEYS.email });
+    expect(answers.some((a) => a !== null)).toBe(true);
+    // The database was released: the CLI can open it at once.
+    const listed = await runCliProcess(['list-keys', '--email', TEST_KEYS.email, '--json'], server.dataDir);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toHaveLength(1);
+  });
+
+  test('a bad configuration is refused with every bad key listed', async () => {
+    const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
+      cwd: `${import.meta.dir}/..`,
+      env: { ...process.env, PORT: 'x', LOG_LEVEL: 'loud', DATA_DIR: '/tmp/never-created-analytics' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(78);
+    expect(stderr).toContain('PORT: expected an integer, got "x"');
+    expect(stderr).toContain('LOG_LEVEL');
+  });
+});
+
+describe('the operator CLI', () => {
+  test('create-user, create-key, list-keys, revoke-key; refused clearly while the server runs', async () => {
+    const server = await startServer();
+    dirs.push(server.dataDir);
+    const locked = await runCliProcess(['list-keys', '--email', TEST_KEYS.email], server.dataDir);
+    expect(locked.code).toBe(75);
+    expect(locked.stderr).toContain('The server is running on this data directory');
+    await server.stop();
+
+    const made = await runCliProcess(
+      ['create-user', '--email', 'ops@example.com', '--organization-name', 'Ops', '--personal-api-key', 'phx_opsKey123456789', '--json'],
+      server.dataDir,
+    );
+    expect(made.code).toBe(0);
+    const info = JSON.parse(made.stdout);
+    expect(info).toEqual({
+      organization_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      organization_name: 'Ops',
+      project_id: 2,
+      project_api_key: expect.stringMatching(/^phc_/),
+      email: 'ops@example.com',
+      user_id: 2,
+      personal_api_key_id: expect.any(String),
+      personal_api_key: 'phx_opsKey123456789',
+    });
+    const second = await runCliProcess(['create-key', '--email', 'ops@example.com', '--json'], server.dataDir);
+    const key2 = JSON.parse(second.stdout);
+    expect(key2.personal_api_key).toMatch(/^phx_[A-Za-z0-9_-]{43}$/);
+    const listed = JSON.parse((await runCliProcess(['list-keys', '--email', 'ops@example.com', '--json'], server.dataDir)).stdout);
+    expect(listed.map((k: { id: string }) => k.id).sort()).toEqual([info.personal_api_key_id, key2.id].sort());
+    expect(JSON.stringify(listed)).not.toContain('phx_opsKey123456789');
+    expect((await runCliProcess(['revoke-key', '--id', key2.id], server.dataDir)).code).toBe(0);
+
+    const restarted = await startServer({}, server.dataDir);
+    const ok = await fetch(`${restarted.url}/api/projects/`, { headers: { authorization: 'Bearer phx_opsKey123456789' } });
+    expect(((await ok.json()) as any).results.map((p: { id: number }) => p.id)).toEqual([2]);
+    const revoked = await fetch(`${restarted.url}/api/projects/`, { headers: { authorization: `Bearer ${key2.personal_api_key}` } });
+    expect(revoked.status).toBe(401);
+    await restarted.stop();
+  });
+
+  test.each([
+    [['create-user', '--organization-name', 'X'], '--email is required'],
+    [['create-user', '--email', 'bad', '--organization-name', 'X'], 'is not an e-mail address'],
+    [['frobnicate'], 'Unknown command: frobnicate'],
+    [['revoke-key', '--id', 'nope'], 'no active key with id nope'],
+  ])('bad usage %j is refused with a clear message', async (args, message) => {
+    const dir = await newDataDir();
+    dirs.push(dir);
+    const res = await runCliProcess(args, dir);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain(message);
+  });
+});
+
+describe('OpenAPI', () => {
+  test('documents every route from its schemas and renders with local assets only', async () => {
+    const server = await startServer();
+    dirs.push(server.dataDir);
+    const spec: any = await (await fetch(`${server.url}/swagger/json`)).json();
+    expect(Object.keys(spec.paths)).toEqual(
+      expect.arrayContaining(['/_health', '/api/projects/', '/api/projects/{project_id}/', '/api/users/@me/', '/api/user/']),
+    );
+    const patch = spec.paths['/api/projects/{project_id}/'].patch;
+    expect(Object.keys(patch.requestBody.content['application/json'].schema.properties)).toContain('timezone');
+    expect(Object.keys(patch.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '404']));
+    const page = await (await fetch(`${server.url}/swagger`)).text();
+    const refs = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    expect(refs.length).toBeGreaterThan(2);
+    for (const ref of refs) {
+      expect(ref.startsWith('/')).toBe(true);
+      const res = await fetch(server.url + ref);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    await server.stop();
+  });
+});
