@@ -1,0 +1,55 @@
+import { createHash } from 'node:crypto';
+import type { FeatureFlag } from './types';
+
+/**
+ * PostHog's divisor 0xFFFFFFFFFFFFFFF is not representable as a double: Python's float(), Rust's
+ * `as f64` and JS all round it to exactly 2^60, so the division below is exact and only the
+ * numerator's rounding matters.
+ */
+const LONG_SCALE = Number(0xfffffffffffffffn);
+
+/**
+ * The 60-bit prefix exceeds Number.MAX_SAFE_INTEGER; BigInt → Number rounds to nearest with ties
+ * to even, exactly like Python's int → float and Rust's u64 `as f64`, so ids whose prefix falls
+ * on a rounding tie still land in the same bucket as in PostHog.
+ */
+const hashToUnitInterval = (text: string): number => {
+  const hex = createHash('sha1').update(text, 'utf8').digest('hex');
+  return Number(BigInt(`0x${hex.slice(0, 15)}`)) / LONG_SCALE;
+};
+
+/** sha1(`${key}.${hashId}${salt}`) as a number in [0, 1]. */
+export const hashFlag = (key: string, hashId: string, salt = ''): number =>
+  hashToUnitInterval(`${key}.${hashId}${salt}`);
+
+/** Holdouts hash without the flag key, so a person is held out of every flag of the experiment. */
+export const hashHoldout = (hashId: string): number => hashToUnitInterval(`holdout-${hashId}`);
+
+/**
+ * The flags service answers 0 when there is nothing to hash (an empty distinct id, a group flag
+ * without a usable key) instead of hashing `"<key>."`.
+ */
+const hashIntoBucket = (key: string, hashId: string, salt: string): number =>
+  hashId === '' ? 0 : hashFlag(key, hashId, salt);
+
+/** A null rollout means 100%; 100% is decided without hashing, as the flags service does. */
+export const isInRollout = (key: string, hashId: string, rolloutPercentage: number | null | undefined): boolean => {
+  if (rolloutPercentage === null || rolloutPercentage === undefined || rolloutPercentage === 100) return true;
+  return hashIntoBucket(key, hashId, '') <= rolloutPercentage / 100;
+};
+
+/**
+ * Variants own consecutive slices of [0, 1) in their listed order. The running sum is built with
+ * the same floating-point additions as PostHog, so slice edges are bit-identical. Percentages that
+ * sum to less than 100 leave a gap whose hashes get no variant (null).
+ */
+export const variantFor = (flag: Pick<FeatureFlag, 'key' | 'filters'>, hashId: string): string | null => {
+  const variants = flag.filters.multivariate?.variants ?? [];
+  const hash = hashIntoBucket(flag.key, hashId, 'variant');
+  let upperBound = 0;
+  for (const variant of variants) {
+    upperBound += variant.rollout_percentage / 100;
+    if (hash < upperBound) return variant.key;
+  }
+  return null;
+};

@@ -1,0 +1,79 @@
+/**
+ * Event time, as PostHog's ingestion computes it (plugin-server `timestamps.ts`, Rust capture
+ * `timestamp.rs`): the client's clock is trusted for differences only. With `sent_at`, the event
+ * happened `sent_at - timestamp` before the server received it; `offset` (ms before sending,
+ * legacy posthog-js) overrides that; more than 23 h in the future is clamped to the receive time;
+ * a year outside 0–9999 becomes the epoch. All times are epoch milliseconds, UTC.
+ */
+
+const FUTURE_CUTOFF_MS = 23 * 3600 * 1000;
+const MAX_DATE_MS = 8.64e15;
+
+// Date-only, or date-time with optional seconds, fraction and zone; `T` or a space between.
+const ISO_LIKE = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::(\d{2})(?:[.,](\d+))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
+const EPOCH_DIGITS = /^\d+(?:\.\d+)?$/;
+const EXPLICIT_ZONE = /(?:GMT|UTC|Z|[+-]\d{2}:?\d{2})\s*$/i;
+
+/**
+ * A client time value → epoch ms, or null when it is not a time. Strings without a zone are UTC
+ * (never the server's local zone); digit strings are epoch seconds, or milliseconds past 11
+ * digits (Django's rule for `_`); numbers are epoch milliseconds.
+ */
+export function parseTimestamp(value: unknown): number | null {
+  if (typeof value === 'number') return Number.isFinite(value) && Math.abs(value) <= MAX_DATE_MS ? value : null;
+  if (typeof value !== 'string') return null;
+  const text = value.trim();
+  if (EPOCH_DIGITS.test(text)) {
+    const n = Number(text);
+    return text.split('.')[0].length > 11 ? n : Math.round(n * 1000);
+  }
+  const iso = ISO_LIKE.exec(text);
+  if (iso) return parseIso(iso);
+  // Other formats (RFC 2822 and the like) only when they name their zone, so the result never
+  // depends on the server's TZ.
+  if (!EXPLICIT_ZONE.test(text)) return null;
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? null : ms;
+}
+
+function parseIso([, date, hourMinute, seconds, fraction, zone]: RegExpExecArray): number | null {
+  const ms = (fraction ?? '').padEnd(3, '0').slice(0, 3);
+  let offset = 'Z';
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const digits = zone.slice(1).replace(':', '');
+    offset = `${zone[0]}${digits.slice(0, 2)}:${digits.slice(2, 4).padEnd(2, '0')}`;
+  }
+  const normalized = `${date}T${hourMinute ?? '00:00'}:${seconds ?? '00'}.${ms}${offset}`;
+  const parsed = Date.parse(normalized);
+  if (Number.isNaN(parsed)) return null;
+  // Some engines roll 2023-02-30 over to March; a calendar date that does not exist is not a time.
+  const midnight = Date.parse(`${date}T00:00:00Z`);
+  if (Number.isNaN(midnight) || new Date(midnight).toISOString().slice(0, 10) !== date) return null;
+  return parsed;
+}
+
+export interface EventTimeFields {
+  timestamp?: unknown;
+  offset?: unknown;
+  /** `properties.$ignore_sent_at`: the client asks not to correct its clock. */
+  ignoreSentAt?: boolean;
+}
+
+/** The stored time of an event received at `now`, in a request sent at `sentAt` (both epoch ms). */
+export function resolveEventTime(fields: EventTimeFields, now: number, sentAt: number | null): number {
+  let result = now;
+  const timestamp = parseTimestamp(fields.timestamp);
+  const clientSentAt = fields.ignoreSentAt ? null : sentAt;
+  if (timestamp !== null) result = clientSentAt !== null ? now + (timestamp - clientSentAt) : timestamp;
+  if (typeof fields.offset === 'number' && Number.isInteger(fields.offset)) result = now - fields.offset;
+
+  if (result - now > FUTURE_CUTOFF_MS) result = now;
+  if (!isWithinYears0To9999(result)) result = 0;
+  return result;
+}
+
+function isWithinYears0To9999(ms: number): boolean {
+  if (!Number.isFinite(ms) || Math.abs(ms) > MAX_DATE_MS) return false;
+  const year = new Date(ms).getUTCFullYear();
+  return year >= 0 && year <= 9999;
+}

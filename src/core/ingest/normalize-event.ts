@@ -1,0 +1,212 @@
+/**
+ * One raw event → the event we store, or the reason it is dropped. Follows PostHog's capture and
+ * ingestion (Django `capture.py`, plugin-server `normalizeEvent`/`prepareEvent`, Rust
+ * `timestamp.rs`), except where our spec wins: an event with no name or no (or an empty)
+ * distinct_id is dropped, not a 400 for the whole request.
+ *
+ * Top-level fields of the spec's sample forms (alias, capture, identify, page, screen) are kept as
+ * properties, so nothing they carry is lost; a property the client set itself wins:
+ *   type → `$type`, context → `$context`, messageId → `$message_id`, category → `$category`,
+ *   name → `$name`.
+ * `library`/`library_version` (posthog-node 3/4) repeat `$lib`/`$lib_version` and are not kept.
+ */
+import { elementsChainFrom } from './elements-chain';
+import { resolveEventTime } from './event-time';
+import type { RawEvent } from './extract-events';
+
+export interface NormalizeContext {
+  /** When the server received the request: the reference for clock-skew correction. */
+  now: Date;
+  /** The request's send time by the client's clock (`sent_at` / `_`). */
+  sentAt: Date | null;
+  ip: string | null;
+  anonymizeIps: boolean;
+  newUuid: () => string;
+}
+
+export interface NormalizedEvent {
+  uuid: string;
+  event: string;
+  distinctId: string;
+  /** Stored properties: `$set`/`$set_once` merged in, `$ip`/`$sent_at` added, `$elements*` moved out. */
+  properties: Record<string, unknown>;
+  /** Epoch milliseconds, UTC. */
+  timestamp: number;
+  elementsChain: string;
+  /** Person updates the event asks for (empty when `processPerson` is false). */
+  set: Record<string, unknown>;
+  setOnce: Record<string, unknown>;
+  unset: string[];
+  /** `$identify`: the anonymous id to merge into `distinctId`. */
+  anonDistinctId: string | null;
+  /** `$create_alias` / `$merge_dangerously`: the id to merge into `distinctId`. */
+  alias: string | null;
+  /** False when the client sent `$process_person_profile: false`: no person is created or changed. */
+  processPerson: boolean;
+  /** `properties.$groups` (group type → key, keys as strings): the groups the event is attributed to. */
+  groups: Record<string, string>;
+}
+
+export type DropReason = 'missing_event_name' | 'missing_distinct_id' | 'invalid_properties';
+export type NormalizeResult = { ok: NormalizedEvent } | { drop: DropReason };
+
+const MAX_ID_LENGTH = 200;
+const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+const SAMPLE_FIELDS: Record<string, string> = {
+  type: '$type',
+  context: '$context',
+  messageId: '$message_id',
+  category: '$category',
+  name: '$name',
+};
+// plugin-server `eventToPersonProperties`: copied to `$set` and, as `$initial_<key>`, to `$set_once`.
+const PERSON_PROPERTIES_FROM_EVENT = [
+  '$app_build', '$app_name', '$app_namespace', '$app_version',
+  '$browser', '$browser_version', '$device_type', '$current_url', '$pathname', '$os', '$os_version',
+  '$referring_domain', '$referrer',
+  'utm_source', 'utm_medium', 'utm_campaign', 'utm_content', 'utm_name', 'utm_term',
+  'gclid', 'gad_source', 'gbraid', 'wbraid', 'fbclid', 'msclkid',
+];
+const WITHOUT_PERSON_PROPERTIES = new Set(['$snapshot', '$performance_event']);
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export function normalizeEvent(raw: RawEvent, ctx: NormalizeContext): NormalizeResult {
+  const event = readEventName(raw.event);
+  if (event === null) return { drop: 'missing_event_name' };
+  if (raw.properties !== undefined && raw.properties !== null && !isObject(raw.properties)) return { drop: 'invalid_properties' };
+  const distinctId = readDistinctId(raw);
+  if (distinctId === null) return { drop: 'missing_distinct_id' };
+
+  const properties = buildProperties(raw, event, ctx);
+  const elementsChain = elementsChainFrom(properties);
+  delete properties.$elements_chain;
+  delete properties.$elements;
+
+  const processPerson = properties.$process_person_profile !== false;
+  if (!processPerson) {
+    // PostHog drops person updates of personless events, so they do not leak into stored properties.
+    delete properties.$set;
+    delete properties.$set_once;
+  }
+  const now = ctx.now.getTime();
+  return {
+    ok: {
+      uuid: readUuid(raw.uuid) ?? ctx.newUuid(),
+      event,
+      distinctId,
+      properties,
+      timestamp: resolveEventTime(
+        { timestamp: raw.timestamp, offset: raw.offset, ignoreSentAt: properties.$ignore_sent_at === true },
+        now,
+        ctx.sentAt?.getTime() ?? null,
+      ),
+      elementsChain,
+      set: isObject(properties.$set) ? properties.$set : {},
+      setOnce: isObject(properties.$set_once) ? properties.$set_once : {},
+      unset: readUnset(properties.$unset),
+      anonDistinctId: event === '$identify' && '$anon_distinct_id' in properties ? String(properties.$anon_distinct_id) : null,
+      alias: (event === '$create_alias' || event === '$merge_dangerously') && properties.alias ? String(properties.alias) : null,
+      processPerson,
+      groups: readGroups(properties.$groups),
+    },
+  };
+}
+
+/** PostHog's `sanitizeEventName`: non-strings become their JSON text; at most 200 characters. */
+function readEventName(value: unknown): string | null {
+  if (value === undefined || value === null || value === '') return null;
+  const name = typeof value === 'string' ? value : JSON.stringify(value);
+  return truncate(name.replace(/\u0000/g, '\uFFFD'), MAX_ID_LENGTH);
+}
+
+/**
+ * `$distinct_id`, then `properties.distinct_id`, then `distinct_id` (Django's order); the first
+ * usable one wins, so a null left in one place by a client does not hide a good id in another.
+ * Numbers and other values become strings (objects their JSON text, as in Rust capture).
+ */
+function readDistinctId(raw: RawEvent): string | null {
+  const properties = isObject(raw.properties) ? raw.properties : {};
+  for (const value of [raw.$distinct_id, properties.distinct_id, raw.distinct_id]) {
+    const id = distinctIdText(value);
+    if (id !== null) return truncate(id.replace(/\u0000/g, '\uFFFD'), MAX_ID_LENGTH);
+  }
+  return null;
+}
+
+function distinctIdText(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'number' && !Number.isFinite(value)) return null;
+  const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  return text.trim() === '' ? null : text;
+}
+
+/** Cut to `max` code points, never through a surrogate pair. */
+function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return Array.from(text).slice(0, max).join('');
+}
+
+function readUuid(value: unknown): string | null {
+  if (typeof value !== 'string' || !UUID.test(value)) return null;
+  const hex = value.replace(/-/g, '').toLowerCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+function buildProperties(raw: RawEvent, event: string, ctx: NormalizeContext): Record<string, unknown> {
+  const properties: Record<string, unknown> = isObject(raw.properties) ? { ...raw.properties } : {};
+  for (const [field, key] of Object.entries(SAMPLE_FIELDS)) {
+    if (raw[field] !== undefined && raw[field] !== null && !(key in properties)) properties[key] = raw[field];
+  }
+  // posthog-js puts $set/$set_once at the event's top level; PostHog merges them into properties.
+  for (const key of ['$set', '$set_once'] as const) {
+    if (isObject(raw[key])) properties[key] = { ...(isObject(properties[key]) ? properties[key] : {}), ...raw[key] };
+  }
+  if (!WITHOUT_PERSON_PROPERTIES.has(event)) addPersonPropertiesFromEvent(properties);
+  if (ctx.sentAt) properties.$sent_at = ctx.sentAt.toISOString();
+  if (ctx.anonymizeIps) delete properties.$ip;
+  else if (ctx.ip && !('$ip' in properties)) properties.$ip = ctx.ip;
+  return properties;
+}
+
+/**
+ * plugin-server `personInitialAndUTMProperties`: browser, device and campaign properties of the
+ * event also go to the person: current value in `$set`, first value in `$set_once` as
+ * `$initial_<key>`, unless the event sets those keys itself. Server SDKs (`$is_server`) describe
+ * the server host in `$os`, so that is not copied; `$os_name` stands in for a missing `$os`.
+ */
+function addPersonPropertiesFromEvent(properties: Record<string, unknown>): void {
+  const skipHostOs = properties.$is_server === true;
+  const found = PERSON_PROPERTIES_FROM_EVENT.filter((key) => key in properties && !(skipHostOs && (key === '$os' || key === '$os_version')));
+  if (found.length === 0) return;
+  const set = isObject(properties.$set) ? { ...properties.$set } : {};
+  const setOnce = isObject(properties.$set_once) ? { ...properties.$set_once } : {};
+  for (const key of found) {
+    if (!(key in set)) set[key] = properties[key];
+    const initialKey = `$initial_${key.replace('$', '')}`;
+    if (!(initialKey in setOnce)) setOnce[initialKey] = properties[key];
+  }
+  if (properties.$os_name !== undefined) {
+    if (!('$os' in properties)) properties.$os = properties.$os_name;
+    if (!('$os' in set)) set.$os = properties.$os_name;
+    if (!('$initial_os' in setOnce)) setOnce.$initial_os = properties.$os_name;
+  }
+  properties.$set = set;
+  properties.$set_once = setOnce;
+}
+
+function readGroups(value: unknown): Record<string, string> {
+  if (!isObject(value)) return {};
+  const groups: Record<string, string> = {};
+  for (const [type, key] of Object.entries(value)) {
+    if (key !== null && key !== undefined && key !== '') Object.defineProperty(groups, type, { value: String(key), enumerable: true, writable: true, configurable: true });
+  }
+  return groups;
+}
+
+function readUnset(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((key): key is string => typeof key === 'string');
+  if (isObject(value)) return Object.keys(value);
+  return [];
+}
