@@ -11,6 +11,7 @@ export const ERROR_KINDS = {
   invalid_project: { status: 400, type: 'validation_error' },
   invalid_payload: { status: 400, type: 'validation_error' },
   not_authenticated: { status: 401, type: 'authentication_error' },
+  missing_api_key: { status: 401, type: 'authentication_error' },
   authentication_failed: { status: 401, type: 'authentication_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   invalid_personal_api_key: { status: 401, type: 'authentication_error' },

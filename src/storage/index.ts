@@ -3,17 +3,29 @@ import { join } from 'node:path';
 import { openDatabase, type Database } from './db';
 import { migrate } from './migrations';
 import { createManagementStore } from './management/management-store';
-import type { ManagementStore } from './management/types';
+import type { ManagementStore, Project } from './management/types';
 import { createDefinitionsStore, type DefinitionsStore } from './definitions/definitions-store';
+import { createPersonStore } from './persons/person-store';
+import type { PersonStore } from './persons/types';
+import { createProjectCache } from './project-cache';
+import { createSeenTracker, type SeenTracker } from './seen/seen-tracker';
 
 export { DatabaseLockedError } from './db';
 export * from './management/types';
 export type { DefinitionsStore } from './definitions/definitions-store';
+export type * from './persons/types';
+export type { SeenTracker } from './seen/seen-tracker';
 
 /** Everything the service keeps, behind engine-neutral interfaces. */
 export interface Storage {
   management: ManagementStore;
   definitions: DefinitionsStore;
+  /** Persons and groups, in memory per project, written in bulk. */
+  persons: PersonStore;
+  /** Event names, property keys and `ingested_event`, as ingestion sees them. */
+  seen: SeenTracker;
+  /** A project by its API token (cached; invalidated by every project change made here). */
+  projectByToken(token: string): Promise<Project | null>;
   /** Delete a project and every row that belongs to it. */
   deleteProject(projectId: number): Promise<void>;
   close(): Promise<void>;
@@ -34,15 +46,26 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     await db.close();
     throw error;
   }
-  const management = createManagementStore(db);
+  const { management, cache } = createProjectCache(createManagementStore(db));
   const definitions = createDefinitionsStore(db);
+  const persons = createPersonStore(db);
+  const seen = createSeenTracker(db, management);
   return {
     management,
     definitions,
+    persons,
+    seen,
+    projectByToken: (token) => cache.byToken(token),
     async deleteProject(projectId) {
       await management.deleteProject(projectId);
       await definitions.deleteTeam(projectId);
+      await persons.deleteTeam(projectId);
+      seen.forgetTeam(projectId);
     },
-    close: () => db.close(),
+    async close() {
+      await persons.flush();
+      await seen.flush();
+      await db.close();
+    },
   };
 }

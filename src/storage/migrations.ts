@@ -2,6 +2,7 @@ import type { Database } from './db';
 import { managementMigrations } from './management/schema';
 import { eventMigrations } from './events/schema';
 import { definitionMigrations } from './definitions/schema';
+import { personMigrations } from './persons/schema';
 
 /**
  * Versioned schema migrations. Each has a unique, increasing version; applied versions are
@@ -15,7 +16,7 @@ export interface Migration {
   statements: string[];
 }
 
-export const MIGRATIONS: Migration[] = [...managementMigrations, ...eventMigrations, ...definitionMigrations].sort((a, b) => a.version - b.version);
+export const MIGRATIONS: Migration[] = [...managementMigrations, ...eventMigrations, ...personMigrations, ...definitionMigrations].sort((a, b) => a.version - b.version);
 
 export async function migrate(db: Database, migrations: Migration[] = MIGRATIONS): Promise<number[]> {
   await db.run(

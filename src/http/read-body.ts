@@ -1,0 +1,40 @@
+import { AppError } from '../errors';
+
+const tooLarge = (max: number) => new AppError('payload_too_large', `Request body is larger than the limit of ${max} bytes.`);
+
+/**
+ * Read a request body into one buffer, never holding more than `max` bytes: a declared
+ * Content-Length over the cap is refused before reading, and a chunked body is cut off as soon
+ * as it crosses the cap.
+ */
+export async function readBodyCapped(request: Request, max: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > max) throw tooLarge(max);
+  const stream = request.body;
+  if (!stream) return new Uint8Array(0);
+  if (declared !== null) {
+    // Known length within the cap: one read of the whole body is the fastest path.
+    return new Uint8Array(await request.arrayBuffer());
+  }
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(max);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}

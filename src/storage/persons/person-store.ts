@@ -1,0 +1,287 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
+import { uuidv7 } from '../../ids';
+import type { Database } from '../db';
+import type { Group, Person, PersonStore } from './types';
+
+interface TeamPersons {
+  persons: Map<string, Person>;
+  byDistinctId: Map<string, Person>;
+  groups: Map<string, Group>;
+  groupTypes: Map<string, number>;
+}
+
+const groupKey = (type: string, key: string) => `${type}\u0000${key}`;
+
+/**
+ * Persons live in memory per project (loaded on first use) so ingestion and flag checks never
+ * wait for the database; changes are collected per person and written in bulk by `flush`.
+ * Memory grows with the number of persons: about 300 bytes plus properties each.
+ */
+export function createPersonStore(db: Database): PersonStore {
+  const teams = new Map<number, TeamPersons>();
+  const loading = new Map<number, Promise<void>>();
+  // Changed since the last flush: person uuid → team (a deleted person is absent from its team map).
+  let dirtyPersons = new Map<string, number>();
+  let dirtyDistinctIds = new Map<string, { teamId: number; distinctId: string }>();
+  let dirtyGroups = new Map<string, { teamId: number; group: Group }>();
+  let nextId = 1;
+  let flushing: Promise<void> | null = null;
+
+  const team = (teamId: number): TeamPersons => {
+    const t = teams.get(teamId);
+    if (!t) throw new Error(`persons of project ${teamId} are not loaded`);
+    return t;
+  };
+
+  async function load(teamId: number) {
+    const t: TeamPersons = { persons: new Map(), byDistinctId: new Map(), groups: new Map(), groupTypes: new Map() };
+    const [{ max_id }] = await db.query<{ max_id: number | null }>('SELECT max(id) AS max_id FROM persons');
+    nextId = Math.max(nextId, (max_id ?? 0) + 1);
+    const rows = await db.query<{ id: number; uuid: string; properties: string; is_identified: boolean; created_at: Date }>(
+      'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, created_at FROM persons WHERE team_id = ?',
+      [teamId],
+    );
+    for (const r of rows) {
+      t.persons.set(r.uuid, {
+        id: r.id,
+        uuid: r.uuid,
+        teamId,
+        properties: JSON.parse(r.properties),
+        isIdentified: r.is_identified,
+        createdAt: r.created_at.getTime(),
+        distinctIds: [],
+      });
+    }
+    const ids = await db.query<{ distinct_id: string; person_uuid: string }>(
+      'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?',
+      [teamId],
+    );
+    for (const r of ids) {
+      const p = t.persons.get(r.person_uuid);
+      if (!p) continue;
+      p.distinctIds.push(r.distinct_id);
+      t.byDistinctId.set(r.distinct_id, p);
+    }
+    const groups = await db.query<{ group_type: string; group_type_index: number; group_key: string; properties: string }>(
+      'SELECT group_type, group_type_index, group_key, properties FROM groups WHERE team_id = ?',
+      [teamId],
+    );
+    for (const g of groups) {
+      t.groupTypes.set(g.group_type, g.group_type_index);
+      t.groups.set(groupKey(g.group_type, g.group_key), {
+        groupType: g.group_type,
+        groupTypeIndex: g.group_type_index,
+        groupKey: g.group_key,
+        properties: JSON.parse(g.properties),
+      });
+    }
+    teams.set(teamId, t);
+  }
+
+  const lookupFor = (t: TeamPersons): PersonLookup => ({
+    lookup(distinctId): PersonRecord | null {
+      const p = t.byDistinctId.get(distinctId);
+      return p ? { personId: p.uuid, properties: p.properties, isIdentified: p.isIdentified, createdAt: p.createdAt } : null;
+    },
+  });
+
+  function apply(teamId: number, t: TeamPersons, op: PersonOperation) {
+    switch (op.type) {
+      case 'create_person': {
+        const p: Person = { id: nextId++, uuid: op.personId, teamId, properties: op.properties, isIdentified: op.isIdentified, createdAt: op.createdAt, distinctIds: [] };
+        t.persons.set(p.uuid, p);
+        dirtyPersons.set(p.uuid, teamId);
+        for (const d of op.distinctIds) linkDistinctId(teamId, t, p, d);
+        return;
+      }
+      case 'add_distinct_id':
+        linkDistinctId(teamId, t, t.persons.get(op.personId)!, op.distinctId);
+        return;
+      case 'update_person': {
+        const p = t.persons.get(op.personId)!;
+        p.properties = op.properties;
+        p.isIdentified = op.isIdentified;
+        dirtyPersons.set(p.uuid, teamId);
+        return;
+      }
+      case 'merge_persons': {
+        const from = t.persons.get(op.fromPersonId)!;
+        const into = t.persons.get(op.intoPersonId)!;
+        for (const d of from.distinctIds) linkDistinctId(teamId, t, into, d);
+        t.persons.delete(from.uuid);
+        dirtyPersons.set(from.uuid, teamId);
+        into.properties = op.properties;
+        into.isIdentified = true;
+        into.createdAt = op.createdAt;
+        dirtyPersons.set(into.uuid, teamId);
+        return;
+      }
+      case 'upsert_group': {
+        let index = t.groupTypes.get(op.groupType);
+        if (index === undefined) {
+          index = t.groupTypes.size;
+          t.groupTypes.set(op.groupType, index);
+        }
+        const k = groupKey(op.groupType, op.groupKey);
+        const current = t.groups.get(k);
+        const group: Group = { groupType: op.groupType, groupTypeIndex: index, groupKey: op.groupKey, properties: { ...current?.properties, ...op.properties } };
+        t.groups.set(k, group);
+        dirtyGroups.set(`${teamId}\u0000${k}`, { teamId, group });
+        return;
+      }
+    }
+  }
+
+  function linkDistinctId(teamId: number, t: TeamPersons, p: Person, distinctId: string) {
+    const previous = t.byDistinctId.get(distinctId);
+    if (previous === p) return;
+    if (previous) previous.distinctIds = previous.distinctIds.filter((d) => d !== distinctId);
+    p.distinctIds.push(distinctId);
+    t.byDistinctId.set(distinctId, p);
+    dirtyDistinctIds.set(`${teamId}\u0000${distinctId}`, { teamId, distinctId });
+  }
+
+  async function writeChanges(
+    persons: Map<string, number>,
+    distinctIds: Map<string, { teamId: number; distinctId: string }>,
+    groups: Map<string, { teamId: number; group: Group }>,
+  ) {
+    await db.withWriter(async (c) => {
+      await c.run('BEGIN TRANSACTION');
+      try {
+        await replacePersons(c, persons);
+        await replaceDistinctIds(c, distinctIds);
+        await replaceGroups(c, groups);
+        await c.run('COMMIT');
+      } catch (error) {
+        await c.run('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  // Bulk replace through temporary staging tables filled by appenders: one statement per table
+  // instead of one per row.
+  async function replacePersons(c: DuckDBConnection, dirty: Map<string, number>) {
+    if (!dirty.size) return;
+    await c.run('CREATE OR REPLACE TEMP TABLE stage_person_keys (uuid VARCHAR)');
+    await c.run(
+      'CREATE OR REPLACE TEMP TABLE stage_persons (id BIGINT, uuid VARCHAR, team_id INTEGER, properties VARCHAR, is_identified BOOLEAN, created_ms BIGINT)',
+    );
+    const keys = await c.createAppender('stage_person_keys', 'main', 'temp');
+    const rows = await c.createAppender('stage_persons', 'main', 'temp');
+    for (const [uuid, teamId] of dirty) {
+      keys.appendVarchar(uuid);
+      keys.endRow();
+      const p = teams.get(teamId)?.persons.get(uuid);
+      if (!p) continue;
+      rows.appendBigInt(BigInt(p.id));
+      rows.appendVarchar(p.uuid);
+      rows.appendInteger(teamId);
+      rows.appendVarchar(JSON.stringify(p.properties));
+      rows.appendBoolean(p.isIdentified);
+      rows.appendBigInt(BigInt(Math.round(p.createdAt)));
+      rows.endRow();
+    }
+    keys.closeSync();
+    rows.closeSync();
+    await c.run('DELETE FROM persons WHERE uuid IN (SELECT uuid::UUID FROM stage_person_keys)');
+    await c.run(
+      `INSERT INTO persons (id, uuid, team_id, properties, is_identified, created_at, version)
+       SELECT id, uuid::UUID, team_id, properties::JSON, is_identified, make_timestamp(created_ms * 1000), 0 FROM stage_persons`,
+    );
+  }
+
+  async function replaceDistinctIds(c: DuckDBConnection, dirty: Map<string, { teamId: number; distinctId: string }>) {
+    if (!dirty.size) return;
+    await c.run('CREATE OR REPLACE TEMP TABLE stage_pdi (team_id INTEGER, distinct_id VARCHAR, person_uuid VARCHAR)');
+    const a = await c.createAppender('stage_pdi', 'main', 'temp');
+    for (const { teamId, distinctId } of dirty.values()) {
+      const p = teams.get(teamId)?.byDistinctId.get(distinctId);
+      if (!p) continue;
+      a.appendInteger(teamId);
+      a.appendVarchar(distinctId);
+      a.appendVarchar(p.uuid);
+      a.endRow();
+    }
+    a.closeSync();
+    await c.run(
+      'DELETE FROM person_distinct_ids WHERE (team_id, distinct_id) IN (SELECT (team_id, distinct_id) FROM stage_pdi)',
+    );
+    await c.run('INSERT INTO person_distinct_ids SELECT team_id, distinct_id, person_uuid::UUID FROM stage_pdi');
+  }
+
+  async function replaceGroups(c: DuckDBConnection, dirty: Map<string, { teamId: number; group: Group }>) {
+    for (const { teamId, group } of dirty.values()) {
+      await c.run(
+        `INSERT INTO groups (team_id, group_type, group_type_index, group_key, properties, created_at) VALUES (?, ?, ?, ?, ?, now())
+         ON CONFLICT (team_id, group_type, group_key) DO UPDATE SET properties = excluded.properties`,
+        [teamId, group.groupType, group.groupTypeIndex, group.groupKey, JSON.stringify(group.properties)],
+      );
+    }
+  }
+
+  return {
+    ensureLoaded(teamId) {
+      if (teams.has(teamId)) return Promise.resolve();
+      let p = loading.get(teamId);
+      if (!p) {
+        p = load(teamId).finally(() => loading.delete(teamId));
+        loading.set(teamId, p);
+      }
+      return p;
+    },
+    isLoaded: (teamId) => teams.has(teamId),
+
+    processEvent(teamId, event, personIdHint) {
+      const t = team(teamId);
+      const newId = () => (personIdHint && !t.persons.has(personIdHint) ? personIdHint : uuidv7(event.timestamp));
+      const plan = planPersonUpdates(event, lookupFor(t), newId);
+      for (const op of plan.operations) apply(teamId, t, op);
+      return plan;
+    },
+
+    findByDistinctId: (teamId, distinctId) => teams.get(teamId)?.byDistinctId.get(distinctId) ?? null,
+    findByUuid: (teamId, uuid) => teams.get(teamId)?.persons.get(uuid) ?? null,
+    groupTypeMapping: (teamId) => Object.fromEntries(teams.get(teamId)?.groupTypes ?? []),
+    findGroup: (teamId, type, key) => teams.get(teamId)?.groups.get(groupKey(type, key)) ?? null,
+    pendingChanges: () => dirtyPersons.size + dirtyDistinctIds.size + dirtyGroups.size,
+
+    flush() {
+      if (flushing) return flushing.then(() => (dirtyPersons.size || dirtyDistinctIds.size || dirtyGroups.size ? this.flush() : undefined));
+      if (!dirtyPersons.size && !dirtyDistinctIds.size && !dirtyGroups.size) return Promise.resolve();
+      const persons = dirtyPersons;
+      const ids = dirtyDistinctIds;
+      const groups = dirtyGroups;
+      dirtyPersons = new Map();
+      dirtyDistinctIds = new Map();
+      dirtyGroups = new Map();
+      flushing = writeChanges(persons, ids, groups)
+        .catch((error) => {
+          // Keep what failed: merge it back under anything changed since.
+          for (const [k, v] of persons) if (!dirtyPersons.has(k)) dirtyPersons.set(k, v);
+          for (const [k, v] of ids) if (!dirtyDistinctIds.has(k)) dirtyDistinctIds.set(k, v);
+          for (const [k, v] of groups) if (!dirtyGroups.has(k)) dirtyGroups.set(k, v);
+          throw error;
+        })
+        .finally(() => {
+          flushing = null;
+        });
+      return flushing;
+    },
+
+    async deleteTeam(teamId) {
+      await this.flush().catch(() => undefined);
+      teams.delete(teamId);
+      for (const [k, v] of dirtyPersons) if (v === teamId) dirtyPersons.delete(k);
+      for (const [k, v] of dirtyDistinctIds) if (v.teamId === teamId) dirtyDistinctIds.delete(k);
+      for (const [k, v] of dirtyGroups) if (v.teamId === teamId) dirtyGroups.delete(k);
+      await db.transaction(async (tx) => {
+        await tx.run('DELETE FROM person_distinct_ids WHERE team_id = ?', [teamId]);
+        await tx.run('DELETE FROM persons WHERE team_id = ?', [teamId]);
+        await tx.run('DELETE FROM groups WHERE team_id = ?', [teamId]);
+      });
+    },
+  };
+}

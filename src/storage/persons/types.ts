@@ -1,0 +1,42 @@
+import type { PersonEvent, PersonPlan } from '../../core/ingest/person-updates';
+
+export interface Person {
+  /** PostHog's integer id (stable for the life of the person). */
+  id: number;
+  uuid: string;
+  teamId: number;
+  properties: Record<string, unknown>;
+  isIdentified: boolean;
+  /** Epoch ms. */
+  createdAt: number;
+  distinctIds: string[];
+}
+
+export interface Group {
+  groupType: string;
+  groupTypeIndex: number;
+  groupKey: string;
+  properties: Record<string, unknown>;
+}
+
+export interface PersonStore {
+  /**
+   * Apply what one event does to persons and groups (in memory, at once) and return the event's
+   * person uuid. Changes reach the database at the next `flush()`, which the event store runs
+   * before it writes the events, so every stored event's person changes are stored too.
+   * `personIdHint` re-uses a person uuid already written on the event (WAL replay after a crash).
+   */
+  processEvent(teamId: number, event: PersonEvent, personIdHint?: string | null): PersonPlan;
+  /** Load a project's persons into memory; call once before `processEvent` for that project. */
+  ensureLoaded(teamId: number): Promise<void>;
+  isLoaded(teamId: number): boolean;
+  findByDistinctId(teamId: number, distinctId: string): Person | null;
+  findByUuid(teamId: number, uuid: string): Person | null;
+  /** Group type name → index (PostHog's `group_type_index`, 0–4, in order of first use). */
+  groupTypeMapping(teamId: number): Record<string, number>;
+  findGroup(teamId: number, groupType: string, groupKey: string): Group | null;
+  /** Persist every pending change (single-flight). */
+  flush(): Promise<void>;
+  pendingChanges(): number;
+  deleteTeam(teamId: number): Promise<void>;
+}
