@@ -13,6 +13,7 @@
 import { elementsChainFrom } from './elements-chain';
 import { resolveEventTime } from './event-time';
 import type { RawEvent } from './extract-events';
+import { personEventOf } from './person-event';
 
 export interface NormalizeContext {
   /** When the server received the request: the reference for clock-skew correction. */
@@ -91,27 +92,13 @@ export function normalizeEvent(raw: RawEvent, ctx: NormalizeContext): NormalizeR
     delete properties.$set_once;
   }
   const now = ctx.now.getTime();
-  return {
-    ok: {
-      uuid: readUuid(raw.uuid) ?? ctx.newUuid(),
-      event,
-      distinctId,
-      properties,
-      timestamp: resolveEventTime(
-        { timestamp: raw.timestamp, offset: raw.offset, ignoreSentAt: properties.$ignore_sent_at === true },
-        now,
-        ctx.sentAt?.getTime() ?? null,
-      ),
-      elementsChain,
-      set: isObject(properties.$set) ? properties.$set : {},
-      setOnce: isObject(properties.$set_once) ? properties.$set_once : {},
-      unset: readUnset(properties.$unset),
-      anonDistinctId: event === '$identify' && '$anon_distinct_id' in properties ? String(properties.$anon_distinct_id) : null,
-      alias: (event === '$create_alias' || event === '$merge_dangerously') && properties.alias ? String(properties.alias) : null,
-      processPerson,
-      groups: readGroups(properties.$groups),
-    },
-  };
+  const timestamp = resolveEventTime(
+    { timestamp: raw.timestamp, offset: raw.offset, ignoreSentAt: properties.$ignore_sent_at === true },
+    now,
+    ctx.sentAt?.getTime() ?? null,
+  );
+  const uuid = readUuid(raw.uuid) ?? ctx.newUuid();
+  return { ok: { ...personEventOf({ uuid, event, distinctId, timestamp }, properties), elementsChain, groups: readGroups(properties.$groups) } };
 }
 
 /** PostHog's `sanitizeEventName`: non-strings become their JSON text; at most 200 characters. */
@@ -205,8 +192,3 @@ function readGroups(value: unknown): Record<string, string> {
   return groups;
 }
 
-function readUnset(value: unknown): string[] {
-  if (Array.isArray(value)) return value.filter((key): key is string => typeof key === 'string');
-  if (isObject(value)) return Object.keys(value);
-  return [];
-}
