@@ -5,6 +5,12 @@ import { docsModule } from './modules/docs';
 import { healthModule, type Readiness } from './modules/health';
 import { projectsModule } from './modules/projects';
 import { usersModule } from './modules/users';
+import { invitesModule } from './modules/invites';
+import { cohortsModule } from './modules/cohorts';
+import { eventDefinitionsModule } from './modules/event-definitions';
+import { featureFlagsModule } from './modules/feature-flags';
+import { decideModule } from './modules/decide';
+import { staticAssetsModule } from './modules/static-assets';
 
 /** Every feature module, composed; no logic of its own. */
 export function createApp(deps: Deps, readiness: Readiness = { accepting: true }) {
@@ -13,7 +19,13 @@ export function createApp(deps: Deps, readiness: Readiness = { accepting: true }
     .use(docsModule(deps.version))
     .use(healthModule(readiness))
     .use(projectsModule(deps))
-    .use(usersModule(deps));
+    .use(usersModule(deps))
+    .use(invitesModule(deps))
+    .use(cohortsModule(deps))
+    .use(eventDefinitionsModule(deps))
+    .use(featureFlagsModule(deps))
+    .use(decideModule(deps))
+    .use(staticAssetsModule());
 }
 
 export type App = ReturnType<typeof createApp>;

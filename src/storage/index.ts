@@ -9,12 +9,24 @@ import { createPersonStore } from './persons/person-store';
 import type { PersonStore } from './persons/types';
 import { createProjectCache } from './project-cache';
 import { createSeenTracker, type SeenTracker } from './seen/seen-tracker';
+import { createFlagStore } from './flags/flag-store';
+import type { FlagStore } from './flags/types';
+import { createInviteStore } from './invites/invite-store';
+import type { InviteStore } from './invites/types';
+import { createCohortStore } from './cohorts/cohort-store';
+import type { CohortStore } from './cohorts/types';
+import type { EventsSourceRef } from './definitions/events-source';
 
 export { DatabaseLockedError } from './db';
 export * from './management/types';
 export type { DefinitionsStore } from './definitions/definitions-store';
 export type * from './persons/types';
 export type { SeenTracker } from './seen/seen-tracker';
+export type * from './flags/types';
+export type * from './invites/types';
+export type * from './cohorts/types';
+export type { EventsSource, EventsSourceRef, EventsSourceRelation } from './definitions/events-source';
+export type { EventDefinition, EventDefinitionPatch, EventDefinitionQuery } from './definitions/definitions-store';
 
 /** Everything the service keeps, behind engine-neutral interfaces. */
 export interface Storage {
@@ -24,6 +36,14 @@ export interface Storage {
   persons: PersonStore;
   /** Event names, property keys and `ingested_event`, as ingestion sees them. */
   seen: SeenTracker;
+  /** Feature flags per project, cached in memory; continuity hash keys. */
+  flags: FlagStore;
+  /** Organization invites. */
+  invites: InviteStore;
+  /** Cohorts, their members and their background calculation. */
+  cohorts: CohortStore;
+  /** Where cohorts and event definitions read events from; the event store sets `current`. */
+  eventsSource: EventsSourceRef;
   /** A project by its API token (cached; invalidated by every project change made here). */
   projectByToken(token: string): Promise<Project | null>;
   /** Delete a project and every row that belongs to it. */
@@ -47,24 +67,35 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     throw error;
   }
   const { management, cache } = createProjectCache(createManagementStore(db));
-  const definitions = createDefinitionsStore(db);
+  const eventsSource: EventsSourceRef = {};
+  const definitions = createDefinitionsStore(db, eventsSource);
   const persons = createPersonStore(db);
   const seen = createSeenTracker(db, management);
+  const flags = createFlagStore(db);
+  const invites = createInviteStore(db);
+  const cohorts = createCohortStore(db, eventsSource);
   return {
     management,
     definitions,
     persons,
     seen,
+    flags,
+    invites,
+    cohorts,
+    eventsSource,
     projectByToken: (token) => cache.byToken(token),
     async deleteProject(projectId) {
       await management.deleteProject(projectId);
       await definitions.deleteTeam(projectId);
       await persons.deleteTeam(projectId);
       seen.forgetTeam(projectId);
+      await flags.deleteTeam(projectId);
+      await cohorts.deleteTeam(projectId);
     },
     async close() {
       await persons.flush();
       await seen.flush();
+      await cohorts.whenIdle();
       await db.close();
     },
   };

@@ -3,6 +3,9 @@ import { managementMigrations } from './management/schema';
 import { eventMigrations } from './events/schema';
 import { definitionMigrations } from './definitions/schema';
 import { personMigrations } from './persons/schema';
+import { flagMigrations } from './flags/schema';
+import { inviteMigrations } from './invites/schema';
+import { cohortMigrations } from './cohorts/schema';
 
 /**
  * Versioned schema migrations. Each has a unique, increasing version; applied versions are
@@ -16,7 +19,7 @@ export interface Migration {
   statements: string[];
 }
 
-export const MIGRATIONS: Migration[] = [...managementMigrations, ...eventMigrations, ...personMigrations, ...definitionMigrations].sort((a, b) => a.version - b.version);
+export const MIGRATIONS: Migration[] = [...managementMigrations, ...eventMigrations, ...personMigrations, ...definitionMigrations, ...flagMigrations, ...inviteMigrations, ...cohortMigrations].sort((a, b) => a.version - b.version);
 
 export async function migrate(db: Database, migrations: Migration[] = MIGRATIONS): Promise<number[]> {
   await db.run(

@@ -1,13 +1,19 @@
 import type { Database } from '../db';
+import { createEventDefinitionStore, type EventDefinitionStore } from './event-definitions';
+import type { EventsSourceRef } from './events-source';
 
-export interface DefinitionsStore {
+export type { EventDefinition, EventDefinitionPatch, EventDefinitionQuery } from './event-definitions';
+export { EVENT_DEFINITION_ORDERINGS } from './event-definitions';
+
+export interface DefinitionsStore extends EventDefinitionStore {
   eventNames(teamId: number): Promise<string[]>;
   propertyNames(teamId: number, kind: 'event' | 'person'): Promise<Array<{ name: string; isNumerical: boolean }>>;
   deleteTeam(teamId: number): Promise<void>;
 }
 
-export function createDefinitionsStore(db: Database): DefinitionsStore {
+export function createDefinitionsStore(db: Database, events: EventsSourceRef = {}): DefinitionsStore {
   return {
+    ...createEventDefinitionStore(db, events),
     async eventNames(teamId) {
       const rows = await db.query<{ name: string }>('SELECT name FROM event_definitions WHERE team_id = ? ORDER BY name', [teamId]);
       return rows.map((r) => r.name);
@@ -22,6 +28,7 @@ export function createDefinitionsStore(db: Database): DefinitionsStore {
     async deleteTeam(teamId) {
       await db.run('DELETE FROM event_definitions WHERE team_id = ?', [teamId]);
       await db.run('DELETE FROM property_definitions WHERE team_id = ?', [teamId]);
+      await db.run('DELETE FROM event_query_usage WHERE team_id = ?', [teamId]);
     },
   };
 }

@@ -1,6 +1,10 @@
 import type { Migration } from '../migrations';
 
-/** Event and property definitions (versions 300–309). */
+/**
+ * Event and property definitions (versions 300–309), and how often event queries named each
+ * event, per day (310–319): a day bucket keeps the table small however many queries run, and
+ * `query_usage_30_day` sums the last 30 buckets.
+ */
 export const definitionMigrations: Migration[] = [
   {
     version: 300,
@@ -32,6 +36,19 @@ export const definitionMigrations: Migration[] = [
         is_numerical BOOLEAN NOT NULL DEFAULT false,
         created_at TIMESTAMP NOT NULL,
         PRIMARY KEY (team_id, kind, name)
+      )`,
+    ],
+  },
+  {
+    version: 310,
+    name: 'event query usage',
+    statements: [
+      `CREATE TABLE event_query_usage (
+        team_id INTEGER NOT NULL,
+        event VARCHAR NOT NULL,
+        day DATE NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (team_id, event, day)
       )`,
     ],
   },

@@ -1,0 +1,178 @@
+import autocannon from 'autocannon';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Subprocess } from 'bun';
+
+/**
+ * Helpers for HTTP benchmarks: the real server and a bare `Bun.serve` baseline, each in its own
+ * child process on a free loopback port (so both have the same process shape), and a bounded
+ * autocannon load run. Everything listens on 127.0.0.1 only.
+ */
+
+export const ROOT = resolve(import.meta.dir, '..');
+
+export const BENCH_KEYS = {
+  email: 'bench@example.com',
+  personal: 'phx_benchPersonalKey000000000000000000000000',
+  project: 'phc_benchProjectKey0000000000000000000000000',
+};
+
+export interface ChildServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Wait for the child to print `Listening on http://host:port`; keep draining its output after. */
+async function waitForListening(proc: Subprocess<'ignore', 'pipe', 'pipe'>, timeoutMs = 30_000): Promise<number> {
+  const reader = proc.stdout.getReader();
+  const decoder = new TextDecoder();
+  const deadline = Date.now() + timeoutMs;
+  let out = '';
+  let pending = reader.read();
+  for (;;) {
+    if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
+    const chunk = await Promise.race([pending, Bun.sleep(200).then(() => null)]);
+    if (!chunk) continue;
+    if (chunk.done) throw new Error(`server exited before listening:\n${out}\n${await new Response(proc.stderr).text()}`);
+    out += decoder.decode(chunk.value);
+    pending = reader.read();
+    const m = /Listening on http:\/\/[^:]+:(\d+)/.exec(out);
+    if (!m) continue;
+    void (async () => {
+      for (;;) if ((await pending).done) break;
+      else pending = reader.read();
+    })();
+    void new Response(proc.stderr).text();
+    return Number(m[1]);
+  }
+}
+
+async function stopChild(proc: Subprocess) {
+  proc.kill('SIGTERM');
+  const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(10_000).then(() => false)]);
+  if (!exited) {
+    proc.kill('SIGKILL');
+    await proc.exited;
+  }
+}
+
+/** The real server (`bun src/index.ts`) with a temporary data dir and the known bench keys. */
+export async function startRealServer(env: Record<string, string> = {}): Promise<ChildServer & { dataDir: string }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'bench-server-'));
+  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      BOOTSTRAP_EMAIL: BENCH_KEYS.email,
+      BOOTSTRAP_PERSONAL_API_KEY: BENCH_KEYS.personal,
+      BOOTSTRAP_PROJECT_API_KEY: BENCH_KEYS.project,
+      ...env,
+    },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const port = await waitForListening(proc);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dataDir,
+    async stop() {
+      await stopChild(proc);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The ceiling: Bun.serve that reads and parses the JSON body, then answers `{"status":1}`. */
+const BARE_SERVER = `
+const server = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  async fetch(request) {
+    if (request.method === 'POST') JSON.parse(await request.text());
+    return new Response('{"status":1}', { headers: { 'content-type': 'application/json' } });
+  },
+});
+console.log('Listening on http://127.0.0.1:' + server.port);
+`;
+
+export async function startBareServer(): Promise<ChildServer> {
+  const proc = Bun.spawn([process.execPath, '-e', BARE_SERVER], { cwd: ROOT, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
+  const port = await waitForListening(proc);
+  return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(proc) };
+}
+
+export interface LoadRequest {
+  method?: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+  /** Rebuild the body before every send (e.g. a new user each time); costs client CPU. */
+  makeBody?: () => string;
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  errors: number;
+  non2xx: number;
+}
+
+/**
+ * One bounded autocannon run (`durationS` seconds, `connections` sockets, loopback only). The
+ * requests are sent in turn on every connection, so a list of bodies spreads the load over users.
+ */
+export async function runLoad(
+  baseUrl: string,
+  requests: LoadRequest[],
+  options: { connections?: number; durationS?: number } = {},
+): Promise<LoadResult> {
+  const url = new URL(baseUrl);
+  if (url.hostname !== '127.0.0.1') throw new Error('benchmarks only load loopback servers');
+  const durationS = Math.min(options.durationS ?? 10, 60);
+  const result = await autocannon({
+    url: baseUrl,
+    connections: options.connections ?? 64,
+    duration: durationS,
+    timeout: 10,
+    requests: requests.map((r) => ({
+      method: r.method ?? 'POST',
+      path: r.path,
+      body: r.body,
+      headers: { 'content-type': 'application/json', ...r.headers },
+      ...(r.makeBody && { setupRequest: (request: object) => ({ ...request, body: r.makeBody!() }) }),
+    })),
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+export const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** JSON request to the real server with the bench personal key. */
+export async function apiJson(baseUrl: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(baseUrl + path, {
+    method,
+    headers: { authorization: `Bearer ${BENCH_KEYS.personal}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}

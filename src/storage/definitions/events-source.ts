@@ -1,0 +1,21 @@
+/**
+ * Where cohort calculations and event-definition volumes read events from. The event store
+ * provides it by setting `current`; until it does, behavioural cohorts fail their calculation
+ * (counted in `errors_calculating`) and `volume_30_day` is null.
+ */
+export interface EventsSourceRelation {
+  /** A parenthesized relation, e.g. `(SELECT ... FROM events_hot UNION ALL ...)`. */
+  sql: string;
+  params: unknown[];
+}
+
+/**
+ * The events of one project as a relation with the columns team_id (INTEGER), event (VARCHAR),
+ * distinct_id (VARCHAR), timestamp (TIMESTAMP, UTC) and properties (JSON).
+ */
+export type EventsSource = (teamId: number) => Promise<EventsSourceRelation>;
+
+/** A mutable slot, so the event store can be opened after the stores that read it. */
+export interface EventsSourceRef {
+  current?: EventsSource;
+}

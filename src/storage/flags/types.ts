@@ -1,0 +1,55 @@
+import type { FeatureFlag, FlagFilters } from '../../core/flags/types';
+
+/** A flag as stored: the evaluator's shape plus who made it, when, and how often it changed. */
+export interface StoredFlag extends FeatureFlag {
+  teamId: number;
+  createdBy: number | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /** 1 on creation, +1 on every change (reported as `metadata.version` by `/flags`). */
+  version: number;
+}
+
+/** Every flag of one project, soft-deleted ones included, in creation (id) order; never mutated. */
+export interface TeamFlags {
+  readonly teamId: number;
+  readonly flags: readonly StoredFlag[];
+}
+
+export interface NewFlag {
+  key: string;
+  name: string;
+  filters: FlagFilters;
+  active: boolean;
+  ensureExperienceContinuity: boolean;
+  createdBy: number | null;
+}
+
+export interface FlagPatch {
+  key?: string;
+  name?: string;
+  filters?: FlagFilters;
+  active?: boolean;
+  deleted?: boolean;
+  ensureExperienceContinuity?: boolean;
+}
+
+/** Person uuid → flag key → the hash key the person keeps for that flag. */
+export type HashKeyOverrides = ReadonlyMap<string, Readonly<Record<string, string>>>;
+
+export interface FlagStore {
+  /**
+   * The project's flags, from memory after the first call; every change made through this store
+   * replaces the snapshot, so a flag check does no database work.
+   */
+  forTeam(teamId: number): Promise<TeamFlags>;
+  /** Throws AppError `unique` (attr `key`) when a live flag already has the key. */
+  create(teamId: number, flag: NewFlag, now: Date): Promise<StoredFlag>;
+  /** Null when the project has no flag with this id. Same uniqueness rule as `create`. */
+  update(teamId: number, id: number, patch: FlagPatch, now: Date): Promise<StoredFlag | null>;
+  /** The project's stored continuity hash keys (loaded once, then kept in memory). */
+  hashKeyOverrides(teamId: number): Promise<HashKeyOverrides>;
+  /** Store hash keys the person does not have yet; existing ones are never replaced. */
+  addHashKeyOverrides(teamId: number, personUuid: string, overrides: Record<string, string>): Promise<void>;
+  deleteTeam(teamId: number): Promise<void>;
+}

@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { compileCohortQuery } from '../../../src/core/cohorts/compile-cohort';
+import { jsonPointer } from '../../../src/core/cohorts/compile-property';
+import { cohortDefinition } from '../../../src/core/cohorts/definition';
+import { parseFilters } from '../../../src/core/cohorts/parse-definition';
+import { NOW, OTHER_TEAM, TEAM, openFixture, type Fixture } from './fixture';
+
+let fx: Fixture;
+beforeAll(async () => {
+  fx = await openFixture();
+});
+afterAll(() => fx.close());
+
+type Raw = Record<string, unknown>;
+const all = (...values: Raw[]) => parseFilters({ properties: { type: 'AND', values } });
+const any = (...values: Raw[]) => parseFilters({ properties: { type: 'OR', values } });
+const person = (key: string, operator: string, value?: unknown, negation = false) => ({ type: 'person', key, operator, value, negation });
+const performed = (key: string, time_value: number, time_interval = 'day', extra: Raw = {}) => ({
+  type: 'behavioral',
+  value: 'performed_event',
+  event_type: 'events',
+  key,
+  time_value,
+  time_interval,
+  ...extra,
+});
+
+describe('compiled SQL', () => {
+  test('a person property: bound JSON-pointer path and values, scope outside the definition', () => {
+    expect(compileCohortQuery(all(person('email', 'exact', 'A@x.com')), { teamId: 7, now: NOW })).toEqual({
+      sql:
+        'SELECT p.uuid AS person_uuid FROM persons p WHERE p.team_id = ? AND ((json_exists(p.properties, ?) AND ' +
+        "coalesce(lower(coalesce(json_extract_string(p.properties, ?), 'null')) IN (?), false)))",
+      params: [7, '/email', '/email', 'a@x.com'],
+    });
+  });
+
+  test('a behavioural condition reads the events relation once, through a CTE', () => {
+    const events = { sql: '(SELECT * FROM ev WHERE team_id = ?)', params: [7] };
+    expect(compileCohortQuery(all(performed('$pageview', 7)), { teamId: 7, now: NOW, events })).toEqual({
+      sql:
+        'WITH cohort_events AS (SELECT team_id, event, distinct_id, timestamp, properties FROM (SELECT * FROM ev WHERE team_id = ?) AS ev WHERE team_id = ?) ' +
+        'SELECT p.uuid AS person_uuid FROM persons p WHERE p.team_id = ? AND (p.uuid IN (SELECT pdi.person_uuid FROM cohort_events e JOIN person_distinct_ids pdi ' +
+        'ON pdi.team_id = ? AND pdi.distinct_id = e.distinct_id WHERE e.event = ? AND e.timestamp >= CAST(? AS TIMESTAMP) AND e.timestamp <= CAST(? AS TIMESTAMP)))',
+      params: [7, 7, 7, 7, '$pageview', '2024-02-23T00:00:00.000Z', NOW.toISOString()],
+    });
+  });
+
+  test('a behavioural condition without an events relation cannot be calculated', () => {
+    expect(() => compileCohortQuery(all(performed('$pageview', 7)), { teamId: 1, now: NOW })).toThrow('Events are not available');
+  });
+
+  test.each([
+    ['email', '/email'],
+    ['$browser', '/$browser'],
+    ['a/b', '/a~1b'],
+    ['x~y', '/x~0y'],
+    ['~/', '/~0~1'],
+  ])('key %j is the pointer %j', (key, pointer) => {
+    expect(jsonPointer(key)).toBe(pointer);
+  });
+});
+
+describe('person properties against DuckDB', () => {
+  test.each([
+    ['exact', person('email', 'exact', 'alice@example.com'), ['alice']],
+    ['exact ignores case', person('email', 'exact', 'ALICE@EXAMPLE.COM'), ['alice']],
+    ['exact list', person('email', 'exact', ['bob@test.org', 'carol@example.com']), ['bob', 'carol']],
+    ['exact number against a number', person('age', 'exact', 31), ['alice']],
+    ['exact number against text', person('age', 'exact', 25), ['bob']],
+    ['exact boolean', person('beta', 'exact', true), ['alice']],
+    ['exact "false" by truthiness', person('beta', 'exact', 'false'), ['bob']],
+    ['is_not includes missing and null', person('plan', 'is_not', 'pro'), ['bob', 'carol', 'dave']],
+    ['icontains', person('email', 'icontains', 'EXAMPLE'), ['alice', 'carol']],
+    ['not_icontains includes missing', person('email', 'not_icontains', 'example'), ['bob', 'dave']],
+    ['regex', person('email', 'regex', '^[ab]'), ['alice', 'bob']],
+    ['regex with an inline flag', person('email', 'regex', '(?i)^ALICE'), ['alice']],
+    ['not_regex', person('email', 'not_regex', 'example\\.com$'), ['bob', 'dave']],
+    ['invalid regex matches nobody', person('email', 'regex', '('), []],
+    ['invalid not_regex matches nobody', person('email', 'not_regex', '('), []],
+    ['gt', person('age', 'gt', 30), ['alice', 'carol']],
+    ['gte with numeric text', person('age', 'gte', '25'), ['alice', 'bob', 'carol']],
+    ['lt', person('age', 'lt', 31), ['bob']],
+    ['lte', person('age', 'lte', 31), ['alice', 'bob']],
+    ['gt of a non-number', person('age', 'gt', 'abc'), []],
+    ['is_set counts null values', person('plan', 'is_set'), ['alice', 'bob', 'carol']],
+    ['is_not_set', person('plan', 'is_not_set'), ['dave']],
+    ['is_date_before (text and epoch seconds)', person('signup', 'is_date_before', '2024-01-01'), ['bob', 'carol']],
+    ['is_date_after relative', person('signup', 'is_date_after', '-90d'), ['alice']],
+    ['is_date_before of a non-date', person('signup', 'is_date_before', 'soon'), []],
+    ['a key with a slash', person('a/b', 'exact', 'slash'), ['alice']],
+    ['a key starting with $', person('$browser', 'exact', 'Chrome'), ['alice']],
+    ['a key with a tilde', person('x~y', 'exact', 'tilde'), ['alice']],
+    ['negation', person('plan', 'exact', 'pro', true), ['bob', 'carol', 'dave']],
+  ])('%s', async (_, filter, expected) => {
+    expect(await fx.members(all(filter))).toEqual(expected);
+  });
+
+  test('AND inside OR', async () => {
+    const definition = parseFilters({
+      properties: {
+        type: 'OR',
+        values: [
+          { type: 'AND', values: [person('email', 'icontains', 'example'), person('age', 'gt', 35)] },
+          { type: 'AND', values: [person('plan', 'exact', 'free')] },
+        ],
+      },
+    });
+    expect(await fx.members(definition)).toEqual(['bob', 'carol']);
+  });
+
+  test('an empty definition is every person of the project, and only of the project', async () => {
+    expect(await fx.members(parseFilters({ properties: {} }))).toEqual(['alice', 'bob', 'carol', 'dave']);
+    expect(await fx.members(all(person('plan', 'exact', 'pro')), OTHER_TEAM)).toEqual(['eve']);
+  });
+});
+
+describe('behaviour and cohort references against DuckDB', () => {
+  test.each([
+    ['in the last 7 days (any distinct id of the person)', performed('$pageview', 7), ['alice']],
+    ['in the last 30 days', performed('$pageview', 30), ['alice', 'bob']],
+    ['in the last 2 months', performed('$pageview', 2, 'month'), ['alice', 'bob', 'dave']],
+    ['in the last 12 hours: nobody', performed('$pageview', 12, 'hour'), []],
+    ['negated', performed('$pageview', 30, 'day', { negation: true }), ['carol', 'dave']],
+    ['at least twice', performed('$pageview', 7, 'day', { value: 'performed_event_multiple', operator: 'gte', operator_value: 2 }), ['alice']],
+    ['at most once', performed('$pageview', 30, 'day', { value: 'performed_event_multiple', operator: 'lte', operator_value: 1 }), ['bob']],
+    ['exactly three times', performed('$pageview', 30, 'day', { value: 'performed_event_multiple', operator: 'exact', operator_value: 3 }), ['alice']],
+    ['with an event property filter', performed('purchase', 30, 'day', { event_filters: [{ type: 'event', key: 'amount', operator: 'gt', value: 10 }] }), ['carol']],
+    ['with an event property filter nobody meets', performed('purchase', 30, 'day', { event_filters: [{ type: 'event', key: 'amount', operator: 'gt', value: 100 }] }), []],
+  ])('performed event %s', async (_, filter, expected) => {
+    expect(await fx.members(all(filter))).toEqual(expected);
+  });
+
+  test('another cohort: its current version only', async () => {
+    expect(await fx.members(all({ type: 'cohort', key: 'id', value: 99 }))).toEqual(['bob']);
+    expect(await fx.members(all({ type: 'cohort', key: 'id', value: '99', negation: true }))).toEqual(['alice', 'carol', 'dave']);
+    expect(await fx.members(all({ type: 'cohort', key: 'id', value: 99 }), OTHER_TEAM)).toEqual([]);
+  });
+
+  test('legacy groups: properties, old-style maps and performed events, OR-ed', async () => {
+    const groups = [{ properties: [{ key: 'email', value: 'bob@test.org', type: 'person' }] }, { event_id: 'purchase', days: 7 }];
+    expect(await fx.members(cohortDefinition(null, groups))).toEqual(['bob', 'carol']);
+    expect(await fx.members(cohortDefinition({}, [{ properties: { plan: 'pro' } }]))).toEqual(['alice']);
+    expect(await fx.members(cohortDefinition(null, [{ event_id: '$pageview', days: 30, count: 2, count_operator: 'gte' }]))).toEqual(['alice']);
+  });
+});
+
+describe('injection probes never reach the SQL text', () => {
+  const probes = ["x' OR 1=1 --", "') OR TRUE --", '$.email', '"; DROP TABLE persons; --', "\\' UNION SELECT uuid FROM persons --"];
+
+  test.each(probes)('%j as key, value and event name', async (probe) => {
+    const filters = [person(probe, 'exact', 'alice@example.com'), person('email', 'exact', probe), performed(probe, 30)];
+    for (const filter of filters) {
+      const definition = all(filter);
+      const query = compileCohortQuery(definition, { teamId: TEAM, now: NOW, events: fx.events });
+      expect(query.sql).not.toContain(probe);
+      expect(await fx.members(definition)).toEqual([]);
+    }
+    const [{ n }] = await fx.db.query<{ n: number }>('SELECT count(*) AS n FROM persons');
+    expect(n).toBe(5);
+  });
+});
