@@ -5,12 +5,14 @@ import { docsModule } from './modules/docs';
 import { healthModule, type Readiness } from './modules/health';
 import { projectsModule } from './modules/projects';
 import { usersModule } from './modules/users';
+import { captureModule } from './modules/capture';
 import { invitesModule } from './modules/invites';
 import { cohortsModule } from './modules/cohorts';
 import { eventDefinitionsModule } from './modules/event-definitions';
 import { featureFlagsModule } from './modules/feature-flags';
 import { decideModule } from './modules/decide';
 import { staticAssetsModule } from './modules/static-assets';
+import { eventsModule } from './modules/events';
 
 /** Every feature module, composed; no logic of its own. */
 export function createApp(deps: Deps, readiness: Readiness = { accepting: true }) {
@@ -20,11 +22,13 @@ export function createApp(deps: Deps, readiness: Readiness = { accepting: true }
     .use(healthModule(readiness))
     .use(projectsModule(deps))
     .use(usersModule(deps))
+    .use(captureModule(deps))
     .use(invitesModule(deps))
     .use(cohortsModule(deps))
     .use(eventDefinitionsModule(deps))
     .use(featureFlagsModule(deps))
     .use(decideModule(deps))
+    .use(eventsModule(deps))
     .use(staticAssetsModule());
 }
 

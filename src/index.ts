@@ -21,7 +21,7 @@ async function main() {
   const logger = createLogger(config.LOG_LEVEL);
   let storage;
   try {
-    storage = await openStorage({ dataDir: config.DATA_DIR });
+    storage = await openStorage({ dataDir: config.DATA_DIR, durability: config.DURABILITY, logger });
   } catch (error) {
     if (error instanceof DatabaseLockedError) {
       console.error(error.message);

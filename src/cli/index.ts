@@ -15,10 +15,12 @@ Commands:
   create-key --email E [--label L] [--json]     Create a personal API key for a user.
   list-keys --email E [--json]                  List a user's personal API keys (never the secrets).
   revoke-key --id ID                            Revoke a personal API key.
+  dlq list [--json]                             List events acknowledged but not storable (dead letters), with the reason.
+  dlq replay [--id ID ...]                      Feed dead letters (all, or the given ids) back through the write path.
 
 Environment: DATA_DIR (default ./data) selects the data directory.`;
 
-type Flags = Record<string, string | boolean | undefined>;
+type Flags = Record<string, string | string[] | boolean | undefined>;
 
 const OPTIONS = {
   email: { type: 'string' },
@@ -26,7 +28,7 @@ const OPTIONS = {
   'personal-api-key': { type: 'string' },
   'project-api-key': { type: 'string' },
   label: { type: 'string' },
-  id: { type: 'string' },
+  id: { type: 'string', multiple: true },
   json: { type: 'boolean' },
 } as const;
 
@@ -40,7 +42,19 @@ const need = (flags: Flags, name: string): string => {
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-export const COMMANDS: Record<string, (s: Storage, f: Flags, out: (text: string) => void) => Promise<void>> = {
+export const COMMANDS: Record<string, (s: Storage, f: Flags, out: (text: string) => void, args: string[]) => Promise<void>> = {
+  async dlq(s, f, out, args) {
+    const sub = args[0];
+    if (sub === 'list') {
+      const letters = await s.events.listDeadLetters();
+      out(f.json ? JSON.stringify(letters) : letters.map((d) => `${d.id}  ${d.rows} rows  ${d.createdAt}  ${d.reason}`).join('\n') || '(no dead letters)');
+    } else if (sub === 'replay') {
+      const ids = Array.isArray(f.id) ? f.id : undefined;
+      const result = await s.events.replayDeadLetters(ids);
+      await s.events.flush();
+      out(f.json ? JSON.stringify(result) : `replayed ${result.replayed.length} dead letter(s), ${result.rows} rows`);
+    } else throw new UsageError('dlq needs a subcommand: list or replay');
+  },
   async 'create-user'(s, f, out) {
     const email = need(f, 'email');
     if (!EMAIL.test(email)) throw new UsageError(`--email: "${email}" is not an e-mail address`);
@@ -70,11 +84,14 @@ export const COMMANDS: Record<string, (s: Storage, f: Flags, out: (text: string)
     out(f.json ? JSON.stringify(keys) : keys.map((k) => `${k.id}  ${k.mask_value}  ${k.label}${k.revoked ? '  (revoked)' : ''}`).join('\n') || '(no keys)');
   },
   async 'revoke-key'(s, f, out) {
-    const id = need(f, 'id');
+    const id = first(f.id);
+    if (!id) throw new UsageError('--id is required');
     if (!(await s.management.revokePersonalApiKey(id))) throw new UsageError(`no active key with id ${id}`);
     out(`revoked ${id}`);
   },
 };
+
+const first = (v: unknown): string | undefined => (Array.isArray(v) ? v[0] : typeof v === 'string' ? v : undefined);
 
 async function findUser(s: Storage, email: string) {
   const user = await s.management.findUserByEmail(email);
@@ -89,8 +106,11 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     return command && ['help', '--help'].includes(command) ? 0 : 2;
   }
   let flags: Flags;
+  let positionals: string[] = [];
   try {
-    flags = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }).values as Flags;
+    const parsed = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: command === 'dlq' });
+    flags = parsed.values as Flags;
+    positionals = parsed.positionals;
   } catch (error) {
     console.error(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
     return 2;
@@ -98,8 +118,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   let storage: Storage | undefined;
   try {
     const config = loadConfig(env);
-    storage = await openStorage({ dataDir: config.DATA_DIR });
-    await COMMANDS[command](storage, flags, (text) => console.log(text));
+    storage = await openStorage({ dataDir: config.DATA_DIR, durability: config.DURABILITY });
+    await COMMANDS[command](storage, flags, (text) => console.log(text), positionals);
     return 0;
   } catch (error) {
     if (error instanceof DatabaseLockedError) {

@@ -16,10 +16,16 @@ import type { InviteStore } from './invites/types';
 import { createCohortStore } from './cohorts/cohort-store';
 import type { CohortStore } from './cohorts/types';
 import type { EventsSourceRef } from './definitions/events-source';
+import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability } from './events';
+import { replayPersonsOf } from './replay-persons';
+import type { Logger } from '../logger';
 
 export { DatabaseLockedError } from './db';
 export * from './management/types';
 export type { DefinitionsStore } from './definitions/definitions-store';
+export type { EventStore, EventStoreStats, ReplayResult } from './events';
+export type { DeadLetter } from './events/dead-letters';
+export { listDeadLetters, replayDeadLetters };
 export type * from './persons/types';
 export type { SeenTracker } from './seen/seen-tracker';
 export type * from './flags/types';
@@ -44,6 +50,8 @@ export interface Storage {
   cohorts: CohortStore;
   /** Where cohorts and event definitions read events from; the event store sets `current`. */
   eventsSource: EventsSourceRef;
+  /** Events: the durable write path (group-committed log → DuckDB → Parquet) and one relation to read. */
+  events: EventStore;
   /** A project by its API token (cached; invalidated by every project change made here). */
   projectByToken(token: string): Promise<Project | null>;
   /** Delete a project and every row that belongs to it. */
@@ -53,7 +61,14 @@ export interface Storage {
 
 export interface StorageOptions {
   dataDir: string;
+  durability?: Durability;
+  logger?: Logger;
+  /** Event-store tuning (tests pass small buffers). */
+  eventStore?: Partial<Parameters<typeof createEventStore>[1]>;
 }
+
+/** Persons and seen definitions are written at least this often, besides before every event load. */
+const BACKGROUND_FLUSH_MS = 1_000;
 
 export const DATABASE_FILE = 'analytics.duckdb';
 
@@ -74,6 +89,34 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const flags = createFlagStore(db);
   const invites = createInviteStore(db);
   const cohorts = createCohortStore(db, eventsSource);
+  let recovering = true;
+  let events: EventStore;
+  try {
+    events = await createEventStore(db, {
+      dataDir: options.dataDir,
+      durability: options.durability ?? 'durable',
+      logger: options.logger,
+      ...options.eventStore,
+      hooks: {
+        // Persons first: every stored event's person changes are stored before the event is.
+        async beforeLoad(segments) {
+          if (recovering) await replayPersonsOf(db, persons, segments.map((s) => s.path));
+          else await persons.flush();
+          await options.eventStore?.hooks?.beforeLoad?.(segments);
+        },
+      },
+    });
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  recovering = false;
+  eventsSource.current = (teamId) => events.eventsRelation(teamId);
+  const background = setInterval(() => {
+    persons.flush().catch((error) => options.logger?.warn('person flush failed; will retry', { error }));
+    seen.flush().catch((error) => options.logger?.warn('definitions flush failed; will retry', { error }));
+  }, BACKGROUND_FLUSH_MS);
+  background.unref();
   return {
     management,
     definitions,
@@ -83,6 +126,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     invites,
     cohorts,
     eventsSource,
+    events,
     projectByToken: (token) => cache.byToken(token),
     async deleteProject(projectId) {
       await management.deleteProject(projectId);
@@ -91,8 +135,11 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       seen.forgetTeam(projectId);
       await flags.deleteTeam(projectId);
       await cohorts.deleteTeam(projectId);
+      await events.deleteTeamEvents(projectId);
     },
     async close() {
+      clearInterval(background);
+      await events.close();
       await persons.flush();
       await seen.flush();
       await cohorts.whenIdle();

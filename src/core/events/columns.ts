@@ -34,6 +34,26 @@ export const EVENT_COLUMNS = [
   ...Object.values(HOT_PROPERTIES),
 ] as const;
 
+/** The hot property keys, in the order of their columns (and of `StoredEventRow.hot`). */
+export const HOT_PROPERTY_KEYS = Object.keys(HOT_PROPERTIES) as HotProperty[];
+
+/** Hot property values in `HOT_PROPERTY_KEYS` order: what `json_extract_string` gives for each. */
+export type HotValues = readonly (string | null)[];
+
+/**
+ * Extract the hot values from the parsed properties object (ingestion already has it parsed, so
+ * storage never parses the JSON again). Mirrors `json_extract_string(properties, '/<key>')`:
+ * absent or null gives NULL, a string itself, anything else its JSON text.
+ */
+export function hotValuesOf(properties: Readonly<Record<string, unknown>>): HotValues {
+  const out: (string | null)[] = [];
+  for (const key of HOT_PROPERTY_KEYS) {
+    const v = properties[key];
+    out.push(v === undefined || v === null ? null : typeof v === 'string' ? v : JSON.stringify(v));
+  }
+  return out;
+}
+
 /** An event ready to be stored: normalized by ingestion, one row of the events relation. */
 export interface StoredEventRow {
   uuid: string;
@@ -41,11 +61,16 @@ export interface StoredEventRow {
   event: string;
   distinctId: string;
   personId: string | null;
-  /** The properties object serialized as JSON text (serialized once, on the ingest path). */
+  /**
+   * The properties object as compact JSON text (as `JSON.stringify` writes it: serialized once,
+   * on the ingest path). Storage keeps it verbatim and never parses it.
+   */
   properties: string;
   /** Epoch milliseconds, UTC. */
   timestamp: number;
   /** Epoch milliseconds, UTC. */
   createdAt: number;
   elementsChain: string;
+  /** The hot property values (`hotValuesOf(properties)`); when absent, storage extracts them itself. */
+  hot?: HotValues;
 }

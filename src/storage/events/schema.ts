@@ -1,4 +1,56 @@
 import type { Migration } from '../migrations';
 
-/** Events and persons tables (versions 200–299). Owned by the event store. */
-export const eventMigrations: Migration[] = [];
+/**
+ * Events tables (versions 200–249; 250–299 are reserved for persons).
+ *
+ * - `events_hot`: the native tier. Small loads of WAL segments land here (`_seg` is the load's
+ *   segment watermark) and leave for Parquet on compaction; large loads go straight to Parquet. Its strings are stored uncompressed: the tier is
+ *   transient (rows stay minutes), and DuckDB's string compression (FSST and dictionary
+ *   analysis) on ~1 KB JSON halves the insert rate. Parquet holds the compressed copy.
+ * - `event_parquet_files`: the manifest. A Parquet file is part of the events relation only
+ *   when its row is committed here, so a half-written or orphaned file is never read.
+ * - `event_store_state`: one row of watermarks. `applied_segment` is updated in the same
+ *   transaction that inserts a segment's rows (exactly-once replay); `compacted_segment` in the
+ *   transaction that registers its Parquet files; `purged_segment` once hot copies are deleted.
+ */
+export const eventMigrations: Migration[] = [
+  {
+    version: 200,
+    name: 'event store: hot table, parquet manifest, watermarks',
+    statements: [
+      `CREATE TABLE events_hot (
+        uuid VARCHAR USING COMPRESSION uncompressed,
+        team_id INTEGER,
+        event VARCHAR USING COMPRESSION uncompressed,
+        distinct_id VARCHAR USING COMPRESSION uncompressed,
+        person_id VARCHAR USING COMPRESSION uncompressed,
+        properties JSON USING COMPRESSION uncompressed,
+        timestamp TIMESTAMP,
+        created_at TIMESTAMP,
+        elements_chain VARCHAR USING COMPRESSION uncompressed,
+        mat_browser VARCHAR USING COMPRESSION uncompressed,
+        mat_os VARCHAR USING COMPRESSION uncompressed,
+        mat_current_url VARCHAR USING COMPRESSION uncompressed,
+        mat_session_id VARCHAR USING COMPRESSION uncompressed,
+        _seg BIGINT
+      )`,
+      `CREATE TABLE event_parquet_files (
+        path VARCHAR PRIMARY KEY,
+        team_id INTEGER NOT NULL,
+        day DATE NOT NULL,
+        min_ts TIMESTAMP NOT NULL,
+        max_ts TIMESTAMP NOT NULL,
+        rows BIGINT NOT NULL,
+        bytes BIGINT NOT NULL,
+        created_at TIMESTAMP NOT NULL
+      )`,
+      `CREATE TABLE event_store_state (
+        id INTEGER PRIMARY KEY,
+        applied_segment BIGINT NOT NULL,
+        compacted_segment BIGINT NOT NULL,
+        purged_segment BIGINT NOT NULL
+      )`,
+      `INSERT INTO event_store_state VALUES (1, 0, 0, 0)`,
+    ],
+  },
+];

@@ -1,0 +1,51 @@
+import { Elysia, t, type AnyElysia } from 'elysia';
+import type { Deps } from '../../deps';
+import { corsHeaders, preflightResponse } from '../../http/cors';
+import { readBodyCapped } from '../../http/read-body';
+import { ErrorBody } from '../../http/schemas';
+import { clientIp } from './client-ip';
+import { ingest } from './ingest';
+
+/** Every path real SDKs post events to; each also answers with a trailing slash, GET and OPTIONS. */
+export const CAPTURE_PATHS = ['/capture', '/batch', '/e', '/i/v0/e', '/track', '/engage'] as const;
+
+const OK_BODY = '{"status":1}';
+
+const CaptureResponses = {
+  200: t.Object({ status: t.Literal(1) }, { description: 'Received (exactly 200: posthog-js retries other 2xx).' }),
+  400: ErrorBody,
+  401: ErrorBody,
+  413: ErrorBody,
+  503: ErrorBody,
+};
+
+export const captureModule = (deps: Deps) => {
+  const handle = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string) => {
+    const url = new URL(request.url);
+    const body = request.method === 'POST' ? await readBodyCapped(request, deps.config.MAX_BODY_BYTES) : new Uint8Array(0);
+    await ingest(deps, {
+      body,
+      contentType: request.headers.get('content-type'),
+      contentEncoding: request.headers.get('content-encoding'),
+      query: url.searchParams,
+      ip: clientIp(request.headers, server?.requestIP(request)?.address ?? null),
+      engage: path === '/engage',
+    });
+    return new Response(OK_BODY, { status: 200, headers: { 'content-type': 'application/json', ...corsHeaders(request) } });
+  };
+
+  let app: AnyElysia = new Elysia({ name: 'capture', detail: { tags: ['capture'] } });
+  for (const path of CAPTURE_PATHS) {
+    const detail = {
+      summary: `Ingest events (${path}/)`,
+      description:
+        'A single event, an array, or `{batch: [...]}`; JSON, gzip (header, `?compression=gzip-js` or magic bytes), lz64, or base64 `data=`. ' +
+        'The project key from `api_key`, `token`, `$token` or `properties.token`.',
+    };
+    app = app
+      .post(`${path}/`, ({ request, server }) => handle(request, server, path), { parse: 'none', response: CaptureResponses, detail })
+      .get(`${path}/`, ({ request, server }) => handle(request, server, path), { response: CaptureResponses, detail: { ...detail, summary: `Ingest events by GET data= (${path}/)` } })
+      .options(`${path}/`, ({ request }) => preflightResponse(request), { detail: { hide: true } });
+  }
+  return app;
+};

@@ -1,0 +1,108 @@
+import { bind, joinSql, jsonPointer, sql, trusted, type SqlFragment } from '../../core/query';
+import { EVENT_CSV_PERSON_COLUMNS, type EventCsvColumn } from '../../core/events/csv';
+import { allOf, EVENT_ROW_COLUMNS, listOrder, type Order } from './queries';
+
+/**
+ * The SQL of streamed exports. An export reads one slice of time at a time (sorted by DuckDB a
+ * slice at a time, so memory stays at a slice whatever the export's size); the slices are planned
+ * from an hourly row count, so each holds about the same number of rows.
+ */
+
+export const HOUR_MS = 3_600_000;
+
+export function hourlyCountsStatement(relation: string, teamId: number, where: SqlFragment): SqlFragment {
+  return sql`SELECT epoch_ms(date_trunc('hour', timestamp)) AS bucket, count(*) AS n FROM ${trusted(relation)} WHERE ${allOf(
+    sql`team_id = ${bind(teamId)}`,
+    where,
+  )} GROUP BY ALL`;
+}
+
+/** Most property columns an events CSV gets; a wider export should `select` its columns. */
+export const MAX_CSV_PROPERTY_KEYS = 1_000;
+
+/**
+ * The header of a CSV export can only be written once every property key of the exported rows is
+ * known, so a first pass lists them (DuckDB reads each row's keys; the rows are not sent).
+ */
+export function propertyKeysStatement(relation: string, teamId: number, where: SqlFragment): SqlFragment {
+  return sql`SELECT DISTINCT unnest(json_keys(properties)) AS key FROM ${trusted(relation)} WHERE ${allOf(
+    sql`team_id = ${bind(teamId)}`,
+    where,
+  )} LIMIT ${bind(MAX_CSV_PROPERTY_KEYS + 1)}`;
+}
+
+/** One slice of a JSON export: the event rows, in list order. */
+export function sliceRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number | null): SqlFragment {
+  const head = sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${bind(teamId)}`, where)} ORDER BY ${trusted(
+    listOrder(order),
+  )}`;
+  return limit === null ? head : sql`${head} LIMIT ${bind(limit)}`;
+}
+
+/** PostHog's timestamp text (`isoformat()`), written by DuckDB. */
+const ISO_TIMESTAMP =
+  "CASE WHEN microsecond(page.timestamp) % 1000000 = 0 THEN strftime(page.timestamp, '%Y-%m-%dT%H:%M:%S+00:00') " +
+  "ELSE strftime(page.timestamp, '%Y-%m-%dT%H:%M:%S.%f+00:00') END";
+
+const FIXED: Record<string, string> = {
+  id: 'page.uuid',
+  distinct_id: 'page.distinct_id',
+  event: 'page.event',
+  elements_chain: 'page.elements_chain',
+  timestamp: ISO_TIMESTAMP,
+};
+
+/**
+ * One slice of a CSV export, written by DuckDB's own CSV writer (RFC 4180 quoting, CRLF) to
+ * `file`: the properties are parsed once per row (`json_extract_string` with every key's path,
+ * in a MATERIALIZED CTE so each column reads the same list), and the person columns come from
+ * a join on the persons tables. Keys are bound JSON pointers; `file` is a path the server made.
+ */
+export function csvSliceCopyStatement(
+  relation: string,
+  teamId: number,
+  where: SqlFragment,
+  columns: readonly EventCsvColumn[],
+  order: Order,
+  limit: number | null,
+  file: string,
+): SqlFragment {
+  if (!Number.isSafeInteger(teamId)) throw new Error('teamId must be an integer');
+  const keys = columns.filter((c): c is Extract<EventCsvColumn, { kind: 'property' }> => c.kind === 'property').map((c) => c.key);
+  const paths = keys.length ? sql`json_extract_string(properties, [${joinSql(keys.map((k) => sql`${bind(jsonPointer([k]))}::VARCHAR`), ', ')}])` : trusted('NULL');
+  let property = 0;
+  const expressions = columns.map((c) => {
+    if (c.kind === 'fixed') return FIXED[c.name] as string;
+    if (c.kind === 'person') return PERSON[c.name];
+    return `page.p[${++property}]`;
+  });
+  const people =
+    `SELECT pdi.distinct_id AS did, persons.is_identified AS identified, firsts.first_id, ` +
+    `json_extract_string(persons.properties, ['/email', '/name', '/username']) AS pp ` +
+    `FROM person_distinct_ids AS pdi JOIN persons ON persons.team_id = ${teamId} AND persons.uuid = pdi.person_uuid ` +
+    `JOIN (SELECT person_uuid, min(distinct_id) AS first_id FROM person_distinct_ids WHERE team_id = ${teamId} GROUP BY person_uuid) AS firsts ON firsts.person_uuid = pdi.person_uuid ` +
+    `WHERE pdi.team_id = ${teamId}`;
+  const page = sql`SELECT uuid, event, distinct_id, timestamp, elements_chain, ${paths} AS p FROM ${trusted(relation)} WHERE ${allOf(
+    sql`team_id = ${bind(teamId)}`,
+    where,
+  )}`;
+  const orderBy = `page.timestamp ${order}, page.uuid ${order}`;
+  const tail = limit === null ? trusted('') : sql` LIMIT ${bind(limit)}`;
+  return sql`COPY (WITH page AS MATERIALIZED (${page}), people AS (${trusted(people)}) SELECT ${trusted(expressions.join(', '))} FROM page LEFT JOIN people ON people.did = page.distinct_id ORDER BY ${trusted(
+    orderBy,
+  )}${tail}) TO ${trusted(sqlPath(file))} (FORMAT csv, HEADER false, NEW_LINE '\r\n')`;
+}
+
+const PERSON: Record<(typeof EVENT_CSV_PERSON_COLUMNS)[number], string> = {
+  'person.distinct_ids.0': 'people.first_id',
+  'person.is_identified': 'people.identified',
+  'person.properties.email': 'people.pp[1]',
+  'person.properties.name': 'people.pp[2]',
+  'person.properties.username': 'people.pp[3]',
+};
+
+/** A server-made file path as a SQL string literal (COPY takes no parameter for it). */
+function sqlPath(path: string): string {
+  if (/[\0\n\r]/.test(path)) throw new Error('unexpected character in an export path');
+  return `'${path.replaceAll("'", "''")}'`;
+}

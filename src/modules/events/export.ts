@@ -1,0 +1,248 @@
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { assembleEventsQuery, compileSelect } from '../../core/query';
+import { csvRecord, eventCsvColumns } from '../../core/events/csv';
+import { AppError } from '../../errors';
+import type { Logger } from '../../logger';
+import type { Row } from '../../storage/db';
+import { isoTimestamp, type PersonObject } from './event-object';
+import { parseElementsChain } from '../../core/events/elements';
+import {
+  csvSliceCopyStatement, HOUR_MS, hourlyCountsStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement, sliceRowsStatement,
+} from './export-queries';
+import { findKeys, listScope, listWindow, relationFor, selectOrder, selectRow, type ListContext, type Scope } from './list';
+import type { ExportFormat, ListRequest } from './params';
+import { afterKey, allOf, type Order } from './queries';
+
+export interface ExportContext extends ListContext {
+  logger: Logger;
+}
+
+/** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */
+const SLICE_ROWS = 100_000;
+const encoder = new TextEncoder();
+
+/**
+ * `format=csv|json`: every matching event (or `limit` of them), streamed. Everything that can
+ * fail the request (parsing, compiling, planning, the CSV header's key pass) runs before the
+ * response starts, so it still gets a proper error status; after that the body is pulled by the
+ * client (backpressure) one slice at a time.
+ */
+export async function exportEvents(ctx: ExportContext, req: ListRequest, format: ExportFormat): Promise<Response> {
+  const chunks = req.select.length ? await selectChunks(ctx, req, format) : await eventChunks(ctx, req, format);
+  const filename = `events.${format}`;
+  return new Response(toStream(chunks, ctx.logger), {
+    headers: {
+      'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json',
+      'content-disposition': `attachment; filename="${filename}"`,
+      'cache-control': 'no-store',
+    },
+  });
+}
+
+function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const next = await chunks.next();
+          if (next.done) controller.close();
+          else controller.enqueue(next.value);
+        } catch (error) {
+          // The status is sent: all that is left is to cut the body short, which the client sees.
+          logger.error('events export failed mid-stream', { error });
+          controller.error(error);
+        }
+      },
+      async cancel() {
+        await chunks.return(undefined);
+      },
+    },
+    { highWaterMark: 1 },
+  );
+}
+
+export interface Slice {
+  from: number;
+  to: number;
+  limit: number | null;
+}
+
+/** Group hourly buckets (in export order) into slices of about SLICE_ROWS, up to `limit` rows. */
+export function planSlices(
+  buckets: Array<{ bucket: number; n: number }>,
+  window: { bottom: number | null; top: number },
+  order: Order,
+  limit: number | null,
+  target = SLICE_ROWS,
+): Slice[] {
+  const sorted = [...buckets].sort((a, b) => (order === 'DESC' ? b.bucket - a.bucket : a.bucket - b.bucket));
+  const slices: Slice[] = [];
+  let current: { lo: number; hi: number; rows: number } | null = null;
+  let total = 0;
+  const close = (final: boolean) => {
+    if (!current) return;
+    slices.push({ from: Math.max(current.lo, window.bottom ?? current.lo), to: Math.min(current.hi, window.top), limit: final && limit !== null ? current.rows - (total - limit) : null });
+    current = null;
+  };
+  for (const b of sorted) {
+    const lo = b.bucket;
+    const hi = b.bucket + HOUR_MS;
+    current = current ? { lo: Math.min(current.lo, lo), hi: Math.max(current.hi, hi), rows: current.rows + b.n } : { lo, hi, rows: b.n };
+    total += b.n;
+    if (limit !== null && total >= limit) {
+      close(true);
+      return slices;
+    }
+    if (current.rows >= target) close(false);
+  }
+  close(false);
+  return slices;
+}
+
+async function eventChunks(ctx: ExportContext, req: ListRequest, format: ExportFormat): Promise<AsyncGenerator<Uint8Array>> {
+  const base = await listScope(ctx, req);
+  if (!base || req.limit === 0) return emptyExport(format);
+  const scope = await startingPoint(ctx, req, base);
+  if (!scope) return emptyExport(format);
+  const window = listWindow(req);
+  const counts = await ctx.runner.rows(hourlyCountsStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where), 'properties');
+  const slices = planSlices(counts.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n) })), window, req.order, req.limit);
+  if (slices.length === 0) return emptyExport(format);
+  if (format === 'json') return jsonSlices(ctx, scope, req.order, slices);
+  const lo = Math.min(...slices.map((s) => s.from));
+  const hi = Math.max(...slices.map((s) => s.to));
+  const keyRows = await ctx.runner.rows(propertyKeysStatement(await relationFor(ctx, scope.person, lo, hi), ctx.teamId, scope.where), 'properties');
+  if (keyRows.length > MAX_CSV_PROPERTY_KEYS) {
+    throw new AppError('invalid_input', `These events have more than ${MAX_CSV_PROPERTY_KEYS} property keys: choose the columns with select.`, 'format');
+  }
+  const columns = eventCsvColumns(keyRows.map((r) => String(r.key)));
+  await ctx.flushPersons();
+  return csvSlices(ctx, scope, req.order, slices, columns);
+}
+
+/** `offset` (and `cursor`) of an export: continue after the offset-th row of the listing. */
+async function startingPoint(ctx: ExportContext, req: ListRequest, scope: Scope): Promise<Scope | null> {
+  const cursor = req.cursor ? afterKey(req.cursor, req.order) : null;
+  const where = allOf(scope.where, cursor);
+  if (req.offset === 0) return { ...scope, where };
+  const keys = await findKeys(ctx, { ...scope, where }, req.order, listWindow(req), req.offset);
+  const last = keys[req.offset - 1];
+  return last ? { ...scope, where: allOf(where, afterKey(last, req.order)) } : null;
+}
+
+async function* emptyExport(format: ExportFormat): AsyncGenerator<Uint8Array> {
+  yield encoder.encode(format === 'json' ? '[]' : csvRecord(eventCsvColumns([]).map((c) => c.name)));
+}
+
+async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[], columns: ReturnType<typeof eventCsvColumns>): AsyncGenerator<Uint8Array> {
+  yield encoder.encode(csvRecord(columns.map((c) => c.name)));
+  const prefix = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}`);
+  // DuckDB writes slice k+1 while slice k is sent; at most two slice files exist at a time.
+  const write = async (i: number): Promise<string> => {
+    const slice = slices[i] as Slice;
+    const file = `${prefix}-${i}.csv`;
+    const relation = await relationFor(ctx, scope.person, slice.from, slice.to);
+    await ctx.runner.rows(csvSliceCopyStatement(relation, ctx.teamId, scope.where, columns, order, slice.limit, file), 'properties');
+    return file;
+  };
+  let pending: Promise<string> | null = write(0);
+  const files: string[] = [];
+  try {
+    for (let i = 0; i < slices.length; i++) {
+      const file: string = await (pending as Promise<string>);
+      files.push(file);
+      pending = i + 1 < slices.length ? write(i + 1) : null;
+      pending?.catch(() => undefined);
+      const reader = Bun.file(file).stream().getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        yield value;
+      }
+      await rm(file, { force: true });
+    }
+  } finally {
+    if (pending) await pending.then((f) => files.push(f)).catch(() => undefined);
+    await Promise.all(files.map((f) => rm(f, { force: true })));
+  }
+}
+
+async function* jsonSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[]): AsyncGenerator<Uint8Array> {
+  const people = new Map<string, string>();
+  const elements = new Map<string, string>();
+  let first = true;
+  yield encoder.encode('[');
+  for (const slice of slices) {
+    const relation = await relationFor(ctx, scope.person, slice.from, slice.to);
+    for await (const rows of ctx.runner.stream(sliceRowsStatement(relation, ctx.teamId, scope.where, order, slice.limit), 'properties')) {
+      let text = '';
+      for (const row of rows) {
+        text += (first ? '' : ',') + eventJson(row, ctx, people, elements);
+        first = false;
+      }
+      yield encoder.encode(text);
+    }
+    if (people.size > 50_000) people.clear();
+    if (elements.size > 10_000) elements.clear();
+  }
+  yield encoder.encode(']');
+}
+
+/** An event object as JSON text, with the stored properties spliced in (they are JSON already). */
+function eventJson(row: Row, ctx: ListContext, people: Map<string, string>, elements: Map<string, string>): string {
+  const distinctId = String(row.distinct_id);
+  let person = people.get(distinctId);
+  if (person === undefined) {
+    person = JSON.stringify(ctx.personOf(distinctId) satisfies PersonObject | null);
+    people.set(distinctId, person);
+  }
+  const chain = typeof row.elements_chain === 'string' ? row.elements_chain : '';
+  let parsed = elements.get(chain);
+  if (parsed === undefined) {
+    parsed = JSON.stringify(parseElementsChain(chain));
+    elements.set(chain, parsed);
+  }
+  const properties = typeof row.properties === 'string' && row.properties ? row.properties : '{}';
+  return (
+    `{"id":${JSON.stringify(String(row.uuid))},"distinct_id":${JSON.stringify(distinctId)},"properties":${properties},` +
+    `"event":${JSON.stringify(String(row.event))},"timestamp":"${isoTimestamp(row.timestamp as Date)}","person":${person},` +
+    `"elements":${parsed},"elements_chain":${JSON.stringify(chain)}}`
+  );
+}
+
+/** A select export: the selected columns, as CSV records or JSON arrays, in the select's order. */
+async function selectChunks(ctx: ExportContext, req: ListRequest, format: ExportFormat): Promise<AsyncGenerator<Uint8Array>> {
+  const compiled = compileSelect(req.select, req.where, ctx.now);
+  const scope = await listScope(ctx, req, { sql: [compiled.selectSql, compiled.whereSql ?? '', compiled.havingSql ?? ''].join(' '), params: [] });
+  const statement = scope
+    ? assembleEventsQuery({
+        relation: await relationFor(ctx, scope.person, req.afterMs, req.beforeMs),
+        teamId: ctx.teamId,
+        filters: scope.where,
+        select: compiled,
+        orderBy: selectOrder(compiled, req),
+        limit: req.limit ?? Number.MAX_SAFE_INTEGER,
+        offset: req.offset,
+      })
+    : null;
+  const runner = ctx.runner;
+  return (async function* () {
+    yield encoder.encode(format === 'csv' ? csvRecord(compiled.columns) : '[');
+    let first = true;
+    if (statement) {
+      for await (const rows of runner.stream(statement, 'select')) {
+        let text = '';
+        for (const row of rows) {
+          const values = selectRow(compiled, row);
+          text += format === 'csv' ? csvRecord(values) : (first ? '' : ',') + JSON.stringify(values);
+          first = false;
+        }
+        yield encoder.encode(text);
+      }
+    }
+    if (format === 'json') yield encoder.encode(']');
+  })();
+}

@@ -1,0 +1,65 @@
+import { Elysia, t } from 'elysia';
+import type { Deps } from '../../deps';
+import { AppError } from '../../errors';
+import { authPlugin, resolveProject } from '../../http/auth';
+import { ErrorBody, authErrors } from '../../http/schemas';
+import { EventParams, EventRetrieveQuery, EventValuesQuery, EventsListQuery, EventsPage, EventsParams, SelectPage, StoredEvent, ValuesResponse } from './model';
+import { createEventsService } from './service';
+
+const notAllowed = (method: string) => new AppError('method_not_allowed', `Method "${method}" not allowed.`);
+const errors = { 400: ErrorBody, ...authErrors, 405: ErrorBody, 504: ErrorBody };
+
+/**
+ * Stored events of a project (`/api/projects/:project_id/events/`), read-only: the list (with
+ * filters, `select`/`where`, csv/json export), one event, and property values.
+ */
+export const eventsModule = (deps: Deps) => {
+  const events = createEventsService(deps);
+  const project = (principal: Parameters<typeof resolveProject>[1], id: string) => resolveProject(deps, principal, id);
+  const refuse = async ({ principal, params, request }: { principal: Parameters<typeof resolveProject>[1]; params: { project_id: string }; request: Request }) => {
+    await project(principal, params.project_id);
+    throw notAllowed(request.method);
+  };
+  // Read-only, as in PostHog: writes are a 405 (after authentication, as DRF orders it).
+  const refused = { auth: true, response: { 405: ErrorBody, ...authErrors }, detail: { hide: true } } as const;
+  return new Elysia({ name: 'events', prefix: '/api/projects/:project_id/events', detail: { tags: ['events'] } })
+    .use(authPlugin(deps))
+    .get(
+      '/',
+      async ({ principal, params, query, request }) => {
+        const result = await events.list((await project(principal, params.project_id)).id, query, request.url);
+        // An export is a streamed Response, which Elysia sends as is (no response validation).
+        return result as Exclude<typeof result, Response>;
+      },
+      {
+        auth: true,
+        params: EventsParams,
+        query: EventsListQuery,
+        response: { 200: t.Union([EventsPage, SelectPage]), ...errors },
+        detail: {
+          summary: 'List events (newest first), run a select, or export (format=csv|json)',
+          description:
+            'Without select: the pagination envelope of stored events; `next` keeps the filters, freezes `before` and carries a keyset `cursor`. ' +
+            'With select (and where): `{columns, types, results, hasMore, next, previous}`. With format=csv or json: a streamed file.',
+        },
+      },
+    )
+    .get(
+      '/values/',
+      async ({ principal, params, query }) => events.values((await project(principal, params.project_id)).id, query),
+      { auth: true, params: EventsParams, query: EventValuesQuery, response: { 200: ValuesResponse, ...errors }, detail: { summary: 'Distinct values of a property (most frequent first)' } },
+    )
+    .get(
+      '/:id/',
+      async ({ principal, params, query }) => events.retrieve((await project(principal, params.project_id)).id, params.id, query.include_person === 'true'),
+      { auth: true, params: EventParams, query: EventRetrieveQuery, response: { 200: StoredEvent, ...errors }, detail: { summary: 'Retrieve one event by its uuid' } },
+    )
+    .post('/', refuse, refused)
+    .put('/', refuse, refused)
+    .patch('/', refuse, refused)
+    .delete('/', refuse, refused)
+    .post('/:id/', refuse, refused)
+    .put('/:id/', refuse, refused)
+    .patch('/:id/', refuse, refused)
+    .delete('/:id/', refuse, refused);
+};

@@ -1,0 +1,227 @@
+import { assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
+import { AppError } from '../../errors';
+import type { Row } from '../../storage/db';
+import { selectValue, toEventObject, type EventObject, type PersonObject } from './event-object';
+import { formatCursor, type ListRequest } from './params';
+import {
+  afterKey, allOf, asEvents, countStatement, keysStatement, needsPersonProperties, rowsByKeysStatement, withPersonProperties,
+  type EventKey, type Order,
+} from './queries';
+import type { QueryRunner } from './runner';
+
+/** What a list query needs besides the request: the runner, the team and lookups it can call. */
+export interface ListContext {
+  runner: QueryRunner;
+  teamId: number;
+  now: Date;
+  /** Condition for `person_id` (the person's distinct ids), or 'none' when no such person exists. */
+  personFilter: SqlFragment | 'none' | null;
+  /** Make in-memory person changes visible to SQL (before joining persons). */
+  flushPersons(): Promise<void>;
+  personOf(distinctId: string): PersonObject | null;
+}
+
+export interface EventsPage {
+  count: number;
+  next: string | null;
+  previous: string | null;
+  results: EventObject[];
+}
+
+export interface SelectPage {
+  columns: string[];
+  types: string[];
+  results: unknown[][];
+  hasMore: boolean;
+  next: string | null;
+  previous: string | null;
+}
+
+/**
+ * Newest-first lists read progressively older slices of time (most requests are answered by the
+ * last hour), each slice pruning storage's files by time before DuckDB opens them.
+ */
+const SLICE_WIDTHS_MS = [3_600_000, 86_400_000, 7 * 86_400_000, 30 * 86_400_000, Number.POSITIVE_INFINITY];
+
+export interface Scope {
+  /** The request's conditions (filters, person), without the team scope. */
+  where: SqlFragment;
+  person: boolean;
+}
+
+/**
+ * The request's filters as one condition; null when nothing can match (an unknown person or
+ * action). `alsoRuns` is other SQL of the same statement (a compiled select), checked for
+ * person properties too.
+ */
+export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: SqlFragment): Promise<Scope | null> {
+  if (ctx.personFilter === 'none' || req.actionId) return null;
+  const where = allOf(compileEventFilters(req.filters, ctx.now), ctx.personFilter);
+  const person = needsPersonProperties(where, alsoRuns);
+  if (person) await ctx.flushPersons();
+  return { where, person };
+}
+
+export async function relationFor(ctx: ListContext, person: boolean, from: number | null, to: number | null): Promise<string> {
+  const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) });
+  return asEvents(person ? withPersonProperties(rel.sql, ctx.teamId) : rel.sql);
+}
+
+/** The time window a list reads: the request's bounds narrowed by the cursor. */
+export function listWindow(req: ListRequest): { bottom: number | null; top: number } {
+  const c = req.cursor;
+  if (!c) return { bottom: req.afterMs, top: req.beforeMs };
+  if (req.order === 'DESC') return { bottom: req.afterMs, top: Math.min(req.beforeMs, c.ms + 1) };
+  return { bottom: req.afterMs === null ? c.ms : Math.max(req.afterMs, c.ms), top: req.beforeMs };
+}
+
+/**
+ * Phase 1: the keys of the first `need` rows in list order. Descending lists walk back through
+ * the slices, each asked only for what is still missing; ascending ones read the window at once.
+ */
+export async function findKeys(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<EventKey[]> {
+  const keys: EventKey[] = [];
+  const read = async (from: number | null, to: number) => {
+    const relation = await relationFor(ctx, scope.person, from, to);
+    const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, need - keys.length), 'properties');
+    for (const r of rows) keys.push({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime() });
+  };
+  if (order === 'ASC') {
+    await read(window.bottom, window.top);
+    return keys;
+  }
+  let upper = window.top;
+  for (const width of SLICE_WIDTHS_MS) {
+    const floor = window.top - width;
+    const lower = window.bottom === null ? (Number.isFinite(floor) ? floor : null) : Math.max(window.bottom, floor);
+    if (lower !== null && lower >= upper) continue;
+    await read(lower, upper);
+    if (keys.length >= need || lower === null || lower <= (window.bottom ?? Number.NEGATIVE_INFINITY)) break;
+    upper = lower;
+  }
+  return keys;
+}
+
+/** Phase 2: the rows of the page's keys, in the keys' order. */
+export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Promise<Row[]> {
+  if (keys.length === 0) return [];
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  for (const k of keys) {
+    lo = Math.min(lo, k.ms);
+    hi = Math.max(hi, k.ms);
+  }
+  const relation = await relationFor(ctx, false, lo, hi + 1);
+  const byUuid = new Map<string, Row>();
+  for (const row of await ctx.runner.rows(rowsByKeysStatement(relation, ctx.teamId, keys))) {
+    if (!byUuid.has(String(row.uuid))) byUuid.set(String(row.uuid), row);
+  }
+  return keys.map((k) => byUuid.get(k.uuid)).filter((r): r is Row => r !== undefined);
+}
+
+async function countRows(ctx: ListContext, scope: Scope, req: ListRequest): Promise<number> {
+  const relation = await relationFor(ctx, scope.person, req.afterMs, req.beforeMs);
+  const [row] = await ctx.runner.rows(countStatement(relation, ctx.teamId, scope.where), 'properties');
+  return Number(row?.count ?? 0);
+}
+
+const EMPTY_PAGE: EventsPage = { count: 0, next: null, previous: null, results: [] };
+
+/**
+ * A page of events, newest first: the keys (phase 1), then their rows (phase 2), with the total
+ * count run alongside. `next` freezes the listing's upper bound (`before`) and carries a keyset
+ * `cursor` (the last row's time and uuid), so it neither repeats nor skips rows while new events
+ * arrive, and costs the same however deep it goes. `count` is the whole listing's total, the
+ * same on every page.
+ */
+export async function listEvents(ctx: ListContext, req: ListRequest, requestUrl: string): Promise<EventsPage> {
+  const scope = await listScope(ctx, req);
+  if (!scope) return EMPTY_PAGE;
+  const limit = req.limit ?? 100;
+  const count = countRows(ctx, scope, req);
+  count.catch(() => undefined);
+  const cursor = req.cursor ? afterKey(req.cursor, req.order) : null;
+  const keys = await findKeys(ctx, { ...scope, where: allOf(scope.where, cursor) }, req.order, listWindow(req), req.offset + limit + 1);
+  const pageKeys = keys.slice(req.offset, req.offset + limit);
+  const rows = await fetchRows(ctx, pageKeys);
+  const results = rows.map((row) => toEventObject(row, ctx.personOf(String(row.distinct_id))));
+  const last = pageKeys[pageKeys.length - 1];
+  const url = new URL(requestUrl);
+  return {
+    count: await count,
+    next: keys.length > req.offset + limit && last ? link(url, { cursor: formatCursor(last), offset: null, before: frozenBefore(req, url) }) : null,
+    previous: req.offset > 0 ? link(url, { offset: req.offset - limit > 0 ? String(req.offset - limit) : null }) : null,
+    results,
+  };
+}
+
+/** A `select` query: PostHog's `{columns, types, results}` plus `hasMore` and offset links. */
+export async function selectEvents(ctx: ListContext, req: ListRequest, requestUrl: string): Promise<SelectPage> {
+  const compiled = compileSelect(req.select, req.where, ctx.now);
+  const limit = req.limit ?? 100;
+  const empty = { columns: compiled.columns, types: compiled.types, results: [], hasMore: false, next: null, previous: null };
+  const scope = await listScope(ctx, req, selectFragment(compiled));
+  if (!scope) return empty;
+  const relation = await relationFor(ctx, scope.person, req.afterMs, req.beforeMs);
+  const statement = assembleEventsQuery({
+    relation,
+    teamId: ctx.teamId,
+    filters: scope.where,
+    select: compiled,
+    orderBy: selectOrder(compiled, req),
+    limit: limit + 1,
+    offset: req.offset,
+  });
+  const rows = await ctx.runner.rows(statement, 'select');
+  const url = new URL(requestUrl);
+  const before = frozenBefore(req, url);
+  const hasMore = rows.length > limit;
+  return {
+    columns: compiled.columns,
+    types: compiled.types,
+    results: rows.slice(0, limit).map((r) => selectRow(compiled, r)),
+    hasMore,
+    next: hasMore ? link(url, { offset: String(req.offset + limit), before }) : null,
+    previous: req.offset > 0 ? link(url, { offset: req.offset - limit > 0 ? String(req.offset - limit) : null, before }) : null,
+  };
+}
+
+export const selectRow = (compiled: CompiledSelect, row: Row): unknown[] => compiled.aliases.map((alias, i) => selectValue(row[alias], compiled.types[i] ?? ''));
+
+/** The select's SQL text, so the person join is added when only the select names a person property. */
+const selectFragment = (c: CompiledSelect): SqlFragment => ({ sql: [c.selectSql, c.whereSql ?? '', c.havingSql ?? ''].join(' '), params: [] });
+
+/**
+ * `orderBy` of a select query: entries of the select list (or their aliases), `-` for descending.
+ * Without it, PostHog's default order, then every other column, so ties come out the same way
+ * on every run (and pages do not overlap).
+ */
+export function selectOrder(compiled: CompiledSelect, req: ListRequest): string {
+  if (!req.selectOrder) {
+    const lead = compiled.orderBySql.split(' ')[0];
+    return [compiled.orderBySql, ...compiled.aliases.filter((a) => a !== lead).map((a) => `${a} ASC`)].join(', ');
+  }
+  return req.selectOrder
+    .map((entry) => {
+      const desc = entry.startsWith('-');
+      const name = desc ? entry.slice(1) : entry;
+      let i = req.select.indexOf(name);
+      if (i < 0) i = compiled.columns.indexOf(name);
+      if (i < 0) throw new AppError('invalid_input', `orderBy: '${name.slice(0, 100)}' is not in select`, 'orderBy');
+      return `${compiled.aliases[i]} ${desc ? 'DESC' : 'ASC'}`;
+    })
+    .join(', ');
+}
+
+/** Later pages keep the first page's upper bound, so events arriving meanwhile stay out of them. */
+const frozenBefore = (req: ListRequest, url: URL): string | null => (req.beforeGiven ? url.searchParams.get('before') : req.beforeIso);
+
+function link(url: URL, changes: Record<string, string | null>): string {
+  const params = new URLSearchParams(url.search);
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === null) params.delete(key);
+    else params.set(key, value);
+  }
+  const query = params.toString();
+  return `${url.origin}${url.pathname}${query ? `?${query}` : ''}`;
+}

@@ -1,0 +1,135 @@
+import { assembleEventsQuery, bind, joinSql, sql, trusted, type SqlFragment } from '../../core/query';
+import { hotColumnFor } from '../../core/events/columns';
+import { jsonPointer } from '../../core/query';
+
+/**
+ * The SQL of the events API, built from storage's events relation (trusted text: a subquery of
+ * one team's rows) and compiled request fragments (bound values only). Every statement scopes
+ * to the team with a bound `team_id = ?` outside the request's conditions, on top of the
+ * relation's own scope. No function here reads a request string into SQL text.
+ */
+
+/** A relation as `FROM` takes it. */
+export const asEvents = (relationSql: string): string => `${relationSql} AS events`;
+
+/**
+ * The relation plus `person_properties` (the person's properties as JSON, or NULL), which the
+ * compiler references for `person.properties.*` and person property filters. The team id is a
+ * validated integer of our own, inlined as storage's relation inlines it.
+ */
+export function withPersonProperties(relationSql: string, teamId: number): string {
+  if (!Number.isSafeInteger(teamId)) throw new Error('teamId must be an integer');
+  return (
+    `(SELECT events.*, persons.properties AS person_properties FROM ${relationSql} AS events ` +
+    `LEFT JOIN person_distinct_ids AS pdi ON pdi.team_id = ${teamId} AND pdi.distinct_id = events.distinct_id ` +
+    `LEFT JOIN persons ON persons.team_id = ${teamId} AND persons.uuid = pdi.person_uuid)`
+  );
+}
+
+/** Compiled SQL names `person_properties` only when a request referenced a person property. */
+export const needsPersonProperties = (...fragments: Array<SqlFragment | null | undefined>): boolean =>
+  fragments.some((f) => !!f && /\bperson_properties\b/.test(f.sql));
+
+/** AND of the non-empty fragments, each in its own parentheses. */
+export function allOf(...fragments: Array<SqlFragment | null | undefined>): SqlFragment {
+  const parts = fragments.filter((f): f is SqlFragment => !!f && f.sql.trim() !== '');
+  return joinSql(parts.map((p) => sql`(${p})`), ' AND ');
+}
+
+export type Order = 'ASC' | 'DESC';
+
+/** The list's deterministic order: time, then uuid, in one direction. */
+export const listOrder = (order: Order): string => `timestamp ${order}, uuid ${order}`;
+
+/** A key of the list order: the row's timestamp (UTC `YYYY-MM-DD HH:MM:SS.ffffff`) and uuid. */
+export interface EventKey {
+  uuid: string;
+  /** Epoch ms (storage keeps millisecond timestamps). */
+  ms: number;
+}
+
+export const timestampText = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+const ts = (ms: number): SqlFragment => sql`CAST(${bind(timestampText(ms))} AS TIMESTAMP)`;
+
+/** Rows strictly after `key` in the list order: the keyset cursor of the `next` link. */
+export function afterKey(key: EventKey, order: Order): SqlFragment {
+  const cmp = trusted(order === 'DESC' ? '<' : '>');
+  return sql`timestamp ${cmp} ${ts(key.ms)} OR (timestamp = ${ts(key.ms)} AND uuid ${cmp} ${bind(key.uuid)})`;
+}
+
+export function distinctIdIn(ids: readonly string[]): SqlFragment {
+  return sql`distinct_id IN (${joinSql(ids.map((id) => bind(id)), ', ')})`;
+}
+
+/** Phase 1 of a list page: only the keys, which reads the narrow columns. */
+export function keysStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number): SqlFragment {
+  return assembleEventsQuery({ relation, teamId, filters: where, columns: ['uuid', 'timestamp'], orderBy: listOrder(order), limit });
+}
+
+export const EVENT_ROW_COLUMNS = ['uuid', 'event', 'distinct_id', 'properties', 'timestamp', 'elements_chain'] as const;
+
+/**
+ * Phase 2: the full rows of known keys. `timestamp IN (…)` lets DuckDB skip every row group
+ * and file that holds none of the keys, so only the properties of the page's rows are read.
+ */
+export function rowsByKeysStatement(relation: string, teamId: number, keys: readonly EventKey[]): SqlFragment {
+  const times = [...new Set(keys.map((k) => k.ms))];
+  return sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND timestamp IN (${joinSql(
+    times.map(ts),
+    ', ',
+  )}) AND uuid IN (${joinSql(keys.map((k) => bind(k.uuid)), ', ')})`;
+}
+
+/**
+ * `count(timestamp)`, not `count(*)`: the two agree (storage never keeps a row without a
+ * timestamp), but through the relation's UNION DuckDB reads the first column (uuid) for
+ * `count(*)`, about four times the work of the timestamp column the bounds read anyway.
+ */
+export function countStatement(relation: string, teamId: number, where: SqlFragment): SqlFragment {
+  const conditions = allOf(sql`team_id = ${bind(teamId)}`, where);
+  return sql`SELECT count(timestamp) AS count FROM ${trusted(relation)} WHERE ${conditions}`;
+}
+
+export function eventByIdStatement(relation: string, teamId: number, uuid: string): SqlFragment {
+  return sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND uuid = ${bind(uuid)} LIMIT 1`;
+}
+
+/** Events PostHog leaves out of `key=custom_event`. */
+export const BUILT_IN_EVENTS = ['$autocapture', '$pageview', '$identify', '$pageleave', '$screen'];
+
+export interface ValuesQuery {
+  key: string;
+  /** Case-insensitive substring of the value. */
+  value?: string | null;
+  eventNames: readonly string[];
+  limit: number;
+}
+
+/**
+ * `/events/values/`: the distinct values of one property, most frequent first. A JSON list
+ * contributes its elements; booleans read `true`/`false`, other non-strings their JSON text.
+ * A hot property reads its materialized column and skips the JSON entirely.
+ */
+export function valuesStatement(relation: string, teamId: number, q: ValuesQuery): SqlFragment {
+  const scope = allOf(
+    sql`team_id = ${bind(teamId)}`,
+    q.eventNames.length ? sql`event IN (${joinSql(q.eventNames.map((e) => bind(e)), ', ')})` : null,
+  );
+  let names: SqlFragment;
+  if (q.key === 'custom_event') {
+    const builtIn = joinSql(BUILT_IN_EVENTS.map((e) => bind(e)), ', ');
+    names = sql`SELECT event AS name FROM ${trusted(relation)} WHERE ${scope} AND event NOT IN (${builtIn})`;
+  } else {
+    const hot = hotColumnFor(q.key);
+    if (hot) names = sql`SELECT ${trusted(hot)} AS name FROM ${trusted(relation)} WHERE ${scope}`;
+    else {
+      const value = sql`json_extract(properties, ${bind(jsonPointer([q.key]))})`;
+      const items = sql`unnest(CASE WHEN json_type(v) = 'ARRAY' THEN json_extract(v, '$[*]') ELSE [v] END)`;
+      names = sql`SELECT json_extract_string(item, '$') AS name FROM (SELECT ${items} AS item FROM (SELECT ${value} AS v FROM ${trusted(
+        relation,
+      )} WHERE ${scope}) WHERE v IS NOT NULL)`;
+    }
+  }
+  const contains = q.value ? sql` AND strpos(lower(name), lower(${bind(q.value)})) > 0` : trusted('');
+  return sql`SELECT name, count(*) AS n FROM (${names}) WHERE name IS NOT NULL${contains} GROUP BY name ORDER BY n DESC, name ASC LIMIT ${bind(q.limit)}`;
+}

@@ -1,0 +1,109 @@
+import type { SqlFragment } from '../../core/query';
+import { AppError, isAppError } from '../../errors';
+import type { Logger } from '../../logger';
+import type { Row, SqlParam } from '../../storage/db';
+import type { EventStore, EventsRelation, TimeRange } from '../../storage/events';
+
+/**
+ * How the events API runs its statements on the event store: every statement under the time
+ * limit, and DuckDB's errors turned into API errors at this one place.
+ *
+ * The store's interface streams results (`streamQuery`) and gives no handle on the connection,
+ * so a statement past its time limit is answered with 504 at once and its iterator is returned,
+ * which stops the statement at its next chunk. The store is also handed an AbortSignal as a third
+ * argument, aborted on timeout: a store that accepts `{ signal }` can `connection.interrupt()`
+ * on it and stop the statement at once (the current one ignores it).
+ */
+export interface QueryRunnerOptions {
+  store: () => EventStore;
+  timeoutMs: number;
+  logger: Logger;
+}
+
+type InterruptibleStream = (sql: string, params: readonly SqlParam[], options: { signal: AbortSignal }) => AsyncIterableIterator<Row[]>;
+
+export class QueryRunner {
+  constructor(private readonly options: QueryRunnerOptions) {}
+
+  relation(teamId: number, range?: TimeRange): Promise<EventsRelation> {
+    return this.options.store().eventsRelation(teamId, range);
+  }
+
+  /** All rows of a statement (callers bound the row count with LIMIT). */
+  async rows(statement: SqlFragment, attr: string | null = null): Promise<Row[]> {
+    const out: Row[] = [];
+    for await (const chunk of this.stream(statement, attr)) for (const row of chunk) out.push(row);
+    return out;
+  }
+
+  /** The rows in chunks; each chunk must arrive within the time limit. */
+  stream(statement: SqlFragment, attr: string | null = null): AsyncIterableIterator<Row[]> {
+    const controller = new AbortController();
+    const store = this.options.store();
+    const stream = store.streamQuery.bind(store) as unknown as InterruptibleStream;
+    let inner: AsyncIterableIterator<Row[]>;
+    try {
+      inner = stream(statement.sql, statement.params, { signal: controller.signal });
+    } catch (error) {
+      throw translateQueryError(error, attr);
+    }
+    const timeoutMs = this.options.timeoutMs;
+    const stop = () => {
+      controller.abort();
+      inner.return?.().catch(() => undefined);
+    };
+    const iterator: AsyncIterableIterator<Row[]> = {
+      async next() {
+        const pending = inner.next();
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(timeoutError(timeoutMs)), timeoutMs);
+        });
+        try {
+          return await Promise.race([pending, late]);
+        } catch (error) {
+          pending.catch(() => undefined);
+          stop();
+          throw translateQueryError(error, attr);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      async return() {
+        stop();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]() {
+        return iterator;
+      },
+    };
+    return iterator;
+  }
+}
+
+const timeoutError = (ms?: number) =>
+  new AppError('query_timeout', `The query did not finish${ms ? ` within ${ms} ms` : ' in time'}. Narrow it down (a time range, fewer events) and retry.`);
+
+/** DuckDB error classes a request can cause by what it asks for (values, types, ranges). */
+const REQUEST_ERRORS = /^(Conversion|Invalid Input|Out of Range|Binder|Mismatch Type|Not implemented|Invalid Type) Error: ?(.*)$/s;
+
+/**
+ * A failed statement as the client sees it: errors the request caused are a 400 with DuckDB's
+ * first line (never the SQL, which the message may quote after `LINE`); an interrupt is a 504;
+ * anything else stays an internal error (500, logged with its cause by the error handler).
+ */
+export function translateQueryError(error: unknown, attr: string | null): unknown {
+  if (isAppError(error)) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (/^INTERRUPT Error|Interrupted/i.test(message)) return timeoutError();
+  const m = REQUEST_ERRORS.exec(message);
+  if (m) {
+    const first = (m[2] ?? '').split('\n')[0]!.split(/\bLINE \d+:/)[0]!.trim().slice(0, 300);
+    return new AppError('invalid_input', `The query failed: ${m[1]} error${first ? `: ${first}` : ''}`, attr, { cause: error });
+  }
+  // The client converts each value to JS; a date outside JS's range (e.g. 'infinity') lands here.
+  if (/out of range for JS Date|Invalid time value/i.test(message)) {
+    return new AppError('invalid_input', 'The query failed: a date in the result is out of range.', attr, { cause: error });
+  }
+  return error;
+}

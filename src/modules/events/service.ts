@@ -1,0 +1,125 @@
+import type { SqlFragment } from '../../core/query';
+import { bind, sql } from '../../core/query';
+import type { Deps } from '../../deps';
+import { AppError } from '../../errors';
+import { personObject, toEventObject, type EventObject, type PersonObject } from './event-object';
+import { exportEvents } from './export';
+import { listEvents, selectEvents, type EventsPage, type ListContext, type SelectPage } from './list';
+import { normalizeUuid, parseListRequest, type ListQueryInput } from './params';
+import { asEvents, distinctIdIn, eventByIdStatement, valuesStatement } from './queries';
+import { QueryRunner } from './runner';
+
+/** Values listed by `/events/values/` and the window they are read from (PostHog: recent values). */
+export const VALUES_LIMIT = 100;
+export const VALUES_WINDOW_MS = 7 * 86_400_000;
+/** A UUIDv7 carries its creation time: `/events/:id/` looks this far around it first. */
+const UUID_TIME_SLACK_MS = 86_400_000;
+
+export interface ValuesInput {
+  key?: string;
+  value?: string;
+  event_name?: string[];
+}
+
+/**
+ * The stored-events API over the event store: lists (plain or `select`), exports, one event, and
+ * property values. Everything that touches storage goes through `QueryRunner` (time limit, error
+ * mapping) and the store's events relation; persons come from the in-memory person store.
+ */
+export function createEventsService(deps: Deps) {
+  const runner = new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS, logger: deps.logger });
+  const { persons } = deps.storage;
+
+  async function context(teamId: number, personId: string | undefined): Promise<ListContext & { logger: Deps['logger'] }> {
+    await persons.ensureLoaded(teamId);
+    const cache = new Map<string, PersonObject | null>();
+    return {
+      runner,
+      teamId,
+      now: deps.now(),
+      logger: deps.logger,
+      personFilter: personId ? await personFilter(teamId, personId) : null,
+      flushPersons: () => persons.flush(),
+      personOf(distinctId) {
+        let person = cache.get(distinctId);
+        if (person === undefined) {
+          const found = persons.findByDistinctId(teamId, distinctId);
+          person = found ? personObject(found) : null;
+          cache.set(distinctId, person);
+        }
+        return person;
+      },
+    };
+  }
+
+  /** `person_id` (PostHog: the person's id or uuid) matches every distinct id of that person. */
+  async function personFilter(teamId: number, personId: string): Promise<SqlFragment | 'none'> {
+    const uuid = normalizeUuid(personId);
+    let person = uuid ? persons.findByUuid(teamId, uuid) : null;
+    if (!person && /^\d{1,15}$/.test(personId)) {
+      await persons.flush();
+      const [row] = await runner.rows(sql`SELECT uuid::VARCHAR AS uuid FROM persons WHERE team_id = ${bind(teamId)} AND id = ${bind(Number(personId))}`);
+      person = row ? persons.findByUuid(teamId, String(row.uuid)) : null;
+    }
+    return person && person.distinctIds.length ? distinctIdIn(person.distinctIds) : 'none';
+  }
+
+  function recordUsage(teamId: number, names: Array<string | undefined>) {
+    const events = names.filter((n): n is string => !!n);
+    if (!events.length) return;
+    deps.storage.definitions
+      .recordEventQueryUsage(teamId, events, deps.now())
+      .catch((error) => deps.logger.warn('recording event query usage failed', { error }));
+  }
+
+  return {
+    async list(teamId: number, query: ListQueryInput, requestUrl: string): Promise<EventsPage | SelectPage | Response> {
+      // Repeated select/where parameters are one expression each (the schema keeps only the last).
+      const url = new URL(requestUrl);
+      const repeated = (name: string) => (url.searchParams.getAll(name).length > 1 ? url.searchParams.getAll(name) : query[name as 'select']);
+      const req = parseListRequest({ ...query, select: repeated('select'), where: repeated('where') }, deps.now(), deps.config.QUERY_MAX_ROWS);
+      const ctx = await context(teamId, query.person_id);
+      recordUsage(teamId, [query.event]);
+      if (req.format) return exportEvents(ctx, req, req.format);
+      return req.select.length ? selectEvents(ctx, req, requestUrl) : listEvents(ctx, req, requestUrl);
+    },
+
+    async retrieve(teamId: number, id: string, includePerson: boolean): Promise<EventObject> {
+      const uuid = normalizeUuid(id);
+      if (!uuid) throw new AppError('invalid_input', 'Invalid UUID', 'id');
+      const find = async (range?: { from: number; to: number }) => {
+        const relation = asEvents((await runner.relation(teamId, range)).sql);
+        const [row] = await runner.rows(eventByIdStatement(relation, teamId, uuid));
+        return row;
+      };
+      const created = uuidV7Time(uuid);
+      const row = (created !== null ? await find({ from: created - UUID_TIME_SLACK_MS, to: created + UUID_TIME_SLACK_MS }) : undefined) ?? (await find());
+      if (!row) throw new AppError('not_found', `No events exist for event UUID ${uuid}`);
+      let person: PersonObject | null = null;
+      if (includePerson) {
+        await persons.ensureLoaded(teamId);
+        const found = persons.findByDistinctId(teamId, String(row.distinct_id));
+        person = found ? personObject(found) : null;
+      }
+      return toEventObject(row, person);
+    },
+
+    async values(teamId: number, query: ValuesInput): Promise<Array<{ name: string }>> {
+      if (!query.key) return [];
+      const eventNames = (query.event_name ?? []).filter((e) => e !== '');
+      recordUsage(teamId, eventNames);
+      const now = deps.now().getTime();
+      const relation = asEvents((await runner.relation(teamId, { from: now - VALUES_WINDOW_MS, to: now + 5_000 })).sql);
+      const rows = await runner.rows(valuesStatement(relation, teamId, { key: query.key, value: query.value, eventNames, limit: VALUES_LIMIT }), 'key');
+      return rows.map((r) => ({ name: String(r.name) }));
+    },
+  };
+}
+
+export type EventsService = ReturnType<typeof createEventsService>;
+
+/** The creation time of a version-7 UUID (its first 48 bits), or null for other versions. */
+export function uuidV7Time(uuid: string): number | null {
+  if (uuid[14] !== '7') return null;
+  return parseInt(uuid.slice(0, 8) + uuid.slice(9, 13), 16);
+}

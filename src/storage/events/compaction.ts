@@ -1,0 +1,78 @@
+import type { Database } from '../db';
+import { EVENT_COLUMNS } from '../../core/events/columns';
+import { fileList, registerFiles, writeParquet, type ParquetFile } from './parquet';
+
+const columns = EVENT_COLUMNS.join(', ');
+
+/** Files of the same partitions as `parts` whose time range overlaps theirs: where a late retry's original may be. */
+export function overlapping(files: readonly ParquetFile[], parts: ReadonlyArray<{ team_id: number; day: string; lo: number; hi: number }>): ParquetFile[] {
+  return files.filter((f) => parts.some((p) => p.team_id === f.teamId && p.day === f.day && f.maxTs >= p.lo && f.minTs <= p.hi));
+}
+
+/**
+ * Move hot rows of segments (fromSeg, toSeg] to Parquet and register them with the new
+ * `compacted_segment` in one transaction. A row whose uuid is already in a Parquet file of the
+ * same partition and time range is dropped (a late retry that got past the load-time dedupe).
+ */
+export async function compactHot(db: Database, root: string, fromSeg: number, toSeg: number, manifest: readonly ParquetFile[]): Promise<ParquetFile[]> {
+  const range = `_seg > ${fromSeg}::BIGINT AND _seg <= ${toSeg}::BIGINT`;
+  const parts = await db.query<{ team_id: number; day: string; lo: number; hi: number }>(
+    `SELECT team_id, strftime(CAST(timestamp AS DATE), '%Y-%m-%d') AS day, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM events_hot WHERE ${range} GROUP BY ALL`,
+  );
+  let files: ParquetFile[] = [];
+  if (parts.length > 0) {
+    const candidates = overlapping(manifest, parts);
+    const antiJoin = candidates.length ? ` AND NOT EXISTS (SELECT 1 FROM read_parquet(${fileList(root, candidates)}) p WHERE p.uuid = h.uuid)` : '';
+    files = await db.withReader((c) =>
+      writeParquet(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM events_hot h WHERE ${range}${antiJoin} ORDER BY team_id, timestamp DESC`, `c${toSeg}`),
+    );
+  }
+  await db.transaction(async (tx) => {
+    await registerFiles(tx, files);
+    await tx.run(`UPDATE event_store_state SET compacted_segment = greatest(compacted_segment, ${toSeg}::BIGINT) WHERE id = 1`);
+  });
+  return files;
+}
+
+export interface MergePolicy {
+  /** A partition is merged once it has this many files... */
+  minFiles: number;
+  /** ...each registered at least this long ago (fresh files still serve the load dedupe window)... */
+  minAgeMs: number;
+  /** ...and each smaller than this (big files are left alone). */
+  maxFileRows: number;
+}
+
+/** Pick one partition to merge: the one with the most small, settled files. */
+export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, now = Date.now()): ParquetFile[] | null {
+  const groups = new Map<string, ParquetFile[]>();
+  for (const f of files) {
+    if (f.rows >= policy.maxFileRows || now - f.createdAt < policy.minAgeMs) continue;
+    const key = `${f.teamId}/${f.day}`;
+    groups.set(key, [...(groups.get(key) ?? []), f]);
+  }
+  let best: ParquetFile[] | null = null;
+  for (const g of groups.values()) if (g.length >= policy.minFiles && (!best || g.length > best.length)) best = g;
+  return best;
+}
+
+/**
+ * Merge small files of one partition into one file sorted newest first, dropping duplicate uuids (keeping
+ * one copy), and swap them in the manifest in one transaction. The old files are returned to be
+ * deleted after a grace period (relations built a moment ago may still name them).
+ */
+export async function mergeFiles(db: Database, root: string, files: readonly ParquetFile[], tag: string): Promise<ParquetFile[]> {
+  const list = fileList(root, files);
+  const merged = await db.withReader(async (c) => {
+    const dups = Number((await c.runAndReadAll(`SELECT count(*) - count(DISTINCT uuid) FROM read_parquet(${list})`)).getRowsJS()[0][0]);
+    const source = dups > 0
+      ? `(SELECT * FROM read_parquet(${list}, filename = true, file_row_number = true) QUALIFY row_number() OVER (PARTITION BY uuid ORDER BY filename, file_row_number) = 1)`
+      : `read_parquet(${list})`;
+    return writeParquet(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source} ORDER BY team_id, timestamp DESC`, tag);
+  });
+  await db.transaction(async (tx) => {
+    for (const f of files) await tx.run('DELETE FROM event_parquet_files WHERE path = ?', [f.path]);
+    await registerFiles(tx, merged);
+  });
+  return merged;
+}

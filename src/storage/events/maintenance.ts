@@ -1,0 +1,146 @@
+import { rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Database } from '../db';
+import { compactHot, mergeFiles, pickMerge } from './compaction';
+import { deleteTeamFiles, parquetRoot, type ParquetFile } from './parquet';
+import type { Counters, Settings } from './settings';
+import type { Tiers } from './tiers';
+
+/**
+ * Background upkeep, off the request path and serialized with itself: compaction of hot rows
+ * into Parquet (by size or age), merging each team-day's small files, purging hot copies and
+ * merged-away files once the grace period has passed (a relation built a moment before the
+ * change may still name them), and DuckDB checkpoints, which the store runs itself (DuckDB's
+ * automatic ones stall whatever statement crosses the threshold).
+ */
+export class Maintenance {
+  private chain: Promise<unknown> = Promise.resolve();
+  private busy = false;
+  private purges: Array<{ seg: number; at: number }> = [];
+  private retired: Array<{ files: readonly ParquetFile[]; at: number }> = [];
+  private lastWalCheck = 0;
+  private readonly root: string;
+
+  constructor(
+    private readonly db: Database,
+    private readonly s: Settings,
+    private readonly tiers: Tiers,
+    private readonly counters: Counters,
+    /** The highest loaded segment: compaction takes hot rows up to it. */
+    private readonly loadedSegment: () => number,
+  ) {
+    this.root = parquetRoot(s.dataDir);
+  }
+
+  /** Hot copies of segments up to `seg` are already in Parquet: delete them after the grace period. */
+  schedulePurge(seg: number, delayMs = this.s.purgeGraceMs): void {
+    this.purges.push({ seg, at: Date.now() + delayMs });
+  }
+
+  /** Run `fn` after any maintenance in progress, and before the next. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(fn, fn);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Called periodically: start whatever is due, unless something is already running. */
+  tick(): void {
+    if (this.busy) return;
+    const now = Date.now();
+    const hot = this.tiers.hot;
+    const hotRows = this.tiers.hotRows;
+    const compactDue = this.s.autoCompact && hotRows > 0 && (hotRows >= this.s.compactMinRows || now - hot[0].at >= this.s.compactMaxAgeMs);
+    const purgeDue = this.purges.some((p) => p.at <= now) || this.retired.some((r) => r.at <= now);
+    const merge = this.s.autoCompact ? pickMerge(this.tiers.snapshot.files, this.s.merge, now) : null;
+    // Small loads land in DuckDB's own WAL: look at its size now and then.
+    const walCheck = now - this.lastWalCheck >= 5_000;
+    if (!compactDue && !purgeDue && !merge && !walCheck) return;
+    this.lastWalCheck = now;
+    this.busy = true;
+    void this.exclusive(async () => {
+      if (compactDue) await this.compactHot();
+      if (merge) await this.merge(merge);
+      const purged = await this.purgeDue();
+      await this.checkpoint(purged);
+    })
+      .catch((error) => this.s.log.error('event compaction failed', { error: String(error) }))
+      .finally(() => (this.busy = false));
+  }
+
+  /** Everything now: compact all hot rows, merge every team-day into one file, purge what is due, checkpoint. */
+  runAll(): Promise<void> {
+    return this.exclusive(async () => {
+      this.busy = true;
+      try {
+        await this.compactHot();
+        const policy = { ...this.s.merge, minAgeMs: 0, minFiles: 2 };
+        for (let m = pickMerge(this.tiers.snapshot.files, policy); m; m = pickMerge(this.tiers.snapshot.files, policy)) await this.merge(m);
+        await this.purgeDue();
+        await this.checkpoint(true);
+      } finally {
+        this.busy = false;
+      }
+    });
+  }
+
+  deleteTeam(teamId: number): Promise<void> {
+    return this.exclusive(async () => {
+      await this.db.run('DELETE FROM events_hot WHERE team_id = ?', [teamId]);
+      await deleteTeamFiles(this.db, this.s.dataDir, teamId, this.tiers.snapshot.files);
+      this.tiers.dropTeam(teamId);
+    });
+  }
+
+  private async compactHot(): Promise<void> {
+    const from = this.tiers.snapshot.compactedSegment;
+    const to = this.loadedSegment();
+    if (to <= from) return;
+    const files = await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files);
+    this.tiers.compacted(to, files);
+    this.schedulePurge(to);
+    this.counters.compactions++;
+  }
+
+  private async merge(files: ParquetFile[]): Promise<void> {
+    const merged = await mergeFiles(this.db, this.root, files, `m${Date.now()}`);
+    this.tiers.replaceFiles(files, merged);
+    this.retired.push({ files, at: Date.now() + this.s.purgeGraceMs });
+    this.counters.merges++;
+  }
+
+  /** Returns whether hot rows were deleted (their space comes back at the next checkpoint). */
+  private async purgeDue(): Promise<boolean> {
+    const now = Date.now();
+    for (const r of this.retired.filter((x) => x.at <= now)) {
+      for (const f of r.files) await rm(join(this.root, f.path), { force: true });
+    }
+    this.retired = this.retired.filter((x) => x.at > now);
+    const due = this.purges.filter((p) => p.at <= now);
+    if (due.length === 0) return false;
+    const seg = Math.max(...due.map((p) => p.seg));
+    await this.db.transaction(async (tx) => {
+      await tx.run(`DELETE FROM events_hot WHERE _seg <= ${seg}::BIGINT`);
+      await tx.run(`UPDATE event_store_state SET purged_segment = greatest(purged_segment, ${seg}::BIGINT) WHERE id = 1`);
+    });
+    this.purges = this.purges.filter((p) => p.seg > seg);
+    return true;
+  }
+
+  /** CHECKPOINT when forced or when DuckDB's own WAL has grown past the threshold. */
+  async checkpoint(force: boolean): Promise<void> {
+    let walBytes = 0;
+    try {
+      walBytes = (await stat(`${this.db.path}.wal`)).size;
+    } catch {
+      walBytes = 0;
+    }
+    if (!force && walBytes < this.s.checkpointWalBytes) return;
+    try {
+      await this.db.run('CHECKPOINT');
+      this.counters.checkpoints++;
+    } catch (error) {
+      this.s.log.warn('checkpoint skipped', { error: String(error) });
+    }
+  }
+}

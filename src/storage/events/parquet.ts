@@ -1,0 +1,137 @@
+import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Database, Tx } from '../db';
+import { sqlString } from './wal-format';
+
+/**
+ * Parquet files (zstd), partitioned by team and day (of the event timestamp), sorted by time
+ * newest first in row groups of 16k rows (a `timestamp DESC` top-N reads the first group of
+ * the newest file and skips the rest by their min/max statistics), under `<dataDir>/events/parquet/<teamId>/<yyyy-mm-dd>/<tag>-<n>.parquet`: every path part
+ * comes from an integer, a date or our own tag, never from a user string. Files are written
+ * into a temporary directory and renamed into place, and are part of the events relation only
+ * once registered in the manifest (`event_parquet_files`), in the same transaction as the
+ * watermark that says which rows they hold. A crash leaves at worst unregistered files, which
+ * are never read and are removed at the next start.
+ */
+export interface ParquetFile {
+  /** Relative to the Parquet root. */
+  path: string;
+  teamId: number;
+  day: string;
+  minTs: number;
+  maxTs: number;
+  rows: number;
+  bytes: number;
+  /** Epoch ms when the file was registered (dedupe window, merge age). */
+  createdAt: number;
+}
+
+export const parquetRoot = (dataDir: string): string => join(dataDir, 'events', 'parquet');
+const TMP_PREFIX = '.tmp-';
+const PARTITION_RE = /team_id=(\d+)[/\\]_day=(\d{4}-\d{2}-\d{2})[/\\][^/\\]+\.parquet$/;
+
+function syncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export async function loadManifest(db: Database): Promise<ParquetFile[]> {
+  const rows = await db.query<{ path: string; team_id: number; day: string; min_ts: number; max_ts: number; rows: number; bytes: number; created: number }>(
+    `SELECT path, team_id, strftime(day, '%Y-%m-%d') AS day, epoch_ms(min_ts) AS min_ts, epoch_ms(max_ts) AS max_ts, rows, bytes, epoch_ms(created_at) AS created FROM event_parquet_files ORDER BY team_id, min_ts`,
+  );
+  return rows.map((r) => ({ path: r.path, teamId: r.team_id, day: r.day, minTs: r.min_ts, maxTs: r.max_ts, rows: r.rows, bytes: r.bytes, createdAt: r.created }));
+}
+
+/** Remove temporary directories and files the manifest does not know (crash leftovers). */
+export async function removeOrphans(dataDir: string, manifest: readonly ParquetFile[]): Promise<number> {
+  const root = parquetRoot(dataDir);
+  await mkdir(root, { recursive: true });
+  const known = new Set(manifest.map((f) => f.path));
+  let removed = 0;
+  for (const name of await readdir(root)) {
+    if (name.startsWith(TMP_PREFIX)) await rm(join(root, name), { recursive: true, force: true });
+  }
+  for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const rel = relative(root, join(entry.parentPath, entry.name));
+    if (!known.has(rel)) {
+      await rm(join(root, rel), { force: true });
+      removed++;
+    }
+  }
+  return removed;
+}
+
+/**
+ * Write the rows of `select` (EVENT_COLUMNS plus `_day`, already ordered by team and time) as
+ * partitioned Parquet, and move the files into place. `tag` makes the names unique. The files
+ * are not registered: the caller does that in its own transaction.
+ */
+export async function writeParquet(c: DuckDBConnection, root: string, select: string, tag: string): Promise<ParquetFile[]> {
+  const tmp = join(root, `${TMP_PREFIX}${tag}`);
+  await rm(tmp, { recursive: true, force: true });
+  await mkdir(root, { recursive: true });
+  try {
+    await c.run(
+      `COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
+    );
+    let written: Array<{ filename: string; rows: bigint; lo: bigint; hi: bigint }> = [];
+    try {
+      written = (
+        await c.runAndReadAll(
+          `SELECT filename, count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM read_parquet(${sqlString(join(tmp, '**', '*.parquet'))}, filename = true, hive_partitioning = false) GROUP BY filename ORDER BY filename`,
+        )
+      ).getRowObjectsJS() as typeof written;
+    } catch (error) {
+      if (!/No files found/i.test(String(error))) throw error; // nothing written: every row was a duplicate
+    }
+    const out: ParquetFile[] = [];
+    const dirs = new Set<string>();
+    let n = 0;
+    for (const w of written) {
+      const m = PARTITION_RE.exec(w.filename);
+      if (!m) throw new Error(`unexpected Parquet output ${w.filename}`);
+      const teamId = Number(m[1]);
+      const day = m[2];
+      const dir = join(root, String(teamId), day);
+      await mkdir(dir, { recursive: true });
+      const rel = join(String(teamId), day, `${tag}-${n++}.parquet`);
+      await rename(w.filename, join(root, rel));
+      dirs.add(dir);
+      dirs.add(join(root, String(teamId)));
+      const bytes = (await stat(join(root, rel))).size;
+      out.push({ path: rel, teamId, day, minTs: Number(w.lo), maxTs: Number(w.hi), rows: Number(w.rows), bytes, createdAt: Date.now() });
+    }
+    // The renames must be durable before the manifest names the files.
+    for (const dir of dirs) syncDir(dir);
+    syncDir(root);
+    return out;
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+export async function registerFiles(tx: Tx, files: readonly ParquetFile[]): Promise<void> {
+  for (const f of files) {
+    await tx.run(
+      `INSERT INTO event_parquet_files VALUES (?, ?, CAST(? AS DATE), make_timestamp(?::BIGINT * 1000), make_timestamp(?::BIGINT * 1000), ?, ?, make_timestamp(?::BIGINT * 1000))`,
+      [f.path, f.teamId, f.day, f.minTs, f.maxTs, f.rows, f.bytes, f.createdAt],
+    );
+  }
+}
+
+export const fileList = (root: string, files: readonly ParquetFile[]): string => `[${files.map((f) => sqlString(join(root, f.path))).join(', ')}]`;
+
+/** Unregister and delete every Parquet file of a team. */
+export async function deleteTeamFiles(db: Database, dataDir: string, teamId: number, manifest: readonly ParquetFile[]): Promise<void> {
+  const files = manifest.filter((f) => f.teamId === teamId);
+  await db.run('DELETE FROM event_parquet_files WHERE team_id = ?', [teamId]);
+  for (const f of files) await rm(join(parquetRoot(dataDir), f.path), { force: true });
+  await rm(join(parquetRoot(dataDir), String(teamId)), { recursive: true, force: true });
+}

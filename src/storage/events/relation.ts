@@ -1,0 +1,151 @@
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { join } from 'node:path';
+import { EVENT_COLUMNS } from '../../core/events/columns';
+import { AppError } from '../../errors';
+import type { Database, Row, SqlParam } from '../db';
+import type { ParquetFile } from './parquet';
+import { sqlString } from './wal-format';
+
+export interface EventsRelation {
+  /** A parenthesized subquery, usable as `FROM <sql> AS events`. */
+  sql: string;
+  /** Always empty: the relation inlines only validated integers and paths built from ids. */
+  params: SqlParam[];
+}
+
+export interface TimeRange {
+  /** Inclusive lower bound (epoch ms or Date). */
+  from?: number | Date;
+  /** Exclusive upper bound (epoch ms or Date). */
+  to?: number | Date;
+}
+
+const columns = EVENT_COLUMNS.join(', ');
+const ms = (v: number | Date): number => (v instanceof Date ? v.getTime() : v);
+
+function tsLiteral(v: number | Date): string {
+  const n = ms(v);
+  if (!Number.isFinite(n)) throw new AppError('invalid_input', 'Invalid time range bound.', 'timestamp');
+  return `make_timestamp(${Math.round(n)}::BIGINT * 1000)`;
+}
+
+/**
+ * One team's events: the hot rows not yet compacted (as of the manifest snapshot passed in)
+ * unioned with the team's registered Parquet files, pruned by their min/max time when a range
+ * is given. The snapshot (`compactedSegment` + `files`) is taken together, and compacted hot
+ * rows are purged only after a grace period, so a relation built a moment before a compaction
+ * commits neither loses nor doubles rows.
+ */
+export function buildEventsRelation(
+  teamId: number,
+  snapshot: { compactedSegment: number; files: readonly ParquetFile[] },
+  parquetRoot: string,
+  range: TimeRange = {},
+): EventsRelation {
+  if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
+  const conds: string[] = [];
+  if (range.from !== undefined) conds.push(`timestamp >= ${tsLiteral(range.from)}`);
+  if (range.to !== undefined) conds.push(`timestamp < ${tsLiteral(range.to)}`);
+  const extra = conds.length ? ` AND ${conds.join(' AND ')}` : '';
+  const lo = range.from === undefined ? -Infinity : ms(range.from);
+  const hi = range.to === undefined ? Infinity : ms(range.to);
+  // Newest first, as the rows inside each file: a `timestamp DESC` top-N fills its heap from the
+  // first row groups it reads, and its dynamic filter then skips the rest by their statistics.
+  const files = snapshot.files.filter((f) => f.teamId === teamId && f.maxTs >= lo && f.minTs < hi).sort((a, b) => b.maxTs - a.maxTs);
+  const branches = [`SELECT ${columns} FROM events_hot WHERE team_id = ${teamId} AND _seg > ${snapshot.compactedSegment}${extra}`];
+  if (files.length > 0) {
+    const list = files.map((f) => sqlString(join(parquetRoot, f.path))).join(', ');
+    branches.push(`SELECT ${columns} FROM read_parquet([${list}])${conds.length ? ` WHERE ${conds.join(' AND ')}` : ''}`);
+  }
+  return { sql: `(${branches.join(' UNION ALL ')})`, params: [] };
+}
+
+const toValues = (params: readonly SqlParam[]): DuckDBValue[] => params.map((p) => (p instanceof Date ? p.toISOString() : p)) as DuckDBValue[];
+
+function normalize(row: Record<string, unknown>): Row {
+  for (const key in row) if (typeof row[key] === 'bigint') row[key] = Number(row[key]);
+  return row;
+}
+
+export interface StreamOptions {
+  /** Aborting interrupts the statement on its connection (a query past its time limit). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Stream a query's rows in chunks (DuckDB's streaming result, ~2048 rows a chunk) on a reader
+ * connection, holding it until the iterator finishes or is returned early. Memory stays at one
+ * chunk whatever the result size: the producer waits for the consumer.
+ */
+export function streamQuery(db: Database, sql: string, params: readonly SqlParam[] = [], options: StreamOptions = {}): AsyncIterableIterator<Row[]> {
+  let pending: Row[] | null = null;
+  let finished = false;
+  let failure: unknown = null;
+  let cancelled = false;
+  let wake: (() => void) | null = null;
+  let consumed: (() => void) | null = null;
+  const release = (which: 'wake' | 'consumed') => {
+    const fn = which === 'wake' ? wake : consumed;
+    if (which === 'wake') wake = null;
+    else consumed = null;
+    fn?.();
+  };
+  const produce = async (c: DuckDBConnection): Promise<void> => {
+    const result = await c.stream(sql, toValues(params));
+    for await (const chunk of result.yieldRowObjectJs()) {
+      if (cancelled) break;
+      if (chunk.length === 0) continue;
+      pending = chunk.map((r) => normalize(r as Record<string, unknown>));
+      release('wake');
+      await new Promise<void>((resolve) => (consumed = resolve));
+    }
+  };
+  const producer = db
+    .withReader(async (c) => {
+      if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+      const interrupt = () => {
+        cancelled = true;
+        c.interrupt();
+        release('consumed');
+      };
+      options.signal?.addEventListener('abort', interrupt, { once: true });
+      try {
+        await produce(c);
+      } finally {
+        options.signal?.removeEventListener('abort', interrupt);
+      }
+    })
+    .catch((error) => (failure = error))
+    .finally(() => {
+      finished = true;
+      release('wake');
+    });
+  const iterator: AsyncIterableIterator<Row[]> = {
+    async next() {
+      for (;;) {
+        if (pending) {
+          const rows = pending;
+          pending = null;
+          release('consumed');
+          return { value: rows, done: false };
+        }
+        if (finished) {
+          if (failure) throw failure;
+          return { value: undefined, done: true };
+        }
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+    async return() {
+      cancelled = true;
+      pending = null;
+      release('consumed');
+      await producer;
+      return { value: undefined, done: true };
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
+}

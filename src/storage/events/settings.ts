@@ -1,0 +1,87 @@
+import type { MergePolicy } from './compaction';
+import type { EventStoreLogger, EventStoreOptions } from './types';
+
+export const MiB = 1024 * 1024;
+
+/** Every option resolved to its value (defaults documented on `EventStoreOptions`). */
+export interface Settings {
+  dataDir: string;
+  durable: boolean;
+  groupCommitMs: number;
+  segmentMaxRows: number;
+  segmentMaxBytes: number;
+  segmentMaxAgeMs: number;
+  relaxedSyncMs: number;
+  maxPendingBytes: number;
+  maxQueuedBytes: number;
+  minFreeDiskBytes: number;
+  flushMaxRows: number;
+  maxFlushAttempts: number;
+  flushRetryMs: number;
+  compactMinRows: number;
+  compactMaxAgeMs: number;
+  purgeGraceMs: number;
+  checkpointWalBytes: number;
+  autoCompact: boolean;
+  visibilityTimeoutMs: number;
+  directMinRows: number;
+  dedupeWindowMs: number;
+  dedupeWindowRows: number;
+  merge: MergePolicy;
+  log: EventStoreLogger;
+  hooks: NonNullable<EventStoreOptions['hooks']>;
+}
+
+const silentLogger: EventStoreLogger = { info() {}, warn() {}, error() {} };
+
+export function resolveSettings(o: EventStoreOptions): Settings {
+  return {
+    dataDir: o.dataDir,
+    durable: (o.durability ?? 'durable') === 'durable',
+    groupCommitMs: o.groupCommitMs ?? 0,
+    segmentMaxRows: o.bufferMaxRows ?? 200_000,
+    segmentMaxBytes: o.segmentMaxBytes ?? 256 * MiB,
+    segmentMaxAgeMs: o.bufferMaxAgeMs ?? 1000,
+    relaxedSyncMs: o.relaxedSyncMs ?? 1000,
+    maxPendingBytes: o.maxPendingBytes ?? 1024 * MiB,
+    maxQueuedBytes: o.maxQueuedBytes ?? 64 * MiB,
+    minFreeDiskBytes: o.minFreeDiskBytes ?? 256 * MiB,
+    flushMaxRows: o.flushMaxRows ?? 300_000,
+    maxFlushAttempts: o.maxFlushAttempts ?? 5,
+    flushRetryMs: o.flushRetryMs ?? 200,
+    compactMinRows: o.compactMinRows ?? 1_000_000,
+    compactMaxAgeMs: o.compactMaxAgeMs ?? 10 * 60_000,
+    purgeGraceMs: o.purgeGraceMs ?? 30_000,
+    checkpointWalBytes: o.checkpointWalBytes ?? 256 * MiB,
+    autoCompact: o.autoCompact ?? true,
+    visibilityTimeoutMs: o.visibilityTimeoutMs ?? 15_000,
+    directMinRows: o.directMinRows ?? 50_000,
+    dedupeWindowMs: o.dedupeWindowMs ?? 60_000,
+    dedupeWindowRows: o.dedupeWindowRows ?? 2_000_000,
+    merge: {
+      minFiles: o.mergeMinFiles ?? 8,
+      minAgeMs: o.mergeMinAgeMs ?? 60_000,
+      maxFileRows: o.mergeMaxFileRows ?? 1_000_000,
+    },
+    log: o.logger ?? silentLogger,
+    hooks: o.hooks ?? {},
+  };
+}
+
+/** Counters reported by `stats()`, shared by the parts of the store. */
+export function newCounters() {
+  return {
+    appendedRows: 0,
+    rejectedAppends: 0,
+    flushedRows: 0,
+    duplicateRowsSkipped: 0,
+    flushes: 0,
+    flushFailures: 0,
+    lastFlushError: null as string | null,
+    compactions: 0,
+    merges: 0,
+    checkpoints: 0,
+    deadLetters: 0,
+  };
+}
+export type Counters = ReturnType<typeof newCounters>;

@@ -1,0 +1,57 @@
+import type { ParquetFile } from './parquet';
+
+/**
+ * Where loaded rows live, as the read path sees it: the Parquet manifest and the segment
+ * watermark below which hot rows count as compacted. Replaced as a whole (never mutated), so a
+ * relation built from one snapshot is consistent, and every change is made at the moment of
+ * the swap from the current value (concurrent loads, compactions and merges never lose files).
+ */
+export interface TierSnapshot {
+  readonly compactedSegment: number;
+  readonly files: readonly ParquetFile[];
+}
+
+export class Tiers {
+  snapshot: TierSnapshot;
+  /** Rows loaded into the hot table per segment watermark, not yet compacted. */
+  hot: Array<{ seg: number; rows: number; at: number }> = [];
+
+  constructor(snapshot: TierSnapshot) {
+    this.snapshot = snapshot;
+  }
+
+  get hotRows(): number {
+    return this.hot.reduce((n, h) => n + h.rows, 0);
+  }
+
+  addFiles(files: readonly ParquetFile[]): void {
+    if (files.length > 0) this.snapshot = { ...this.snapshot, files: [...this.snapshot.files, ...files] };
+  }
+
+  replaceFiles(gone: readonly ParquetFile[], added: readonly ParquetFile[]): void {
+    const paths = new Set(gone.map((f) => f.path));
+    this.snapshot = { ...this.snapshot, files: [...this.snapshot.files.filter((f) => !paths.has(f.path)), ...added] };
+  }
+
+  dropTeam(teamId: number): void {
+    this.snapshot = { ...this.snapshot, files: this.snapshot.files.filter((f) => f.teamId !== teamId) };
+  }
+
+  compacted(toSeg: number, files: readonly ParquetFile[]): void {
+    this.snapshot = { compactedSegment: toSeg, files: [...this.snapshot.files, ...files] };
+    this.hot = this.hot.filter((h) => h.seg > toSeg);
+  }
+
+  /** The newest files (of the given teams, or all) within the dedupe window. */
+  recentFiles(teams: ReadonlySet<number> | null, since: number, maxRows: number): ParquetFile[] {
+    const out: ParquetFile[] = [];
+    let budget = maxRows;
+    for (const f of [...this.snapshot.files].sort((a, b) => b.createdAt - a.createdAt)) {
+      if (f.createdAt < since || budget <= 0) break;
+      if (teams && !teams.has(f.teamId)) continue;
+      out.push(f);
+      budget -= f.rows;
+    }
+    return out;
+  }
+}

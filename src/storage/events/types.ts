@@ -1,0 +1,134 @@
+import type { StoredEventRow } from '../../core/events/columns';
+import type { Row, SqlParam } from '../db';
+import type { DeadLetter } from './dead-letters';
+import type { EventsRelation, StreamOptions, TimeRange } from './relation';
+import type { SealedSegment } from './wal';
+
+export type Durability = 'durable' | 'relaxed';
+
+export interface EventStoreLogger {
+  info(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+  error(message: string, meta?: Record<string, unknown>): void;
+}
+
+export interface EventStoreOptions {
+  /** Root of the store's files: `<dataDir>/events/{wal,parquet,dead-letters}`. */
+  dataDir: string;
+  /**
+   * `durable` (default): `append` resolves after the rows are fsynced (group commit): they
+   * survive a process crash and a power loss. `relaxed`: resolves once written to the OS (the
+   * log is fsynced every `relaxedSyncMs`): survives a process crash, may lose the last moments
+   * on a power loss.
+   */
+  durability?: Durability;
+  /** Extra wait before each group commit to gather more writers (default 0: natural batching). */
+  groupCommitMs?: number;
+  /** Rows per WAL segment: a full segment is loaded into DuckDB (default 200,000). */
+  bufferMaxRows?: number;
+  /** Age after which a non-empty segment is loaded anyway (default 1,000 ms). */
+  bufferMaxAgeMs?: number;
+  /** Bytes per WAL segment (default 256 MiB). */
+  segmentMaxBytes?: number;
+  /** Cap on acknowledged-but-not-loaded bytes plus queued bytes; beyond it, append rejects with 503 (default 1 GiB). */
+  maxPendingBytes?: number;
+  /** Cap on bytes held in memory waiting for the log write (default 64 MiB). */
+  maxQueuedBytes?: number;
+  /** Below this much free disk space, append rejects with 503 (default 256 MiB). */
+  minFreeDiskBytes?: number;
+  relaxedSyncMs?: number;
+  /** Most rows loaded in one DuckDB transaction (default 600,000). */
+  flushMaxRows?: number;
+  /** Attempts (fast path, then salvage) before a segment is moved to the dead letters (default 5). */
+  maxFlushAttempts?: number;
+  /** First retry delay after a failed load; doubles up to 10 s (default 200 ms). */
+  flushRetryMs?: number;
+  /** Loads of at least this many rows go straight to Parquet instead of the hot table (default 50,000). */
+  directMinRows?: number;
+  /** Load-time dedupe also checks Parquet files written this recently (default 60 s)... */
+  dedupeWindowMs?: number;
+  /** ...up to this many of their rows (default 2,000,000). */
+  dedupeWindowRows?: number;
+  /** Merge a team-day's small Parquet files once there are this many (default 8)... */
+  mergeMinFiles?: number;
+  /** ...each at least this old (default 60 s)... */
+  mergeMinAgeMs?: number;
+  /** ...and each smaller than this (default 1,000,000 rows). */
+  mergeMaxFileRows?: number;
+  /** Compact once this many rows are hot (default 1,000,000)... */
+  compactMinRows?: number;
+  /** ...or once the oldest hot row is this old (default 10 min). */
+  compactMaxAgeMs?: number;
+  /** How long compacted rows stay in the hot table (relations built just before keep working). */
+  purgeGraceMs?: number;
+  /** Run a DuckDB CHECKPOINT once its WAL exceeds this (default 256 MiB). */
+  checkpointWalBytes?: number;
+  /** Background compaction (default true). */
+  autoCompact?: boolean;
+  /** How long a query waits for its team's buffered rows to be loaded (default 15 s). */
+  visibilityTimeoutMs?: number;
+  logger?: EventStoreLogger;
+  /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
+  hooks?: {
+    beforeLoad?(segments: readonly SealedSegment[]): void | Promise<void>;
+  };
+}
+
+export interface EventStoreStats {
+  durability: Durability;
+  /** Acknowledged rows not yet loaded into DuckDB (in the log). */
+  bufferedRows: number;
+  /** Bytes of the log not yet loaded, plus bytes queued in memory for the log. */
+  pendingBytes: number;
+  queuedBytes: number;
+  walSegments: number;
+  appendedRows: number;
+  rejectedAppends: number;
+  flushedRows: number;
+  duplicateRowsSkipped: number;
+  flushes: number;
+  flushFailures: number;
+  lastFlushError: string | null;
+  hotRows: number;
+  parquetFiles: number;
+  parquetRows: number;
+  compactions: number;
+  merges: number;
+  checkpoints: number;
+  deadLetters: number;
+  appliedSegment: number;
+  compactedSegment: number;
+}
+
+export interface ReplayResult {
+  replayed: string[];
+  rows: number;
+}
+
+/**
+ * The event store: everything the rest of the service knows about where events live. A
+ * distributed engine can implement the same interface later; nothing outside `src/storage/`
+ * sees DuckDB.
+ */
+export interface EventStore {
+  /** Resolves once the rows are as durable as configured; rejects with AppError 'unavailable' (503 + retryAfter) when full. */
+  append(rows: readonly StoredEventRow[]): Promise<void>;
+  /** Alias of `append`, named for intent. */
+  appendEvents(rows: readonly StoredEventRow[]): Promise<void>;
+  /** Load everything acknowledged so far into DuckDB. */
+  flush(): Promise<void>;
+  /** Flush, move every hot row into Parquet, merge each team-day's files into one (and purge what the grace period allows). */
+  compact(): Promise<void>;
+  checkpoint(): Promise<void>;
+  /** One team's events (buffered rows are loaded first) as `FROM <sql> AS events`, exposing EVENT_COLUMNS. */
+  eventsRelation(teamId: number, range?: TimeRange): Promise<EventsRelation>;
+  /** Run a read query and stream its rows in chunks (for exports); aborting `signal` interrupts it. */
+  streamQuery(sql: string, params?: readonly SqlParam[], options?: StreamOptions): AsyncIterableIterator<Row[]>;
+  deleteTeamEvents(teamId: number): Promise<void>;
+  listDeadLetters(): Promise<DeadLetter[]>;
+  /** Feed dead letters (all, or the given ids) back through the write path. */
+  replayDeadLetters(ids?: readonly string[]): Promise<ReplayResult>;
+  stats(): EventStoreStats;
+  /** Flush, checkpoint and stop background work. The Database stays open (its owner closes it). */
+  close(): Promise<void>;
+}

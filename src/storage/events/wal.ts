@@ -1,0 +1,271 @@
+import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const openAsync = promisify(open);
+const writeAsync = promisify(write);
+const fdatasyncAsync = promisify(fdatasync);
+const fsyncAsync = promisify(fsync);
+const ftruncateAsync = promisify(ftruncate);
+const closeAsync = promisify(close);
+
+export const segmentName = (id: number): string => `seg-${String(id).padStart(16, '0')}.wal`;
+export const SEGMENT_RE = /^seg-(\d{16})\.wal$/;
+
+/** A closed segment waiting to be loaded into DuckDB. */
+export interface SealedSegment {
+  id: number;
+  path: string;
+  bytes: number;
+  rows: number;
+  /** Rows per team, so a query can wait only for the segments holding its team. */
+  teams: Map<number, number>;
+}
+
+export interface WalOptions {
+  dir: string;
+  /** fsync before acknowledging (`durable`), or acknowledge once written to the OS (`relaxed`). */
+  durable: boolean;
+  /** Extra wait before a group commit to gather more writers; 0 relies on natural batching. */
+  groupCommitMs: number;
+  segmentMaxRows: number;
+  segmentMaxBytes: number;
+  segmentMaxAgeMs: number;
+  /** In relaxed mode, how often written data is fsynced anyway. */
+  relaxedSyncMs: number;
+  onSeal(segment: SealedSegment): void;
+}
+
+interface Waiter {
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+interface Group {
+  bufs: Buffer[];
+  bytes: number;
+  rows: number;
+  teams: Map<number, number>;
+  waiters: Waiter[];
+}
+
+interface Active extends SealedSegment {
+  fd: number;
+  openedAt: number;
+  dirty: boolean;
+}
+
+const newGroup = (): Group => ({ bufs: [], bytes: 0, rows: 0, teams: new Map(), waiters: [] });
+
+/**
+ * The append-only log with group commit: appends arriving while a write is in flight form the
+ * next group, written with one write. Durability is a second, pipelined stage: one fdatasync
+ * covers every group written before it started, then all those appends resolve; meanwhile the
+ * next groups are already being written (the copy to the page cache overlaps the disk flush).
+ * One loop owns the file descriptor (writes, rotation); a segment is closed only once the sync
+ * stage has drained, so nothing closes a file under an in-flight write or sync.
+ */
+export class WalWriter {
+  private group = newGroup();
+  private active: Active | null = null;
+  private running = false;
+  private sealRequested = false;
+  private syncRequested = false;
+  private idleWaiters: Array<() => void> = [];
+  /** Groups written but not yet fsynced (durable mode), oldest first. */
+  private unsynced: Array<{ g: Group; a: Active }> = [];
+  private syncing: Promise<void> | null = null;
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private closed = false;
+  /** Bytes accepted but not yet written to the log (in memory). */
+  queuedBytes = 0;
+  nextId: number;
+
+  constructor(
+    private readonly options: WalOptions,
+    firstId: number,
+  ) {
+    this.nextId = firstId;
+    const tick = Math.max(10, Math.min(options.segmentMaxAgeMs / 4, options.relaxedSyncMs / 2, 250));
+    this.timer = setInterval(() => this.onTick(), tick);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  /** Rows and teams in the active segment (written, not yet sealed). */
+  get activeSegment(): Readonly<SealedSegment> | null {
+    return this.active;
+  }
+
+  append(frame: Buffer, rows: number, teams: Map<number, number>): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('The event log is closed.'));
+    return new Promise<void>((resolve, reject) => {
+      const g = this.group;
+      g.bufs.push(frame);
+      g.bytes += frame.length;
+      g.rows += rows;
+      for (const [team, n] of teams) g.teams.set(team, (g.teams.get(team) ?? 0) + n);
+      g.waiters.push({ resolve, reject });
+      this.queuedBytes += frame.length;
+      this.kick();
+    });
+  }
+
+  /** Seal the active segment (if it holds rows) once the writes before this call are done. */
+  seal(): Promise<void> {
+    this.sealRequested = true;
+    this.kick();
+    return this.idle();
+  }
+
+  /** Resolves when every append made before this call is written and the loop is idle. */
+  idle(): Promise<void> {
+    if (!this.running && this.group.waiters.length === 0 && !this.sealRequested && !this.syncRequested) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    await this.seal();
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    const a = this.active;
+    if (a) {
+      // Opened but never written to (rows 0): nothing to keep.
+      this.active = null;
+      await closeAsync(a.fd).catch(() => undefined);
+      await rm(a.path, { force: true });
+    }
+  }
+
+  private onTick(): void {
+    const a = this.active;
+    if (a && a.rows > 0 && Date.now() - a.openedAt >= this.options.segmentMaxAgeMs) this.sealRequested = true;
+    if (!this.options.durable && a?.dirty) this.syncRequested = true;
+    if (this.sealRequested || this.syncRequested) this.kick();
+  }
+
+  private kick(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      for (;;) {
+        if (this.group.waiters.length > 0) {
+          if (this.options.groupCommitMs > 0) await Bun.sleep(this.options.groupCommitMs);
+          const g = this.group;
+          this.group = newGroup();
+          await this.commit(g);
+        } else if (this.sealRequested) {
+          this.sealRequested = false;
+          await this.sealActive();
+        } else if (this.syncRequested) {
+          this.syncRequested = false;
+          const a = this.active;
+          if (a?.dirty) {
+            a.dirty = false;
+            await fdatasyncAsync(a.fd).catch(() => (a.dirty = true));
+          }
+        } else break;
+      }
+    } finally {
+      this.running = false;
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  private async commit(g: Group): Promise<void> {
+    const data = g.bufs.length === 1 ? g.bufs[0] : Buffer.concat(g.bufs, g.bytes);
+    g.bufs = [];
+    let a: Active | null = null;
+    try {
+      a = this.active ?? (await this.openSegment());
+      await writeFully(a.fd, data, a.bytes);
+    } catch (error) {
+      this.queuedBytes -= g.bytes;
+      // Cut what may have been written so the segment ends at its last whole frame; if even
+      // that fails, seal it here: recovery's frame check drops the partial frame.
+      if (a) await ftruncateAsync(a.fd, a.bytes).catch(() => this.sealActive().catch(() => undefined));
+      for (const w of g.waiters) w.reject(error);
+      return;
+    }
+    this.queuedBytes -= g.bytes;
+    a.bytes += data.length;
+    a.rows += g.rows;
+    for (const [team, n] of g.teams) a.teams.set(team, (a.teams.get(team) ?? 0) + n);
+    if (this.options.durable) {
+      this.unsynced.push({ g, a });
+      this.startSync();
+    } else {
+      a.dirty = true;
+      for (const w of g.waiters) w.resolve();
+    }
+    if (a.rows >= this.options.segmentMaxRows || a.bytes >= this.options.segmentMaxBytes) await this.sealActive();
+  }
+
+  /**
+   * The sync stage: fdatasync, then resolve every group written before the call. If the sync
+   * fails the pages' fate is unknown, so those appends are refused (clients retry; uuid dedupe
+   * absorbs a copy that did reach the disk) and the segment is rotated.
+   */
+  private startSync(): void {
+    if (this.syncing || this.unsynced.length === 0) return;
+    this.syncing = (async () => {
+      while (this.unsynced.length > 0) {
+        const batch = this.unsynced;
+        this.unsynced = [];
+        try {
+          for (const fd of new Set(batch.map((b) => b.a.fd))) await fdatasyncAsync(fd);
+          for (const b of batch) for (const w of b.g.waiters) w.resolve();
+        } catch (error) {
+          for (const b of batch) for (const w of b.g.waiters) w.reject(error);
+          this.sealRequested = true;
+          this.kick();
+        }
+      }
+    })().finally(() => {
+      this.syncing = null;
+      this.startSync();
+    });
+  }
+
+  private async openSegment(): Promise<Active> {
+    const id = this.nextId++;
+    const path = join(this.options.dir, segmentName(id));
+    const fd = await openAsync(path, 'wx');
+    // The new name must survive a power loss too, or its acknowledged frames vanish with it.
+    const dirFd = openSync(this.options.dir, 'r');
+    try {
+      await fsyncAsync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
+    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), openedAt: Date.now(), dirty: false };
+    return this.active;
+  }
+
+  private async sealActive(): Promise<void> {
+    const a = this.active;
+    if (!a || a.rows === 0) return;
+    // Its acknowledgements first: the sync stage still needs the descriptor.
+    while (this.syncing) await this.syncing;
+    this.active = null;
+    if (a.dirty) await fdatasyncAsync(a.fd).catch(() => undefined);
+    await closeAsync(a.fd).catch(() => undefined);
+    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams });
+  }
+}
+
+async function writeFully(fd: number, data: Buffer, position: number): Promise<void> {
+  let done = 0;
+  while (done < data.length) {
+    const { bytesWritten } = await writeAsync(fd, data, done, data.length - done, position + done);
+    if (bytesWritten <= 0) throw new Error('short write to the event log');
+    done += bytesWritten;
+  }
+}

@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { byKey, eventObject, openEventsFixture, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
+
+let f: EventsFixture;
+beforeAll(async () => {
+  f = await openEventsFixture();
+});
+afterAll(() => f.close());
+
+const download = async (query: Record<string, string>) => {
+  const res = await f.t.call('GET', f.path(query));
+  return { status: res.status, headers: res.headers, text: await res.text() };
+};
+
+/** A small RFC 4180 reader, to check the export round-trips. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+      i++;
+    } else field += c;
+  }
+  expect(field).toBe('');
+  return rows;
+}
+
+const HEADER = [
+  'distinct_id', 'elements_chain', 'event', 'id',
+  'person.distinct_ids.0', 'person.is_identified', 'person.properties.email', 'person.properties.name', 'person.properties.username',
+  'properties.$anon_distinct_id', 'properties.$current_url', 'properties.$event_type', 'properties.$set', 'properties.$set_once',
+  'properties.nested', 'properties.plan', 'properties.price', 'properties.quote"d,key', 'properties.tags', 'timestamp',
+];
+
+describe('format=csv', () => {
+  test('a streamed attachment: sorted flattened header, one RFC 4180 record per event, newest first', async () => {
+    const { status, headers, text } = await download({ format: 'csv' });
+    expect(status).toBe(200);
+    expect(headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(headers.get('content-disposition')).toBe('attachment; filename="events.csv"');
+    expect(text.endsWith('\r\n')).toBe(true);
+    const [header, ...rows] = parseCsv(text);
+    expect(header).toEqual(HEADER);
+    expect(rows.map((r) => r[3])).toEqual(VISIBLE.map((e) => e.uuid));
+    const record = (key: string) => Object.fromEntries(HEADER.map((h, i) => [h, rows.find((r) => r[3] === byKey(key).uuid)![i]]));
+    expect(record('a4')).toEqual({
+      ...Object.fromEntries(HEADER.map((h) => [h, ''])),
+      distinct_id: 'bob',
+      event: 'signup',
+      id: byKey('a4').uuid,
+      'person.distinct_ids.0': 'bob',
+      'person.is_identified': 'false',
+      'properties.plan': 'free',
+      'properties.price': '25.5',
+      'properties.quote"d,key': TRICKY_VALUE,
+      timestamp: '2024-01-08T12:00:00+00:00',
+    });
+    expect(record('a5')).toMatchObject({ 'properties.tags': '["x","y"]', 'properties.nested': '{"deep":true}', 'properties.price': '100' });
+    expect(record('a3')).toMatchObject({
+      elements_chain: byKey('a3').properties.$elements_chain,
+      'person.distinct_ids.0': 'alice',
+      'person.is_identified': 'true',
+      'person.properties.email': 'alice@example.com',
+      'person.properties.name': 'Alice',
+      timestamp: '2024-01-07T12:00:00.123000+00:00',
+    });
+  });
+
+  test('filters, limit, offset and ascending order apply', async () => {
+    const ids = async (query: Record<string, string>) => parseCsv((await download({ format: 'csv', ...query })).text).slice(1).map((r) => r[3]);
+    expect(await ids({ distinct_id: 'bob' })).toEqual([byKey('a5').uuid, byKey('a4').uuid]);
+    expect(await ids({ limit: '2' })).toEqual([byKey('a6').uuid, byKey('a5').uuid]);
+    expect(await ids({ limit: '2', offset: '1' })).toEqual([byKey('a5').uuid, byKey('a4').uuid]);
+    expect(await ids({ orderBy: '["timestamp"]', limit: '2' })).toEqual([byKey('a1').uuid, byKey('a2').uuid]);
+    expect(await ids({ before: '2030-01-01', limit: '1' })).toEqual([byKey('a7').uuid]);
+  });
+
+  test('nothing matching: the header alone', async () => {
+    const { status, text } = await download({ format: 'csv', event: 'nope' });
+    expect(status).toBe(200);
+    expect(parseCsv(text)).toEqual([HEADER.filter((h) => !h.startsWith('properties.'))]);
+  });
+
+  test('with select: the selected columns', async () => {
+    const { text } = await download({ format: 'csv', select: '["event","count()"]', where: '["event != \'$pageview\'"]' });
+    expect(text).toBe('event,count()\r\n$autocapture,1\r\n$identify,1\r\npurchase,1\r\nsignup,1\r\n');
+  });
+
+  test('errors before the stream starts are ordinary 400s', async () => {
+    const res = await f.t.json('GET', f.path({ format: 'csv', properties: 'nope' }));
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe('Properties are unparsable!');
+  });
+});
+
+describe('format=json', () => {
+  test('the same event objects as the list, as one JSON array', async () => {
+    const res = await f.t.call('GET', f.path({ format: 'json' }));
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="events.json"');
+    expect(await res.json()).toEqual(VISIBLE.map((e) => eventObject(e)));
+  });
+
+  test('limit, and an empty export', async () => {
+    const one = (await (await f.t.call('GET', f.path({ format: 'json', limit: '1' }))).json()) as Array<{ id: string }>;
+    expect(one.map((e) => e.id)).toEqual([byKey('a6').uuid]);
+    expect(await (await f.t.call('GET', f.path({ format: 'json', event: 'nope' }))).json()).toEqual([]);
+  });
+
+  test('with select: rows as arrays', async () => {
+    const res = await f.t.call('GET', f.path({ format: 'json', select: '["distinct_id","count()"]', orderBy: '["distinct_id"]' }));
+    expect(await res.json()).toEqual([['alice', 2], ['alice-anon', 1], ['bob', 2], ['carol', 1]]);
+  });
+
+  test('many rows stream through several slices in order', async () => {
+    const g = await openEventsFixture();
+    try {
+      const base = Date.parse('2024-01-01T00:00:00Z');
+      const events = Array.from({ length: 3000 }, (_, i) => ({
+        event: 'bulk',
+        distinct_id: `d${i % 7}`,
+        timestamp: new Date(base + i * 7_000),
+        properties: { i, text: `row, "${i}"` },
+        uuid: crypto.randomUUID(),
+      }));
+      for (let i = 0; i < events.length; i += 1000) await g.ingest(g.t.account.project.apiToken, events.slice(i, i + 1000));
+      const json = (await (await g.t.call('GET', g.path({ format: 'json', event: 'bulk' }))).json()) as Array<{ properties: { i: number } }>;
+      expect(json.map((e) => e.properties.i)).toEqual(events.map((_, i) => 2999 - i));
+      const csv = parseCsv(await (await g.t.call('GET', g.path({ format: 'csv', event: 'bulk', limit: '2500' }))).text());
+      expect(csv.length).toBe(2501);
+      const text = csv[0]!.indexOf('properties.text');
+      expect(csv.slice(1).map((r) => r[text])).toEqual(events.slice(500).reverse().map((e) => e.properties.text));
+    } finally {
+      await g.close();
+    }
+  });
+});

@@ -1,0 +1,83 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { listDeadLetters, replayDeadLetters } from '../../../src/storage/events';
+import { makeEvent, openHarness, uuidsOf, type Harness } from './helpers';
+
+let h: Harness | null = null;
+afterEach(async () => {
+  await h?.cleanup();
+  h = null;
+});
+
+describe('dead letters', () => {
+  test('rows DuckDB rejects are dead-lettered with their reason; the rest of the segment is stored', async () => {
+    h = await openHarness();
+    const bad = makeEvent(7, { properties: '{"broken": ' });
+    await h.store.append([makeEvent(1), makeEvent(2), bad, makeEvent(3)]);
+    expect((await uuidsOf(h)).length).toBe(3);
+    const letters = await listDeadLetters(h.dir);
+    expect(letters.length).toBe(1);
+    expect(letters[0]).toMatchObject({ source: 'rows', rows: 1 });
+    expect(letters[0].reason).toContain('rejected 1 row');
+    expect(letters[0].errors?.[0].message).toContain('not valid JSON');
+    expect(letters[0].errors?.[0].line).toContain(bad.uuid);
+    expect(h.store.stats().deadLetters).toBe(1);
+    // Replaying a row that is still bad puts it back in the dead letters, never drops it.
+    const result = await h.store.replayDeadLetters();
+    expect(result.rows).toBe(1);
+    const again = await listDeadLetters(h.dir);
+    expect(again.length).toBe(1);
+    expect(again[0].id).not.toBe(letters[0].id);
+    expect((await uuidsOf(h)).length).toBe(3);
+  });
+
+  test('a segment that keeps failing is moved aside whole, listed, and replayed by the operator', async () => {
+    let broken = true;
+    h = await openHarness({
+      maxFlushAttempts: 2,
+      flushRetryMs: 5,
+      hooks: {
+        beforeLoad() {
+          if (broken) throw new Error('disk I/O error');
+        },
+      },
+    });
+    await h.store.append(Array.from({ length: 50 }, (_, n) => makeEvent(n)));
+    await h.store.flush();
+    expect((await uuidsOf(h)).length).toBe(0);
+    const letters = await listDeadLetters(h.dir);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ source: 'segment', rows: 50 });
+    expect(letters[0].reason).toContain('disk I/O error');
+    expect((await readdir(join(h.dir, 'events', 'wal'))).filter((f) => f.endsWith('.wal'))).toEqual([]);
+    // Later appends are not blocked by the dead segment.
+    broken = false;
+    await h.store.append([makeEvent(100)]);
+    expect((await uuidsOf(h)).length).toBe(1);
+
+    // The operator CLI replays it after a restart (new segment ids never collide with it).
+    await h.reopen({ hooks: {} });
+    const result = await replayDeadLetters(h.store, [letters[0].id]);
+    expect(result).toEqual({ replayed: [letters[0].id], rows: 50 });
+    expect(await listDeadLetters(h.dir)).toEqual([]);
+    expect((await uuidsOf(h)).length).toBe(51);
+    // Replaying twice (e.g. a crash before the entry was removed) adds nothing.
+    await h.store.append(Array.from({ length: 50 }, (_, n) => makeEvent(n)));
+    expect((await uuidsOf(h)).length).toBe(51);
+  });
+
+  test('a torn log tail after a crash is cut into the dead letters, the whole frames kept', async () => {
+    const { appendFile } = await import('node:fs/promises');
+    h = await openHarness({ bufferMaxAgeMs: 60_000, hooks: { beforeLoad: () => new Promise(() => undefined) } });
+    await h.store.append(Array.from({ length: 20 }, (_, n) => makeEvent(n)));
+    const [seg] = (await readdir(join(h.dir, 'events', 'wal'))).filter((f) => f.endsWith('.wal'));
+    await appendFile(join(h.dir, 'events', 'wal', seg), '\x1dW1 999 abc 3\npartial row that was never acknow');
+    h.store = { close: async () => undefined } as typeof h.store; // "crash": no close
+    await h.reopen({ hooks: {} });
+    expect((await uuidsOf(h)).length).toBe(20);
+    const letters = await listDeadLetters(h.dir);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ source: 'damaged-wal' });
+  });
+});

@@ -1,0 +1,65 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
+import { openDatabase, type Database } from '../../../src/storage/db';
+import { createEventStore, type EventStore, type EventStoreOptions } from '../../../src/storage/events';
+
+export interface Harness {
+  dir: string;
+  db: Database;
+  store: EventStore;
+  reopen(options?: Partial<EventStoreOptions>): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+/** A store on a fresh temp dir; small buffers so tests exercise flushes and compaction. */
+export async function openHarness(options: Partial<EventStoreOptions> = {}, dir?: string): Promise<Harness> {
+  const root = dir ?? (await mkdtemp(join(tmpdir(), 'event-store-')));
+  const base = { dataDir: root, bufferMaxAgeMs: 50, purgeGraceMs: 0, autoCompact: false, ...options };
+  const h: Harness = {
+    dir: root,
+    db: await openDatabase(join(root, 'db.duckdb')),
+    store: null as unknown as EventStore,
+    async reopen(more = {}) {
+      await h.store.close().catch(() => undefined);
+      await h.db.close();
+      h.db = await openDatabase(join(root, 'db.duckdb'));
+      h.store = await createEventStore(h.db, { ...base, ...more });
+    },
+    async cleanup() {
+      await h.store.close().catch(() => undefined);
+      await h.db.close().catch(() => undefined);
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+  h.store = await createEventStore(h.db, base);
+  return h;
+}
+
+let counter = 0;
+/** A small valid event; `n` makes the uuid unique and deterministic. */
+export function makeEvent(n: number, overrides: Partial<StoredEventRow> = {}): StoredEventRow {
+  const props = { $browser: n % 2 ? 'Chrome' : 'Firefox', $os: 'Mac OS X', $current_url: `https://example.com/${n}`, $session_id: `s-${n % 7}`, n };
+  const ts = Date.UTC(2024, 0, 1) + n * 1000;
+  return {
+    uuid: `00000000-0000-7000-8000-${String(n).padStart(12, '0')}`,
+    teamId: 1,
+    event: '$pageview',
+    distinctId: `user-${n % 13}`,
+    personId: null,
+    properties: JSON.stringify(props),
+    timestamp: ts,
+    createdAt: ts + 5,
+    elementsChain: '',
+    hot: hotValuesOf(props),
+    ...overrides,
+  };
+}
+export const nextN = () => ++counter;
+
+export async function uuidsOf(h: Harness, teamId = 1): Promise<string[]> {
+  const rel = await h.store.eventsRelation(teamId);
+  const rows = await h.db.query<{ uuid: string }>(`SELECT uuid FROM ${rel.sql} AS events ORDER BY uuid`, rel.params);
+  return rows.map((r) => r.uuid);
+}

@@ -1,0 +1,205 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import { copyFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { EVENT_COLUMNS } from '../../../src/core/events/columns';
+import { makeEvent, openHarness, uuidsOf, type Harness } from './helpers';
+
+let h: Harness | null = null;
+afterEach(async () => {
+  await h?.cleanup();
+  h = null;
+});
+
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+const walDir = (hh: Harness) => join(hh.dir, 'events', 'wal');
+
+describe('queries see every tier', () => {
+  test('buffered, native and Parquet rows together, each once, with every column', async () => {
+    h = await openHarness({ bufferMaxAgeMs: 60_000, directMinRows: 40 });
+    await h.store.append(range(0, 50).map((n) => makeEvent(n)));
+    await h.store.flush(); // 0..49: a large load, straight to Parquet
+    expect(h.store.stats()).toMatchObject({ parquetRows: 50, hotRows: 0 });
+    await h.store.append(range(50, 80).map((n) => makeEvent(n)));
+    await h.store.flush(); // 50..79 -> native
+    await h.store.append(range(80, 100).map((n) => makeEvent(n))); // 80..99 buffered in the log
+    expect(h.store.stats().bufferedRows).toBe(20);
+    expect(h.store.stats().parquetRows).toBe(50);
+
+    const rel = await h.store.eventsRelation(1);
+    const rows = await h.db.query(`SELECT * FROM ${rel.sql} AS events ORDER BY timestamp`, rel.params);
+    expect(rows.length).toBe(100);
+    expect(Object.keys(rows[0])).toEqual([...EVENT_COLUMNS]);
+    const src = makeEvent(42);
+    const r42 = rows[42];
+    expect(r42).toEqual({
+      uuid: src.uuid,
+      team_id: 1,
+      event: '$pageview',
+      distinct_id: src.distinctId,
+      person_id: null,
+      properties: src.properties,
+      timestamp: new Date(src.timestamp),
+      created_at: new Date(src.createdAt),
+      elements_chain: '',
+      mat_browser: 'Firefox',
+      mat_os: 'Mac OS X',
+      mat_current_url: 'https://example.com/42',
+      mat_session_id: 's-0',
+    });
+  });
+
+  test('latest 100 and time windows over Parquet and hot data', async () => {
+    h = await openHarness();
+    await h.store.append(range(0, 300).map((n) => makeEvent(n)));
+    await h.store.compact();
+    await h.store.append(range(300, 350).map((n) => makeEvent(n)));
+    const rel = await h.store.eventsRelation(1);
+    const latest = await h.db.query<{ uuid: string }>(`SELECT uuid FROM ${rel.sql} AS events ORDER BY timestamp DESC LIMIT 100`);
+    expect(latest.map((r) => r.uuid)).toEqual(range(250, 350).reverse().map((n) => makeEvent(n).uuid));
+
+    const from = makeEvent(100).timestamp;
+    const to = makeEvent(120).timestamp;
+    const windowed = await h.store.eventsRelation(1, { from, to });
+    const rows = await h.db.query<{ n: number }>(`SELECT count(*) AS n FROM ${windowed.sql} AS events`);
+    expect(rows[0].n).toBe(20);
+  });
+
+  test('teams are kept apart and a team can be deleted', async () => {
+    h = await openHarness();
+    await h.store.append([...range(0, 10).map((n) => makeEvent(n)), ...range(10, 15).map((n) => makeEvent(n, { teamId: 2 }))]);
+    await h.store.compact();
+    await h.store.append([makeEvent(20, { teamId: 2 }), makeEvent(21)]);
+    expect((await uuidsOf(h, 1)).length).toBe(11);
+    expect((await uuidsOf(h, 2)).length).toBe(6);
+    await h.store.deleteTeamEvents(2);
+    expect((await uuidsOf(h, 2)).length).toBe(0);
+    expect((await uuidsOf(h, 1)).length).toBe(11);
+    expect(await readdir(join(h.dir, 'events', 'parquet'))).toEqual(['1']);
+  });
+
+  test('streamQuery yields every row in chunks and can stop early', async () => {
+    h = await openHarness();
+    await h.store.append(range(0, 5000).map((n) => makeEvent(n)));
+    const rel = await h.store.eventsRelation(1);
+    let count = 0;
+    let chunks = 0;
+    for await (const chunk of h.store.streamQuery(`SELECT uuid, timestamp FROM ${rel.sql} AS events`)) {
+      count += chunk.length;
+      chunks++;
+    }
+    expect(count).toBe(5000);
+    expect(chunks).toBeGreaterThan(1);
+    for await (const chunk of h.store.streamQuery(`SELECT uuid FROM ${rel.sql} AS events`)) {
+      expect(chunk.length).toBeGreaterThan(0);
+      break; // returns the reader connection
+    }
+    expect((await uuidsOf(h)).length).toBe(5000);
+  });
+
+  test('aborting the signal interrupts a running statement', async () => {
+    h = await openHarness();
+    const controller = new AbortController();
+    const started = Date.now();
+    const rows = h.store.streamQuery('SELECT count(*) AS n FROM range(100000000000) a', [], { signal: controller.signal });
+    setTimeout(() => controller.abort(), 100);
+    await expect(rows.next()).rejects.toThrow(/interrupt/i);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await uuidsOf(h)).length).toBe(0); // the reader connection is usable again
+  });
+});
+
+const TARGETS = [
+  { name: 'loads into the hot table', directMinRows: Number.MAX_SAFE_INTEGER },
+  { name: 'loads straight to Parquet', directMinRows: 1 },
+];
+
+describe.each(TARGETS)('idempotence, $name', ({ directMinRows }) => {
+  test('a client retry with the same uuids stores each event once', async () => {
+    h = await openHarness({ purgeGraceMs: 60_000, directMinRows });
+    const batch = range(0, 200).map((n) => makeEvent(n));
+    await h.store.append(batch);
+    await h.store.append([...batch.slice(0, 100), makeEvent(500), makeEvent(500)]); // retry + duplicate in one batch
+    expect((await uuidsOf(h)).length).toBe(201);
+    await h.store.compact(); // hot copies kept for the grace period still dedupe retries
+    await h.store.append(batch.slice(100));
+    expect((await uuidsOf(h)).length).toBe(201);
+    expect(h.store.stats().duplicateRowsSkipped).toBe(201);
+  });
+
+  test('a late retry that reaches Parquet again is dropped by the next compaction', async () => {
+    h = await openHarness({ purgeGraceMs: 0, directMinRows, dedupeWindowMs: 0 });
+    await h.store.append(range(0, 50).map((n) => makeEvent(n)));
+    await h.store.compact();
+    await h.store.append(range(0, 10).map((n) => makeEvent(n)));
+    await h.store.compact();
+    const ids = await uuidsOf(h);
+    expect(ids.length).toBe(50);
+    expect(new Set(ids).size).toBe(50);
+  });
+
+  test('replaying a WAL segment that was already loaded (crash before its delete) adds nothing', async () => {
+    h = await openHarness({ bufferMaxAgeMs: 60_000, directMinRows });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let saved = '';
+    await h.reopen({
+      bufferMaxAgeMs: 60_000,
+      directMinRows,
+      hooks: {
+        async beforeLoad(segments) {
+          if (!saved) {
+            saved = segments[0].path;
+            await copyFile(saved, `${saved}.bak`);
+          }
+          await gate;
+        },
+      },
+    });
+    await h.store.append(range(0, 100).map((n) => makeEvent(n)));
+    const flushed = h.store.flush();
+    while (!saved) await Bun.sleep(5);
+    release();
+    await flushed;
+    expect((await readdir(walDir(h))).filter((n) => n.endsWith('.wal'))).toEqual([]);
+    // Put the loaded segment back, as if the process died between the commit and the delete.
+    await copyFile(`${saved}.bak`, saved);
+    await h.reopen();
+    expect((await uuidsOf(h)).length).toBe(100);
+    // And the same bytes under a new segment id (a replay after a lost watermark): deduped by uuid.
+    await h.store.close();
+    await copyFile(`${saved}.bak`, join(walDir(h), 'seg-0000000000009999.wal'));
+    await h.reopen();
+    expect((await uuidsOf(h)).length).toBe(100);
+    expect(h.store.stats().duplicateRowsSkipped).toBe(100);
+  });
+});
+
+describe('recovery', () => {
+  test('acknowledged rows still in the log are loaded by the next open', async () => {
+    h = await openHarness({ bufferMaxAgeMs: 60_000, hooks: { beforeLoad: () => new Promise(() => undefined) } });
+    await h.store.append(range(0, 300).map((n) => makeEvent(n)));
+    expect(h.store.stats().bufferedRows).toBe(300);
+    // No close: the process "dies" with everything in the log. Reopen on the same files.
+    h.store = { close: async () => undefined } as typeof h.store;
+    await h.reopen({ hooks: {} });
+    expect((await uuidsOf(h)).length).toBe(300);
+  });
+
+  test('close flushes, and the next open finds everything in DuckDB', async () => {
+    h = await openHarness({ bufferMaxAgeMs: 60_000 });
+    await h.store.append(range(0, 100).map((n) => makeEvent(n)));
+    await h.store.close();
+    expect((await readdir(walDir(h))).filter((n) => n.endsWith('.wal'))).toEqual([]);
+    await h.reopen();
+    expect(h.store.stats().bufferedRows).toBe(0);
+    expect((await uuidsOf(h)).length).toBe(100);
+  });
+
+  test('relaxed durability keeps the same contract across a reopen', async () => {
+    h = await openHarness({ durability: 'relaxed' });
+    await h.store.append(range(0, 100).map((n) => makeEvent(n)));
+    expect(h.store.stats().durability).toBe('relaxed');
+    await h.reopen({ durability: 'relaxed' });
+    expect((await uuidsOf(h)).length).toBe(100);
+  });
+});

@@ -1,0 +1,92 @@
+import { describe, expect, test } from 'bun:test';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hotValuesOf } from '../../../src/core/events/columns';
+import { encodeFrame, readWalSql, scanFrames, WAL_TO_EVENT_SELECT } from '../../../src/storage/events/wal-format';
+import { makeEvent } from './helpers';
+
+async function readBack(bytes: Uint8Array) {
+  const dir = await mkdtemp(join(tmpdir(), 'wal-format-'));
+  const file = join(dir, 'seg.wal');
+  await writeFile(file, bytes);
+  const instance = await DuckDBInstance.create(':memory:');
+  const c = await instance.connect();
+  try {
+    const reader = await c.runAndReadAll(`SELECT ${WAL_TO_EVENT_SELECT} FROM ${readWalSql([file])}`);
+    return reader.getRowObjectsJS();
+  } finally {
+    c.closeSync();
+    instance.closeSync();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('WAL line format', () => {
+  test('hostile strings round-trip exactly through DuckDB', async () => {
+    const nasty = ['a\x1fb', 'line\nbreak', 'cr\r\n', '\x1e quote \x1e\x1e', '\x15', '\x1dW1 1 2 3', 'nul\x00byte', '"quoted"', 'tab\there', 'ünïcødé 漢字 🎉', ''];
+    const rows = nasty.map((s, i) =>
+      makeEvent(i, { event: s, distinctId: s || 'd', personId: s, elementsChain: s, hot: [s, null, s, s] }),
+    );
+    // properties with a control character cannot come from JSON.stringify, but must survive too
+    rows.push(makeEvent(99, { properties: '{"a":\n1}', hot: hotValuesOf({}) }));
+    const back = await readBack(encodeFrame(rows));
+    expect(back.length).toBe(rows.length);
+    back.forEach((r, i) => {
+      const src = rows[i];
+      expect(r.uuid).toBe(src.uuid);
+      expect(r.event).toBe(src.event);
+      expect(r.distinct_id).toBe(src.distinctId);
+      expect(r.person_id).toBe(src.personId);
+      expect(r.elements_chain).toBe(src.elementsChain);
+      expect([r.mat_browser, r.mat_os, r.mat_current_url, r.mat_session_id]).toEqual([...src.hot!]);
+      expect(JSON.parse(String(r.properties))).toEqual(JSON.parse(src.properties));
+      expect((r.timestamp as Date).getTime()).toBe(src.timestamp);
+    });
+  });
+
+  test('hot values are extracted when the caller does not pass them', async () => {
+    const row = makeEvent(1, { hot: undefined });
+    const [back] = await readBack(encodeFrame([row]));
+    expect(back.mat_browser).toBe('Chrome');
+    expect(back.mat_current_url).toBe('https://example.com/1');
+  });
+
+  test('rejects rows without a uuid or with a non-finite timestamp', () => {
+    expect(() => encodeFrame([makeEvent(1, { uuid: '' })])).toThrow();
+    expect(() => encodeFrame([makeEvent(1, { timestamp: Number.NaN })])).toThrow();
+  });
+});
+
+describe('WAL frames', () => {
+  const a = encodeFrame([makeEvent(1), makeEvent(2)]);
+  const b = encodeFrame([makeEvent(3)]);
+  const c = encodeFrame([makeEvent(4), makeEvent(5), makeEvent(6)]);
+
+  test('whole frames are found with their row counts', () => {
+    const scan = scanFrames(Buffer.concat([a, b, c]));
+    expect(scan.frames.map((f) => f.rows)).toEqual([2, 1, 3]);
+    expect(scan.damaged).toEqual([]);
+  });
+
+  test('a torn tail is reported as damaged and the frames before it kept', () => {
+    const data = Buffer.concat([a, b, c.subarray(0, c.length - 7)]);
+    const scan = scanFrames(data);
+    expect(scan.frames.map((f) => f.rows)).toEqual([2, 1]);
+    expect(scan.damaged).toEqual([{ start: a.length + b.length, end: data.length }]);
+  });
+
+  test('a corrupt frame in the middle costs only itself', () => {
+    const bad = Buffer.from(b);
+    bad[bad.length - 10] ^= 0xff;
+    const scan = scanFrames(Buffer.concat([a, bad, c]));
+    expect(scan.frames.map((f) => f.rows)).toEqual([2, 3]);
+    expect(scan.damaged).toEqual([{ start: a.length, end: a.length + b.length }]);
+  });
+
+  test('frame headers are skipped by the reader', async () => {
+    const back = await readBack(Buffer.concat([a, b, c]));
+    expect(back.map((r) => r.uuid)).toEqual([1, 2, 3, 4, 5, 6].map((n) => makeEvent(n).uuid));
+  });
+});
