@@ -1,4 +1,5 @@
 import { createApp } from './app';
+import { HARD_BODY_LIMIT_BYTES } from './http/body-limit';
 import { bootstrap, describeAccount } from './bootstrap';
 import { ConfigError, loadConfig } from './config';
 import type { Deps } from './deps';
@@ -39,8 +40,8 @@ async function main() {
   const app = createApp(deps, readiness).listen({
     port: config.PORT,
     hostname: config.HOST,
-    // Our own 413 (with the error body) is decided before Bun's cap is reached.
-    maxRequestBodySize: config.MAX_BODY_BYTES * 2 + 1024 * 1024,
+    // Our own 413 (with the error body) is decided first, from Content-Length or while streaming.
+    maxRequestBodySize: Math.max(HARD_BODY_LIMIT_BYTES, config.MAX_BODY_BYTES * 2),
     idleTimeout: 120,
   });
   logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY });

@@ -79,14 +79,31 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
     }
   }
 
-  return {
+  // Something never seen before (a project's first event, a new event name) is written at once,
+  // so the API shows it; repeats only refresh last_seen_at in the periodic flush.
+  let soon: ReturnType<typeof setTimeout> | null = null;
+  const flushSoon = (tracker: SeenTracker) => {
+    if (soon) return;
+    soon = setTimeout(() => {
+      soon = null;
+      tracker.flush().catch(() => undefined);
+    }, 0);
+  };
+
+  const tracker: SeenTracker = {
     record(teamId, event, timestamp, props, personSet) {
-      if (!ingestedTeams.has(teamId)) teamsToMark.add(teamId);
+      if (!ingestedTeams.has(teamId) && !teamsToMark.has(teamId)) {
+        teamsToMark.add(teamId);
+        flushSoon(tracker);
+      }
       const key = `${teamId}\u0000${event}`;
       const written = knownEvents.get(key);
       const pending = events.get(key);
       if (pending) pending.lastSeen = Math.max(pending.lastSeen, timestamp);
-      else if (written === undefined || timestamp - written >= LAST_SEEN_RESOLUTION_MS) events.set(key, { teamId, name: event, lastSeen: timestamp });
+      else if (written === undefined || timestamp - written >= LAST_SEEN_RESOLUTION_MS) {
+        events.set(key, { teamId, name: event, lastSeen: timestamp });
+        if (written === undefined) flushSoon(tracker);
+      }
       noteProperties(teamId, 'event', props);
       if (personSet) noteProperties(teamId, 'person', personSet);
     },
@@ -118,4 +135,5 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
       for (const k of [...knownProperties]) if (k.startsWith(`${teamId}\u0000`)) knownProperties.delete(k);
     },
   };
+  return tracker;
 }
