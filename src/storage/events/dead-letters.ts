@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { syncDir, syncFile } from './fs-sync';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -27,23 +27,9 @@ export interface DeadLetter {
 export const deadLetterDir = (dataDir: string): string => join(dataDir, 'events', 'dead-letters');
 const SAFE_ID = /^[a-z0-9-]+$/;
 
-function syncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 async function writeDurably(path: string, data: Uint8Array | string): Promise<void> {
   await writeFile(path, data);
-  const fd = openSync(path, 'r+');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  syncFile(path);
 }
 
 /** Store rows (WAL line bytes) as a dead letter; durable before it returns. Same id overwrites. */

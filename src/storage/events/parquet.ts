@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { syncDir } from './fs-sync';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -32,14 +32,6 @@ export const parquetRoot = (dataDir: string): string => join(dataDir, 'events', 
 const TMP_PREFIX = '.tmp-';
 const PARTITION_RE = /team_id=(\d+)[/\\]_day=(\d{4}-\d{2}-\d{2})[/\\][^/\\]+\.parquet$/;
 
-function syncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 export async function loadManifest(db: Database): Promise<ParquetFile[]> {
   const rows = await db.query<{ path: string; team_id: number; day: string; min_ts: number; max_ts: number; rows: number; bytes: number; created: number }>(

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { syncDir, syncFile } from './fs-sync';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deadLetterDir, writeDeadLetter } from './dead-letters';
@@ -16,14 +16,6 @@ export interface RecoveredWal {
   damagedBytes: number;
 }
 
-function syncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /**
  * Bring the log back after a crash: segments at or below the applied watermark were loaded
@@ -71,12 +63,7 @@ export async function recoverWal(dataDir: string, walDir: string, appliedSegment
       }
       const kept = Buffer.concat(scan.frames.map((f) => data.subarray(f.start, f.end)));
       await writeFile(`${path}.tmp`, kept);
-      const fd = openSync(`${path}.tmp`, 'r+');
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
+      syncFile(`${path}.tmp`);
       await rename(`${path}.tmp`, path);
       syncDir(walDir);
     }
