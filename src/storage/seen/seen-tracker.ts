@@ -22,7 +22,15 @@ interface PendingEvent {
 
 export function createSeenTracker(db: Database, management: ManagementStore): SeenTracker {
   const knownEvents = new Map<string, number>(); // team\0name → last seen written (ms)
-  const knownProperties = new Set<string>(); // team\0kind\0name
+  // Property names seen (written or pending) per project and kind: the per-event check is a Set
+  // lookup per property, with no string building on the ingest path.
+  const seenNames = new Map<string, Set<string>>(); // `${team}\0${kind}` → names
+  const namesOf = (teamId: number, kind: string) => {
+    const k = `${teamId}\u0000${kind}`;
+    let set = seenNames.get(k);
+    if (!set) seenNames.set(k, (set = new Set()));
+    return set;
+  };
   const ingestedTeams = new Set<number>();
   let events = new Map<string, PendingEvent>();
   let properties = new Map<string, { teamId: number; kind: string; name: string; numeric: boolean }>();
@@ -34,10 +42,12 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
   const LAST_SEEN_RESOLUTION_MS = 60_000;
 
   const noteProperties = (teamId: number, kind: string, props: Record<string, unknown>) => {
+    let names: Set<string> | undefined;
     for (const name in props) {
-      const key = `${teamId}\u0000${kind}\u0000${name}`;
-      if (knownProperties.has(key) || properties.has(key)) continue;
-      properties.set(key, { teamId, kind, name, numeric: typeof props[name] === 'number' });
+      names ??= namesOf(teamId, kind);
+      if (names.has(name)) continue;
+      names.add(name);
+      properties.set(`${teamId}\u0000${kind}\u0000${name}`, { teamId, kind, name, numeric: typeof props[name] === 'number' });
     }
   };
 
@@ -49,7 +59,7 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
       knownEvents.set(`${r.team_id}\u0000${r.name}`, r.last_seen_at?.getTime() ?? 0);
     }
     for (const r of await db.query<{ team_id: number; kind: string; name: string }>('SELECT team_id, kind, name FROM property_definitions')) {
-      knownProperties.add(`${r.team_id}\u0000${r.kind}\u0000${r.name}`);
+      namesOf(r.team_id, r.kind).add(r.name);
     }
     loaded = true;
   }
@@ -72,7 +82,6 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
       }
     });
     for (const [k, e] of ev) knownEvents.set(k, e.lastSeen);
-    for (const k of props.keys()) knownProperties.add(k);
     for (const teamId of teams) {
       await management.markIngested(teamId);
       ingestedTeams.add(teamId);
@@ -120,7 +129,7 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
       flushing = write(ev, props, teams)
         .catch((error) => {
           for (const [k, v] of ev) if (!events.has(k)) events.set(k, v);
-          for (const [k, v] of props) if (!properties.has(k)) properties.set(k, v);
+          for (const [k, v] of props) if (!properties.has(k)) properties.set(k, v);  // names stay marked seen: retried here
           for (const t of teams) teamsToMark.add(t);
           throw error;
         })
@@ -132,7 +141,7 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
     forgetTeam(teamId) {
       ingestedTeams.delete(teamId);
       for (const k of [...knownEvents.keys()]) if (k.startsWith(`${teamId}\u0000`)) knownEvents.delete(k);
-      for (const k of [...knownProperties]) if (k.startsWith(`${teamId}\u0000`)) knownProperties.delete(k);
+      for (const k of [...seenNames.keys()]) if (k.startsWith(`${teamId}\u0000`)) seenNames.delete(k);
     },
   };
   return tracker;
