@@ -112,6 +112,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   }
   recovering = false;
   eventsSource.current = (teamId) => events.eventsRelation(teamId);
+  eventsSource.syncPersons = () => persons.flush();
   const background = setInterval(() => {
     persons.flush().catch((error) => options.logger?.warn('person flush failed; will retry', { error }));
     seen.flush().catch((error) => options.logger?.warn('definitions flush failed; will retry', { error }));

@@ -1,3 +1,4 @@
+import type { EventsSourceRef } from '../definitions/events-source';
 import type { Database, Row, SqlParam } from '../db';
 import type { CohortPerson, CohortStore, PersonIdKind } from './types';
 
@@ -37,7 +38,7 @@ type MemberStore = Pick<
   'addStaticPersons' | 'removeStaticPerson' | 'listCohortPersons' | 'iterateCohortPersons' | 'cohortPersonsShape' | 'cohortIdsForPerson'
 >;
 
-export function createCohortMembers(db: Database): MemberStore {
+export function createCohortMembers(db: Database, sources: EventsSourceRef = {}): MemberStore {
   const refreshCount = (id: number, now: Date) =>
     db.run(
       `UPDATE cohorts SET count = (SELECT count(*) FROM cohort_people cp WHERE cp.cohort_id = cohorts.id AND cp.version = cohorts.version),
@@ -47,6 +48,7 @@ export function createCohortMembers(db: Database): MemberStore {
 
   return {
     async addStaticPersons(teamId, id, kind, ids, now) {
+      await sources.syncPersons?.();
       const found = new Set<string>();
       for (let i = 0; i < ids.length; i += BATCH) {
         let batch = ids.slice(i, i + BATCH);
@@ -80,12 +82,14 @@ export function createCohortMembers(db: Database): MemberStore {
     },
 
     async listCohortPersons(teamId, cohortId, page) {
+      await sources.syncPersons?.();
       const [{ n }] = await db.query<{ n: number }>(`SELECT count(*) AS n FROM (${MEMBERS})`, [cohortId, teamId]);
       const rows = await db.query(`${WITH_DISTINCT_IDS} ORDER BY m.id LIMIT ? OFFSET ?`, [cohortId, teamId, page.limit, page.offset]);
       return { count: n, results: rows.map(toPerson) };
     },
 
     async *iterateCohortPersons(teamId, cohortId, batchSize = 1000) {
+      await sources.syncPersons?.();
       let after = -1;
       for (;;) {
         const rows = await db.query(`${WITH_DISTINCT_IDS} WHERE m.id > ? ORDER BY m.id LIMIT ?`, [cohortId, teamId, after, batchSize]);

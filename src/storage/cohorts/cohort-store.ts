@@ -9,7 +9,7 @@ import type { CohortStore } from './types';
 export function createCohortStore(db: Database, events: EventsSourceRef): CohortStore {
   return {
     ...createCohortRows(db),
-    ...createCohortMembers(db),
+    ...createCohortMembers(db, events),
     ...createCohortCalculator(db, events),
     async deleteTeam(teamId) {
       await db.transaction(async (tx) => {

@@ -18,4 +18,6 @@ export type EventsSource = (teamId: number) => Promise<EventsSourceRelation>;
 /** A mutable slot, so the event store can be opened after the stores that read it. */
 export interface EventsSourceRef {
   current?: EventsSource;
+  /** Write persons still held in memory by ingestion, so a calculation reads current persons. */
+  syncPersons?: () => Promise<void>;
 }
