@@ -56,9 +56,15 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
     if (error instanceof Error && /lock/i.test(error.message)) throw new DatabaseLockedError(path, error);
     throw error;
   }
-  const writer = await instance.connect();
+  // Every timestamp is UTC; the query compiler's date handling relies on a UTC session.
+  const connect = async () => {
+    const c = await instance.connect();
+    await c.run("SET TimeZone = 'UTC'");
+    return c;
+  };
+  const writer = await connect();
   const readers: DuckDBConnection[] = [];
-  for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await instance.connect());
+  for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await connect());
   const idleReaders = [...readers];
   const readerWaiters: Array<(c: DuckDBConnection) => void> = [];
   let writeChain: Promise<unknown> = Promise.resolve();

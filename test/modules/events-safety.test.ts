@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { AppError } from '../../src/errors';
 import { QueryRunner, translateQueryError } from '../../src/modules/events/runner';
-import { silentLogger } from '../../src/logger';
 import type { EventStore } from '../../src/storage/events';
 import { errorOf } from '../helpers/test-app';
 import { B_EVENT, C_EVENT, openEventsFixture, type EventsFixture } from './events-fixture';
@@ -126,7 +125,7 @@ describe('time limit', () => {
 
   test('a statement past QUERY_TIMEOUT_MS is a 504 query_timeout; the statement is stopped', async () => {
     const { store, seen } = stuckStore();
-    const runner = new QueryRunner({ store: () => store, timeoutMs: 50, logger: silentLogger });
+    const runner = new QueryRunner({ store: () => store, timeoutMs: 50 });
     const started = performance.now();
     const error = await runner.rows({ sql: 'SELECT 1', params: [] }).catch((e) => e);
     expect(performance.now() - started).toBeLessThan(1000);

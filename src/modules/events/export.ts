@@ -12,7 +12,7 @@ import { parseElementsChain } from '../../core/events/elements';
 import {
   csvSliceCopyStatement, HOUR_MS, hourlyCountsStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement, sliceRowsStatement,
 } from './export-queries';
-import { findKeys, listScope, listWindow, relationFor, selectOrder, selectRow, type ListContext, type Scope } from './list';
+import { findKeys, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
 import type { ExportFormat, ListRequest } from './params';
 import { afterKey, allOf, type Order } from './queries';
 
@@ -22,6 +22,7 @@ export interface ExportContext extends ListContext {
 
 /** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */
 const SLICE_ROWS = 100_000;
+const FILE_CHUNK = 1 << 20;
 const encoder = new TextEncoder();
 
 /**
@@ -156,12 +157,9 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
       files.push(file);
       pending = i + 1 < slices.length ? write(i + 1) : null;
       pending?.catch(() => undefined);
-      const reader = Bun.file(file).stream().getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        yield value;
-      }
+      // Large reads: each pull of the response is one chunk, so fewer, bigger chunks cost less.
+      const blob = Bun.file(file);
+      for (let at = 0; at < blob.size; at += FILE_CHUNK) yield new Uint8Array(await blob.slice(at, at + FILE_CHUNK).arrayBuffer());
       await rm(file, { force: true });
     }
   } finally {
@@ -216,7 +214,7 @@ function eventJson(row: Row, ctx: ListContext, people: Map<string, string>, elem
 /** A select export: the selected columns, as CSV records or JSON arrays, in the select's order. */
 async function selectChunks(ctx: ExportContext, req: ListRequest, format: ExportFormat): Promise<AsyncGenerator<Uint8Array>> {
   const compiled = compileSelect(req.select, req.where, ctx.now);
-  const scope = await listScope(ctx, req, { sql: [compiled.selectSql, compiled.whereSql ?? '', compiled.havingSql ?? ''].join(' '), params: [] });
+  const scope = await listScope(ctx, req, selectFragment(compiled));
   const statement = scope
     ? assembleEventsQuery({
         relation: await relationFor(ctx, scope.person, req.afterMs, req.beforeMs),

@@ -1,10 +1,10 @@
-import { assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
+import { assembleEventsQuery, bind, compileEventFilters, compileSelect, sql, type CompiledSelect, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row } from '../../storage/db';
 import { selectValue, toEventObject, type EventObject, type PersonObject } from './event-object';
 import { formatCursor, type ListRequest } from './params';
 import {
-  afterKey, allOf, asEvents, countStatement, keysStatement, needsPersonProperties, rowsByKeysStatement, withPersonProperties,
+  afterKey, allOf, asEvents, countStatement, keysStatement, needsPersonProperties, openCountStatement, rowsByKeysStatement, withPersonProperties,
   type EventKey, type Order,
 } from './queries';
 import type { QueryRunner } from './runner';
@@ -120,9 +120,23 @@ export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Pr
 }
 
 async function countRows(ctx: ListContext, scope: Scope, req: ListRequest): Promise<number> {
-  const relation = await relationFor(ctx, scope.person, req.afterMs, req.beforeMs);
-  const [row] = await ctx.runner.rows(countStatement(relation, ctx.teamId, scope.where), 'properties');
+  const open = ctx.personFilter === null ? openListing(req) : null;
+  const relation = await relationFor(ctx, scope.person, open ? null : req.afterMs, open ? null : req.beforeMs);
+  const statement = open ? openCountStatement(relation, ctx.teamId, open, req.beforeMs - 1) : countStatement(relation, ctx.teamId, scope.where);
+  const [row] = await ctx.runner.rows(statement, 'properties');
   return Number(row?.count ?? 0);
+}
+
+/**
+ * A listing bounded only by the default upper bound (now + 5 s), filtered at most by `event` and
+ * `distinct_id` (the caller checks there is no person filter): the commonest request, and one
+ * whose count can skip the timestamp column (`openCountStatement`). Returns its conditions: the
+ * equalities the compiler emits for those two parameters.
+ */
+function openListing(req: ListRequest): SqlFragment | null {
+  const f = req.filters;
+  if (req.beforeGiven || f.after || f.properties || req.actionId) return null;
+  return allOf(f.event ? sql`event = ${bind(f.event)}` : null, f.distinct_id ? sql`distinct_id = ${bind(f.distinct_id)}` : null);
 }
 
 const EMPTY_PAGE: EventsPage = { count: 0, next: null, previous: null, results: [] };
@@ -189,7 +203,7 @@ export async function selectEvents(ctx: ListContext, req: ListRequest, requestUr
 export const selectRow = (compiled: CompiledSelect, row: Row): unknown[] => compiled.aliases.map((alias, i) => selectValue(row[alias], compiled.types[i] ?? ''));
 
 /** The select's SQL text, so the person join is added when only the select names a person property. */
-const selectFragment = (c: CompiledSelect): SqlFragment => ({ sql: [c.selectSql, c.whereSql ?? '', c.havingSql ?? ''].join(' '), params: [] });
+export const selectFragment = (c: CompiledSelect): SqlFragment => ({ sql: [c.selectSql, c.whereSql ?? '', c.havingSql ?? ''].join(' '), params: [] });
 
 /**
  * `orderBy` of a select query: entries of the select list (or their aliases), `-` for descending.

@@ -1,26 +1,18 @@
 import type { SqlFragment } from '../../core/query';
 import { AppError, isAppError } from '../../errors';
-import type { Logger } from '../../logger';
-import type { Row, SqlParam } from '../../storage/db';
+import type { Row } from '../../storage/db';
 import type { EventStore, EventsRelation, TimeRange } from '../../storage/events';
 
 /**
  * How the events API runs its statements on the event store: every statement under the time
- * limit, and DuckDB's errors turned into API errors at this one place.
- *
- * The store's interface streams results (`streamQuery`) and gives no handle on the connection,
- * so a statement past its time limit is answered with 504 at once and its iterator is returned,
- * which stops the statement at its next chunk. The store is also handed an AbortSignal as a third
- * argument, aborted on timeout: a store that accepts `{ signal }` can `connection.interrupt()`
- * on it and stop the statement at once (the current one ignores it).
+ * limit, and DuckDB's errors turned into API errors at this one place. A statement past its time
+ * limit is answered with 504 at once; aborting its signal makes the store interrupt it on its
+ * connection, so it stops using the CPU and the reader too.
  */
 export interface QueryRunnerOptions {
   store: () => EventStore;
   timeoutMs: number;
-  logger: Logger;
 }
-
-type InterruptibleStream = (sql: string, params: readonly SqlParam[], options: { signal: AbortSignal }) => AsyncIterableIterator<Row[]>;
 
 export class QueryRunner {
   constructor(private readonly options: QueryRunnerOptions) {}
@@ -39,11 +31,9 @@ export class QueryRunner {
   /** The rows in chunks; each chunk must arrive within the time limit. */
   stream(statement: SqlFragment, attr: string | null = null): AsyncIterableIterator<Row[]> {
     const controller = new AbortController();
-    const store = this.options.store();
-    const stream = store.streamQuery.bind(store) as unknown as InterruptibleStream;
     let inner: AsyncIterableIterator<Row[]>;
     try {
-      inner = stream(statement.sql, statement.params, { signal: controller.signal });
+      inner = this.options.store().streamQuery(statement.sql, statement.params, { signal: controller.signal });
     } catch (error) {
       throw translateQueryError(error, attr);
     }

@@ -12,6 +12,8 @@ import { QueryRunner } from './runner';
 /** Values listed by `/events/values/` and the window they are read from (PostHog: recent values). */
 export const VALUES_LIMIT = 100;
 export const VALUES_WINDOW_MS = 7 * 86_400_000;
+/** Most events `/values/` reads, so a busy project's answer stays quick. */
+export const VALUES_SCAN_LIMIT = 500_000;
 /** A UUIDv7 carries its creation time: `/events/:id/` looks this far around it first. */
 const UUID_TIME_SLACK_MS = 86_400_000;
 
@@ -27,16 +29,17 @@ export interface ValuesInput {
  * mapping) and the store's events relation; persons come from the in-memory person store.
  */
 export function createEventsService(deps: Deps) {
-  const runner = new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS, logger: deps.logger });
+  const runner = new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS });
   const { persons } = deps.storage;
 
-  async function context(teamId: number, personId: string | undefined): Promise<ListContext & { logger: Deps['logger'] }> {
+  /** `now` is the request's one clock reading: the bounds it parsed and the SQL it compiles agree. */
+  async function context(teamId: number, personId: string | undefined, now: Date): Promise<ListContext & { logger: Deps['logger'] }> {
     await persons.ensureLoaded(teamId);
     const cache = new Map<string, PersonObject | null>();
     return {
       runner,
       teamId,
-      now: deps.now(),
+      now,
       logger: deps.logger,
       personFilter: personId ? await personFilter(teamId, personId) : null,
       flushPersons: () => persons.flush(),
@@ -74,11 +77,10 @@ export function createEventsService(deps: Deps) {
 
   return {
     async list(teamId: number, query: ListQueryInput, requestUrl: string): Promise<EventsPage | SelectPage | Response> {
-      // Repeated select/where parameters are one expression each (the schema keeps only the last).
-      const url = new URL(requestUrl);
-      const repeated = (name: string) => (url.searchParams.getAll(name).length > 1 ? url.searchParams.getAll(name) : query[name as 'select']);
-      const req = parseListRequest({ ...query, select: repeated('select'), where: repeated('where') }, deps.now(), deps.config.QUERY_MAX_ROWS);
-      const ctx = await context(teamId, query.person_id);
+      const params = new URL(requestUrl).searchParams;
+      const now = deps.now();
+      const req = parseListRequest({ ...query, select: repeatable(params, 'select', query.select), where: repeatable(params, 'where', query.where) }, now, deps.config.QUERY_MAX_ROWS);
+      const ctx = await context(teamId, query.person_id, now);
       recordUsage(teamId, [query.event]);
       if (req.format) return exportEvents(ctx, req, req.format);
       return req.select.length ? selectEvents(ctx, req, requestUrl) : listEvents(ctx, req, requestUrl);
@@ -110,13 +112,19 @@ export function createEventsService(deps: Deps) {
       recordUsage(teamId, eventNames);
       const now = deps.now().getTime();
       const relation = asEvents((await runner.relation(teamId, { from: now - VALUES_WINDOW_MS, to: now + 5_000 })).sql);
-      const rows = await runner.rows(valuesStatement(relation, teamId, { key: query.key, value: query.value, eventNames, limit: VALUES_LIMIT }), 'key');
+      const rows = await runner.rows(valuesStatement(relation, teamId, { key: query.key, value: query.value, eventNames, limit: VALUES_LIMIT, scanLimit: VALUES_SCAN_LIMIT }), 'key');
       return rows.map((r) => ({ name: String(r.name) }));
     },
   };
 }
 
 export type EventsService = ReturnType<typeof createEventsService>;
+
+/** `select`/`where` given more than once are one expression each (the query schema keeps the last). */
+function repeatable(params: URLSearchParams, name: string, single: string | string[] | undefined): string | string[] | undefined {
+  const all = params.getAll(name);
+  return all.length > 1 ? all : single;
+}
 
 /** The creation time of a version-7 UUID (its first 48 bits), or null for other versions. */
 export function uuidV7Time(uuid: string): number | null {
