@@ -1,0 +1,168 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Subprocess } from 'bun';
+import { BENCH_KEYS, ROOT } from './_http';
+
+/**
+ * Child processes for the ingest bench, with their pid (for peak RSS from /proc): the real server
+ * (durable by default) on a temporary DATA_DIR, and a bare `Bun.serve` that reads the body,
+ * gunzips it when it is gzip (by its magic bytes, as posthog-js sends it) and `JSON.parse`s it,
+ * then answers `{"status":1}`: the same work the real server must do before its own. Loopback only.
+ */
+
+export interface Child {
+  url: string;
+  pid: number;
+  proc: Subprocess<'ignore', 'pipe', 'pipe'>;
+  dataDir: string | null;
+  stop(): Promise<void>;
+}
+
+async function waitForListening(proc: Subprocess<'ignore', 'pipe', 'pipe'>, timeoutMs = 30_000): Promise<number> {
+  const reader = proc.stdout.getReader();
+  const decoder = new TextDecoder();
+  const deadline = Date.now() + timeoutMs;
+  let out = '';
+  let pending = reader.read();
+  for (;;) {
+    if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
+    const chunk = await Promise.race([pending, Bun.sleep(200).then(() => null)]);
+    if (!chunk) continue;
+    if (chunk.done) throw new Error(`server exited before listening:\n${out}\n${await new Response(proc.stderr).text()}`);
+    out += decoder.decode(chunk.value);
+    pending = reader.read();
+    const m = /Listening on http:\/\/[^:]+:(\d+)/.exec(out);
+    if (!m) continue;
+    void (async () => {
+      for (;;) if ((await pending).done) break;
+      else pending = reader.read();
+    })();
+    // stderr: keep draining, echo warnings/errors (the server runs at LOG_LEVEL=warn).
+    void (async () => {
+      const r = proc.stderr.getReader();
+      for (;;) {
+        const { done, value } = await r.read();
+        if (done) break;
+        const text = decoder.decode(value).trim();
+        if (text) console.error(`   [server] ${text.slice(0, 2000)}`);
+      }
+    })();
+    return Number(m[1]);
+  }
+}
+
+async function stopChild(proc: Subprocess) {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  proc.kill('SIGTERM');
+  const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(60_000).then(() => false)]);
+  if (!exited) {
+    proc.kill('SIGKILL');
+    await proc.exited;
+  }
+}
+
+/** `root`: the checkout to run (default this one; an A/B of a proposed change runs a patched copy). */
+export async function spawnRealServer(env: Record<string, string> = {}, root = ROOT): Promise<Child> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'bench-ingest-server-'));
+  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      BOOTSTRAP_EMAIL: BENCH_KEYS.email,
+      BOOTSTRAP_PERSONAL_API_KEY: BENCH_KEYS.personal,
+      BOOTSTRAP_PROJECT_API_KEY: BENCH_KEYS.project,
+      ...env,
+    },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  try {
+    const port = await waitForListening(proc);
+    return {
+      url: `http://127.0.0.1:${port}`,
+      pid: proc.pid,
+      proc,
+      dataDir,
+      async stop() {
+        await stopChild(proc);
+        await rm(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    proc.kill('SIGKILL');
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+const BARE_SERVER = `
+const server = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  maxRequestBodySize: 64 * 1024 * 1024,
+  async fetch(request) {
+    if (request.method === 'POST') {
+      let bytes = new Uint8Array(await request.arrayBuffer());
+      if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = Bun.gunzipSync(bytes);
+      JSON.parse(new TextDecoder().decode(bytes));
+    }
+    return new Response('{"status":1}', { headers: { 'content-type': 'application/json' } });
+  },
+});
+console.log('Listening on http://127.0.0.1:' + server.port);
+`;
+
+export async function spawnBareServer(): Promise<Child> {
+  const proc = Bun.spawn([process.execPath, '-e', BARE_SERVER], { cwd: ROOT, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
+  const port = await waitForListening(proc);
+  return { url: `http://127.0.0.1:${port}`, pid: proc.pid, proc, dataDir: null, stop: () => stopChild(proc) };
+}
+
+/** Peak resident set (VmHWM) of a process in MB, or null when /proc cannot tell. */
+export function peakRssMb(pid: number): number | null {
+  try {
+    const m = /VmHWM:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Current resident set (VmRSS) in MB. */
+export function rssMb(pid: number): number | null {
+  try {
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Reset VmHWM to the current RSS (`echo 5 > clear_refs`), so the next peak is one case's. */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** CPU seconds (user + system) a process used so far, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[11] = utime, fields[12] = stime (from field 3 on), in clock ticks (100/s on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
