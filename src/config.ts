@@ -24,6 +24,11 @@ export const ConfigSchema = t.Object({
     description: 'durable: a 200 is sent after the events are fsynced (group commit). relaxed: after the write, before the fsync.',
   }),
   MAX_BODY_BYTES: Int(20 * 1024 * 1024, 1024, 1024 * 1024 * 1024, 'Largest accepted request body on the public endpoints, also after decompression (bytes).'),
+  DUCKDB_MEMORY_LIMIT: t.String({
+    default: '2GB',
+    pattern: '^\\d+(\\.\\d+)?\\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$',
+    description: "DuckDB's memory cap (e.g. 2GB); beyond it, queries and compaction spill to DATA_DIR/tmp.",
+  }),
   INVITE_EXPIRY_DAYS: Int(3, 1, 3650, 'Days after which an organization invite is expired.'),
   QUERY_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Time limit of one events query.'),
   QUERY_MAX_ROWS: Int(100_000, 1, 100_000_000, 'Row cap of one select/where query (exports stream without it).'),

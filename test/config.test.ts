@@ -10,6 +10,7 @@ describe('config', () => {
       LOG_LEVEL: 'info',
       DURABILITY: 'durable',
       MAX_BODY_BYTES: 20 * 1024 * 1024,
+      DUCKDB_MEMORY_LIMIT: '2GB',
       INVITE_EXPIRY_DAYS: 3,
       QUERY_TIMEOUT_MS: 30000,
       QUERY_MAX_ROWS: 100000,
@@ -29,13 +30,13 @@ describe('config', () => {
   test('every bad key is listed in one error', () => {
     let error: unknown;
     try {
-      loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud', DURABILITY: 'maybe', BOOTSTRAP_PERSONAL_API_KEY: 'nope', MAX_BODY_BYTES: '12' });
+      loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud', DURABILITY: 'maybe', BOOTSTRAP_PERSONAL_API_KEY: 'nope', MAX_BODY_BYTES: '12', DUCKDB_MEMORY_LIMIT: 'lots' });
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const keys = (error as ConfigError).problems.map((p) => p.split(':')[0]).sort();
-    expect(keys).toEqual(['BOOTSTRAP_PERSONAL_API_KEY', 'DURABILITY', 'LOG_LEVEL', 'MAX_BODY_BYTES', 'PORT']);
+    expect(keys).toEqual(['BOOTSTRAP_PERSONAL_API_KEY', 'DUCKDB_MEMORY_LIMIT', 'DURABILITY', 'LOG_LEVEL', 'MAX_BODY_BYTES', 'PORT']);
     expect((error as Error).message).toContain('PORT: expected an integer, got "eighty"');
   });
 });

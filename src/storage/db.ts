@@ -40,6 +40,10 @@ export class DatabaseLockedError extends Error {
 export interface OpenOptions {
   /** DuckDB worker threads; defaults to DuckDB's own choice. */
   threads?: number;
+  /** DuckDB's memory cap, e.g. '2GB' (DuckDB's own default is 80% of RAM). */
+  memoryLimit?: string;
+  /** Where DuckDB spills when over the cap. */
+  tempDirectory?: string;
   readers?: number;
 }
 
@@ -49,6 +53,8 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
     checkpoint_threshold: '1GB',
   };
   if (options.threads) config.threads = String(options.threads);
+  if (options.memoryLimit) config.memory_limit = options.memoryLimit;
+  if (options.tempDirectory) config.temp_directory = options.tempDirectory;
   let instance: DuckDBInstance;
   try {
     instance = await DuckDBInstance.create(path, config);

@@ -61,6 +61,8 @@ export interface Storage {
 
 export interface StorageOptions {
   dataDir: string;
+  /** DuckDB's memory cap (default 2GB); over it, work spills to `<dataDir>/tmp`. */
+  memoryLimit?: string;
   durability?: Durability;
   logger?: Logger;
   /** Event-store tuning (tests pass small buffers). */
@@ -74,7 +76,10 @@ export const DATABASE_FILE = 'analytics.duckdb';
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   await mkdir(options.dataDir, { recursive: true });
-  const db: Database = await openDatabase(join(options.dataDir, DATABASE_FILE));
+  const db: Database = await openDatabase(join(options.dataDir, DATABASE_FILE), {
+    memoryLimit: options.memoryLimit ?? '2GB',
+    tempDirectory: join(options.dataDir, 'tmp'),
+  });
   try {
     await migrate(db);
   } catch (error) {
