@@ -68,6 +68,9 @@ const PERSON_PROPERTIES_FROM_EVENT = [
   'utm_source', 'utm_medium', 'utm_campaign', 'utm_content', 'utm_name', 'utm_term',
   'gclid', 'gad_source', 'gbraid', 'wbraid', 'fbclid', 'msclkid',
 ];
+// Built once: this runs for every event.
+const INITIAL_KEYS: ReadonlyArray<readonly [string, string]> = PERSON_PROPERTIES_FROM_EVENT.map((key) => [key, `$initial_${key.replace('$', '')}`]);
+const SAMPLE_FIELD_ENTRIES = Object.entries(SAMPLE_FIELDS);
 const WITHOUT_PERSON_PROPERTIES = new Set(['$snapshot', '$performance_event']);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -143,7 +146,7 @@ function readUuid(value: unknown): string | null {
 
 function buildProperties(raw: RawEvent, event: string, ctx: NormalizeContext): Record<string, unknown> {
   const properties: Record<string, unknown> = isObject(raw.properties) ? { ...raw.properties } : {};
-  for (const [field, key] of Object.entries(SAMPLE_FIELDS)) {
+  for (const [field, key] of SAMPLE_FIELD_ENTRIES) {
     if (raw[field] !== undefined && raw[field] !== null && !(key in properties)) properties[key] = raw[field];
   }
   // posthog-js puts $set/$set_once at the event's top level; PostHog merges them into properties.
@@ -165,15 +168,16 @@ function buildProperties(raw: RawEvent, event: string, ctx: NormalizeContext): R
  */
 function addPersonPropertiesFromEvent(properties: Record<string, unknown>): void {
   const skipHostOs = properties.$is_server === true;
-  const found = PERSON_PROPERTIES_FROM_EVENT.filter((key) => key in properties && !(skipHostOs && (key === '$os' || key === '$os_version')));
-  if (found.length === 0) return;
-  const set = isObject(properties.$set) ? { ...properties.$set } : {};
-  const setOnce = isObject(properties.$set_once) ? { ...properties.$set_once } : {};
-  for (const key of found) {
+  let set: Record<string, unknown> | undefined;
+  let setOnce: Record<string, unknown> | undefined;
+  for (const [key, initialKey] of INITIAL_KEYS) {
+    if (!(key in properties) || (skipHostOs && (key === '$os' || key === '$os_version'))) continue;
+    set ??= isObject(properties.$set) ? { ...properties.$set } : {};
+    setOnce ??= isObject(properties.$set_once) ? { ...properties.$set_once } : {};
     if (!(key in set)) set[key] = properties[key];
-    const initialKey = `$initial_${key.replace('$', '')}`;
     if (!(initialKey in setOnce)) setOnce[initialKey] = properties[key];
   }
+  if (!set || !setOnce) return;
   if (properties.$os_name !== undefined) {
     if (!('$os' in properties)) properties.$os = properties.$os_name;
     if (!('$os' in set)) set.$os = properties.$os_name;
