@@ -23,8 +23,11 @@ export interface ChildServer {
   stop(): Promise<void>;
 }
 
-/** Wait for the child to print `Listening on http://host:port`; keep draining its output after. */
-async function waitForListening(proc: Subprocess<'ignore', 'pipe', 'pipe'>, timeoutMs = 30_000): Promise<number> {
+/**
+ * Wait for the child to print `Listening on http://host:port`; keep draining its output after
+ * (echoing stderr lines when asked, so a bench shows the server's warnings).
+ */
+export async function waitForListening(proc: Subprocess<'ignore', 'pipe', 'pipe'>, timeoutMs = 30_000, echoStderr = false): Promise<number> {
   const reader = proc.stdout.getReader();
   const decoder = new TextDecoder();
   const deadline = Date.now() + timeoutMs;
@@ -43,7 +46,17 @@ async function waitForListening(proc: Subprocess<'ignore', 'pipe', 'pipe'>, time
       for (;;) if ((await pending).done) break;
       else pending = reader.read();
     })();
-    void new Response(proc.stderr).text();
+    if (echoStderr) {
+      void (async () => {
+        const r = proc.stderr.getReader();
+        for (;;) {
+          const { done, value } = await r.read();
+          if (done) break;
+          const text = decoder.decode(value).trim();
+          if (text) console.error(`   [server] ${text.slice(0, 2000)}`);
+        }
+      })();
+    } else void new Response(proc.stderr).text();
     return Number(m[1]);
   }
 }

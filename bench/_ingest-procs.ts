@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
-import { BENCH_KEYS, ROOT } from './_http';
+import { BENCH_KEYS, ROOT, waitForListening } from './_http';
 
 /**
  * Child processes for the ingest bench, with their pid (for peak RSS from /proc): the real server
@@ -18,39 +18,6 @@ export interface Child {
   proc: Subprocess<'ignore', 'pipe', 'pipe'>;
   dataDir: string | null;
   stop(): Promise<void>;
-}
-
-async function waitForListening(proc: Subprocess<'ignore', 'pipe', 'pipe'>, timeoutMs = 30_000): Promise<number> {
-  const reader = proc.stdout.getReader();
-  const decoder = new TextDecoder();
-  const deadline = Date.now() + timeoutMs;
-  let out = '';
-  let pending = reader.read();
-  for (;;) {
-    if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
-    const chunk = await Promise.race([pending, Bun.sleep(200).then(() => null)]);
-    if (!chunk) continue;
-    if (chunk.done) throw new Error(`server exited before listening:\n${out}\n${await new Response(proc.stderr).text()}`);
-    out += decoder.decode(chunk.value);
-    pending = reader.read();
-    const m = /Listening on http:\/\/[^:]+:(\d+)/.exec(out);
-    if (!m) continue;
-    void (async () => {
-      for (;;) if ((await pending).done) break;
-      else pending = reader.read();
-    })();
-    // stderr: keep draining, echo warnings/errors (the server runs at LOG_LEVEL=warn).
-    void (async () => {
-      const r = proc.stderr.getReader();
-      for (;;) {
-        const { done, value } = await r.read();
-        if (done) break;
-        const text = decoder.decode(value).trim();
-        if (text) console.error(`   [server] ${text.slice(0, 2000)}`);
-      }
-    })();
-    return Number(m[1]);
-  }
 }
 
 async function stopChild(proc: Subprocess) {
@@ -84,7 +51,7 @@ export async function spawnRealServer(env: Record<string, string> = {}, root = R
     stderr: 'pipe',
   });
   try {
-    const port = await waitForListening(proc);
+    const port = await waitForListening(proc, 30_000, true);
     return {
       url: `http://127.0.0.1:${port}`,
       pid: proc.pid,
@@ -121,7 +88,7 @@ console.log('Listening on http://127.0.0.1:' + server.port);
 
 export async function spawnBareServer(): Promise<Child> {
   const proc = Bun.spawn([process.execPath, '-e', BARE_SERVER], { cwd: ROOT, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
-  const port = await waitForListening(proc);
+  const port = await waitForListening(proc, 30_000, true);
   return { url: `http://127.0.0.1:${port}`, pid: proc.pid, proc, dataDir: null, stop: () => stopChild(proc) };
 }
 
