@@ -53,3 +53,6 @@ export class AppError extends Error {
 }
 
 export const isAppError = (value: unknown): value is AppError => value instanceof AppError;
+
+/** DRF's answer to a method a resource refuses (soft-deleted resources refuse DELETE). */
+export const methodNotAllowed = (method: string) => new AppError('method_not_allowed', `Method "${method}" not allowed.`);

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import type { Deps } from '../../deps';
-import { AppError } from '../../errors';
+import { AppError, methodNotAllowed } from '../../errors';
 import { authPlugin, resolveProject } from '../../http/auth';
 import { paginate, parsePage } from '../../http/pagination';
 import { Envelope, ErrorBody, PageQuery, authErrors } from '../../http/schemas';
@@ -76,7 +76,7 @@ export const cohortsModule = (deps: Deps) => {
       '/:id/',
       async ({ principal, params }) => {
         await resolveProject(deps, principal, params.project_id);
-        throw new AppError('method_not_allowed', 'Method "DELETE" not allowed.');
+        throw methodNotAllowed('DELETE');
       },
       { auth: true, params: CohortIdParams, response: { 405: ErrorBody, ...authErrors }, detail: { summary: 'Refused: PATCH `deleted: true` instead' } },
     )

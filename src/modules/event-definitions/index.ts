@@ -1,13 +1,12 @@
 import { Elysia } from 'elysia';
 import type { Deps } from '../../deps';
-import { AppError } from '../../errors';
+import { AppError, methodNotAllowed } from '../../errors';
 import { authPlugin, resolveProject } from '../../http/auth';
 import { paginate, parsePage } from '../../http/pagination';
 import { Envelope, ErrorBody, authErrors } from '../../http/schemas';
 import { DefinitionIdParams, DefinitionListQuery, DefinitionParams, DefinitionPatchBody, EventDefinition } from './model';
 import { toDefinitionBodies, toDefinitionPatch, toDefinitionQuery } from './service';
 
-const notAllowed = (method: string) => new AppError('method_not_allowed', `Method "${method}" not allowed.`);
 const notFound = () => new AppError('not_found', 'Not found.');
 
 /**
@@ -43,7 +42,7 @@ export const eventDefinitionsModule = (deps: Deps) => {
       '/',
       async ({ principal, params }) => {
         await resolveProject(deps, principal, params.project_id);
-        throw notAllowed('POST');
+        throw methodNotAllowed('POST');
       },
       { auth: true, params: DefinitionParams, response: { 405: ErrorBody, ...authErrors }, detail: { summary: 'Refused: ingestion creates definitions' } },
     )
@@ -79,7 +78,7 @@ export const eventDefinitionsModule = (deps: Deps) => {
       '/:id/',
       async ({ principal, params }) => {
         await resolveProject(deps, principal, params.project_id);
-        throw notAllowed('DELETE');
+        throw methodNotAllowed('DELETE');
       },
       { auth: true, params: DefinitionIdParams, response: { 405: ErrorBody, ...authErrors }, detail: { summary: 'Refused: definitions are not deleted' } },
     );

@@ -1,12 +1,11 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
-import { AppError } from '../../errors';
+import { methodNotAllowed } from '../../errors';
 import { authPlugin, resolveProject } from '../../http/auth';
 import { ErrorBody, authErrors } from '../../http/schemas';
 import { EventParams, EventRetrieveQuery, EventValuesQuery, EventsListQuery, EventsPage, EventsParams, SelectPage, StoredEvent, ValuesResponse } from './model';
 import { createEventsService } from './service';
 
-const notAllowed = (method: string) => new AppError('method_not_allowed', `Method "${method}" not allowed.`);
 const errors = { 400: ErrorBody, ...authErrors, 405: ErrorBody, 504: ErrorBody };
 
 /**
@@ -18,7 +17,7 @@ export const eventsModule = (deps: Deps) => {
   const project = (principal: Parameters<typeof resolveProject>[1], id: string) => resolveProject(deps, principal, id);
   const refuse = async ({ principal, params, request }: { principal: Parameters<typeof resolveProject>[1]; params: { project_id: string }; request: Request }) => {
     await project(principal, params.project_id);
-    throw notAllowed(request.method);
+    throw methodNotAllowed(request.method);
   };
   // Read-only, as in PostHog: writes are a 405 (after authentication, as DRF orders it).
   const refused = { auth: true, response: { 405: ErrorBody, ...authErrors }, detail: { hide: true } } as const;

@@ -1,10 +1,10 @@
-import { Elysia, t } from 'elysia';
+import { Elysia, t, type Static } from 'elysia';
 import type { Deps } from '../../deps';
-import { AppError } from '../../errors';
+import { methodNotAllowed } from '../../errors';
 import { authPlugin, resolveProject } from '../../http/auth';
 import { paginate, parsePage } from '../../http/pagination';
 import { Envelope, ErrorBody, PageQuery, authErrors } from '../../http/schemas';
-import type { Project } from '../../storage';
+import type { Principal, Project } from '../../storage';
 import { etagOf, localEvaluationDefinitions, matchesEtag, projectForPoll } from './local-evaluation';
 import {
   FeatureFlagResponse,
@@ -36,9 +36,14 @@ const pollDetail = (summary: string) => ({
 
 const pollResponses = { 200: LocalEvaluationResponse, 304: t.Void(), ...authErrors };
 
+/** PATCH and PUT are the same partial update, as in PostHog. */
+const updateHook = { auth: true, params: FlagParams, body: FlagUpdateBody, response: { 200: FeatureFlagResponse, 400: ErrorBody, ...authErrors } } as const;
+
 /** PostHog's feature-flag management API (outside the spec), plus the local-evaluation polls. */
-export const featureFlagsModule = (deps: Deps) =>
-  new Elysia({ name: 'feature-flags', detail: { tags: ['feature flags'] } })
+export const featureFlagsModule = (deps: Deps) => {
+  const update = async ({ principal, params, body }: { principal: Principal; params: Static<typeof FlagParams>; body: Static<typeof FlagUpdateBody> }) =>
+    updateFlag(deps, await resolveProject(deps, principal, params.project_id), params.id, body);
+  return new Elysia({ name: 'feature-flags', detail: { tags: ['feature flags'] } })
     .use(authPlugin(deps))
     .get(
       `${BASE}/`,
@@ -79,33 +84,13 @@ export const featureFlagsModule = (deps: Deps) =>
       },
       { auth: true, params: FlagParams, response: { 200: FeatureFlagResponse, ...authErrors }, detail: { summary: 'Retrieve a feature flag' } },
     )
-    .patch(
-      `${BASE}/:id/`,
-      async ({ principal, params, body }) => updateFlag(deps, await resolveProject(deps, principal, params.project_id), params.id, body),
-      {
-        auth: true,
-        params: FlagParams,
-        body: FlagUpdateBody,
-        response: { 200: FeatureFlagResponse, 400: ErrorBody, ...authErrors },
-        detail: { summary: 'Update a feature flag (partial); `{"deleted": true}` soft-deletes it' },
-      },
-    )
-    .put(
-      `${BASE}/:id/`,
-      async ({ principal, params, body }) => updateFlag(deps, await resolveProject(deps, principal, params.project_id), params.id, body),
-      {
-        auth: true,
-        params: FlagParams,
-        body: FlagUpdateBody,
-        response: { 200: FeatureFlagResponse, 400: ErrorBody, ...authErrors },
-        detail: { summary: 'Update a feature flag' },
-      },
-    )
+    .patch(`${BASE}/:id/`, update, { ...updateHook, detail: { summary: 'Update a feature flag (partial); `{"deleted": true}` soft-deletes it' } })
+    .put(`${BASE}/:id/`, update, { ...updateHook, detail: { summary: 'Update a feature flag' } })
     .delete(
       `${BASE}/:id/`,
       async ({ principal, params }) => {
         await resolveProject(deps, principal, params.project_id);
-        throw new AppError('method_not_allowed', 'Method "DELETE" not allowed.');
+        throw methodNotAllowed('DELETE');
       },
       { auth: true, params: FlagParams, response: { 405: ErrorBody, ...authErrors }, detail: { summary: 'Not allowed: soft-delete with PATCH {"deleted": true}' } },
     )
@@ -134,3 +119,4 @@ export const featureFlagsModule = (deps: Deps) =>
         pollResponse(deps, await projectForPoll(deps, principal, query.token), request, query.send_cohorts !== undefined),
       { auth: true, query: LocalEvaluationQuery, response: pollResponses, detail: pollDetail('Flag definitions for local evaluation (posthog-node 5)') },
     );
+};
