@@ -61,20 +61,31 @@ export async function waitForListening(proc: Subprocess<'ignore', 'pipe', 'pipe'
   }
 }
 
-async function stopChild(proc: Subprocess) {
+/** SIGTERM (the server flushes and closes), SIGKILL if it has not exited within a minute. */
+export async function stopChild(proc: Subprocess) {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
   proc.kill('SIGTERM');
-  const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(10_000).then(() => false)]);
+  const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(60_000).then(() => false)]);
   if (!exited) {
     proc.kill('SIGKILL');
     await proc.exited;
   }
 }
 
-/** The real server (`bun src/index.ts`) with a temporary data dir and the known bench keys. */
-export async function startRealServer(env: Record<string, string> = {}): Promise<ChildServer & { dataDir: string }> {
+export interface RealServer extends ChildServer {
+  dataDir: string;
+  pid: number;
+  proc: Subprocess<'ignore', 'pipe', 'pipe'>;
+}
+
+/**
+ * The real server (`bun src/index.ts`) with a temporary data dir and the known bench keys.
+ * `root`: the checkout to run (an A/B of a proposed change runs a patched copy).
+ */
+export async function startRealServer(env: Record<string, string> = {}, options: { root?: string; echoStderr?: boolean } = {}): Promise<RealServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'bench-server-'));
   const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
-    cwd: ROOT,
+    cwd: options.root ?? ROOT,
     env: {
       ...process.env,
       PORT: '0',
@@ -90,15 +101,23 @@ export async function startRealServer(env: Record<string, string> = {}): Promise
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const port = await waitForListening(proc);
-  return {
-    url: `http://127.0.0.1:${port}`,
-    dataDir,
-    async stop() {
-      await stopChild(proc);
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
+  try {
+    const port = await waitForListening(proc, 30_000, options.echoStderr ?? false);
+    return {
+      url: `http://127.0.0.1:${port}`,
+      dataDir,
+      pid: proc.pid,
+      proc,
+      async stop() {
+        await stopChild(proc);
+        await rm(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    proc.kill('SIGKILL');
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  }
 }
 
 /** The ceiling: Bun.serve that reads and parses the JSON body, then answers `{"status":1}`. */

@@ -1,9 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Subprocess } from 'bun';
-import { BENCH_KEYS, ROOT, waitForListening } from './_http';
+import { ROOT, startRealServer, stopChild, waitForListening } from './_http';
 
 /**
  * Child processes for the ingest bench, with their pid (for peak RSS from /proc): the real server
@@ -20,53 +17,9 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-async function stopChild(proc: Subprocess) {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  proc.kill('SIGTERM');
-  const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(60_000).then(() => false)]);
-  if (!exited) {
-    proc.kill('SIGKILL');
-    await proc.exited;
-  }
-}
-
 /** `root`: the checkout to run (default this one; an A/B of a proposed change runs a patched copy). */
 export async function spawnRealServer(env: Record<string, string> = {}, root = ROOT): Promise<Child> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'bench-ingest-server-'));
-  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      BOOTSTRAP_EMAIL: BENCH_KEYS.email,
-      BOOTSTRAP_PERSONAL_API_KEY: BENCH_KEYS.personal,
-      BOOTSTRAP_PROJECT_API_KEY: BENCH_KEYS.project,
-      ...env,
-    },
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  try {
-    const port = await waitForListening(proc, 30_000, true);
-    return {
-      url: `http://127.0.0.1:${port}`,
-      pid: proc.pid,
-      proc,
-      dataDir,
-      async stop() {
-        await stopChild(proc);
-        await rm(dataDir, { recursive: true, force: true });
-      },
-    };
-  } catch (error) {
-    proc.kill('SIGKILL');
-    await rm(dataDir, { recursive: true, force: true });
-    throw error;
-  }
+  return startRealServer(env, { root, echoStderr: true });
 }
 
 const BARE_SERVER = `
