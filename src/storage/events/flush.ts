@@ -24,8 +24,35 @@ export interface LoadOptions {
   /** Write Parquet files instead of inserting into the hot table. */
   toParquet: boolean;
   root: string;
-  /** Recent Parquet files a retry's original may be in (the dedupe window). */
+  /** Where a retry's original may already be: its Parquet files (see `PriorRows`). */
+  prior: PriorRows;
+}
+
+/**
+ * Parquet files a load checks uuids against: the newest files whatever their time (the dedupe
+ * window), and older files whose time range overlaps the load's events, read only within
+ * `[lo, hi]` so DuckDB skips the row groups outside it (files are sorted by time).
+ */
+export interface PriorRows {
   recent: readonly ParquetFile[];
+  older: readonly ParquetFile[];
+  /** The load's event-time span (epoch ms); null reads the older files whole. */
+  span: readonly [number, number] | null;
+}
+
+const NO_PRIOR: PriorRows = { recent: [], older: [], span: null };
+
+const tsAt = (ms: number) => `make_timestamp(${Math.trunc(ms)}::BIGINT * 1000)`;
+
+/** A relation with the `uuid` of every prior row, or null when there are no prior files. */
+function priorUuids(root: string, prior: PriorRows): string | null {
+  const parts: string[] = [];
+  if (prior.recent.length) parts.push(`SELECT uuid FROM read_parquet(${fileList(root, prior.recent)})`);
+  if (prior.older.length) {
+    const within = prior.span ? ` WHERE timestamp >= ${tsAt(prior.span[0])} AND timestamp <= ${tsAt(prior.span[1])}` : '';
+    parts.push(`SELECT uuid FROM read_parquet(${fileList(root, prior.older)})${within}`);
+  }
+  return parts.length ? `(${parts.join(' UNION ALL ')})` : null;
 }
 
 export interface LoadResult {
@@ -33,14 +60,16 @@ export interface LoadResult {
   files: ParquetFile[];
 }
 
-function dedupedSource(source: string, recent: readonly ParquetFile[], root: string, filter: boolean): string {
+function dedupedSource(source: string, prior: PriorRows, root: string, filter: boolean): string {
   if (!filter) return source;
-  const notRecent = recent.length ? ` AND NOT EXISTS (SELECT 1 FROM read_parquet(${fileList(root, recent)}) p WHERE p.uuid = n.uuid)` : '';
+  const rel = priorUuids(root, prior);
+  const notRecent = rel ? ` AND NOT EXISTS (SELECT 1 FROM ${rel} p WHERE p.uuid = n.uuid)` : '';
   return `(SELECT * FROM (SELECT DISTINCT ON (uuid) * FROM ${source}) n WHERE NOT EXISTS (SELECT 1 FROM events_hot h WHERE h.uuid = n.uuid)${notRecent})`;
 }
 
-async function countDuplicates(c: DuckDBConnection, source: string, recent: readonly ParquetFile[], root: string): Promise<number> {
-  const inRecent = recent.length ? ` + (SELECT count(*) FROM n SEMI JOIN read_parquet(${fileList(root, recent)}) p ON p.uuid = n.uuid)` : '';
+async function countDuplicates(c: DuckDBConnection, source: string, prior: PriorRows, root: string): Promise<number> {
+  const rel = priorUuids(root, prior);
+  const inRecent = rel ? ` + (SELECT count(*) FROM n SEMI JOIN ${rel} p ON p.uuid = n.uuid)` : '';
   const sql =
     `WITH n AS MATERIALIZED (SELECT uuid FROM ${source}) SELECT (SELECT count(*) - count(DISTINCT uuid) FROM n)` +
     ` + (SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)${inRecent}`;
@@ -67,8 +96,8 @@ export async function loadSegments(db: Database, files: readonly string[], water
   if (!options.toParquet) {
     return db.withWriter((c) =>
       inTransaction(c, async () => {
-        const filter = (await countDuplicates(c, source, options.recent, options.root)) > 0;
-        const result = await c.run(`INSERT INTO events_hot SELECT ${WAL_TO_EVENT_SELECT}, ${watermark}::BIGINT AS _seg FROM ${dedupedSource(source, options.recent, options.root, filter)}`);
+        const filter = (await countDuplicates(c, source, options.prior, options.root)) > 0;
+        const result = await c.run(`INSERT INTO events_hot SELECT ${WAL_TO_EVENT_SELECT}, ${watermark}::BIGINT AS _seg FROM ${dedupedSource(source, options.prior, options.root, filter)}`);
         await c.run(setApplied(watermark));
         return { inserted: result.rowsChanged, files: [] };
       }),
@@ -77,8 +106,8 @@ export async function loadSegments(db: Database, files: readonly string[], water
   // On the writer although it only reads: loads must not wait behind long exports holding
   // every reader connection (that would turn a slow export into 503s for ingestion).
   const written = await db.withWriter(async (c) => {
-    const filter = (await countDuplicates(c, source, options.recent, options.root)) > 0;
-    const select = `SELECT ${WAL_TO_EVENT_SELECT}, CAST(make_timestamp(ts_ms * 1000) AS DATE) AS _day FROM ${dedupedSource(source, options.recent, options.root, filter)} ORDER BY team_id, ts_ms DESC`;
+    const filter = (await countDuplicates(c, source, options.prior, options.root)) > 0;
+    const select = `SELECT ${WAL_TO_EVENT_SELECT}, CAST(make_timestamp(ts_ms * 1000) AS DATE) AS _day FROM ${dedupedSource(source, options.prior, options.root, filter)} ORDER BY team_id, ts_ms DESC`;
     return writeParquet(c, options.root, select, `l${watermark}`);
   });
   await db.transaction(async (tx) => {
@@ -102,7 +131,7 @@ export interface SalvageResult {
  * dead-letter the rest with DuckDB's reason. The dead letter is durable before the load commits,
  * and its id is derived from the segment, so a crash in between rewrites the same entry.
  */
-export async function salvageSegment(db: Database, dataDir: string, segment: { id: number; path: string }): Promise<SalvageResult> {
+export async function salvageSegment(db: Database, dataDir: string, segment: { id: number; path: string }, root = '', prior: PriorRows = NO_PRIOR): Promise<SalvageResult> {
   return db.withWriter(async (c) => {
     await c.run('DROP TABLE IF EXISTS temp._wal_rejects');
     await c.run('DROP TABLE IF EXISTS temp._wal_scans');
@@ -134,7 +163,7 @@ export async function salvageSegment(db: Database, dataDir: string, segment: { i
       }
       const inserted = await inTransaction(c, async () => {
         const result = await c.run(
-          `INSERT INTO events_hot SELECT ${WAL_TO_EVENT_SELECT}, ${segment.id}::BIGINT AS _seg FROM ${dedupedSource(`(SELECT * FROM _wal_rows WHERE ${GOOD_ROW})`, [], '', true)}`,
+          `INSERT INTO events_hot SELECT ${WAL_TO_EVENT_SELECT}, ${segment.id}::BIGINT AS _seg FROM ${dedupedSource(`(SELECT * FROM _wal_rows WHERE ${GOOD_ROW})`, prior, root, true)}`,
         );
         await c.run(setApplied(segment.id));
         return result.rowsChanged;

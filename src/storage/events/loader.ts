@@ -1,12 +1,12 @@
 import { rm } from 'node:fs/promises';
 import type { Database } from '../db';
 import { deadLetterSegmentFile } from './dead-letters';
-import { loadSegments, salvageSegment, type LoadOptions, type LoadResult } from './flush';
+import { loadSegments, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
 import { ANY_TEAM } from './recovery';
 import { MiB, type Counters, type Settings } from './settings';
 import type { Tiers } from './tiers';
-import type { SealedSegment } from './wal';
+import { mergeSpans, type SealedSegment, type TimeSpan } from './wal';
 
 type Queued = SealedSegment & { attempts: number };
 
@@ -119,7 +119,7 @@ export class SegmentLoader {
         result = await loadSegments(this.db, [seg.path], seg.id, this.options([seg], seg.rows));
       } catch (error) {
         this.s.log.warn('event segment refused, salvaging its rows', { segment: seg.id, error: String(error) });
-        const salvaged = await salvageSegment(this.db, this.s.dataDir, seg);
+        const salvaged = await salvageSegment(this.db, this.s.dataDir, seg, parquetRoot(this.s.dataDir), this.prior([seg]));
         if (salvaged.rejected > 0) this.counters.deadLetters++;
         result = { inserted: salvaged.inserted, files: [] };
       }
@@ -135,12 +135,32 @@ export class SegmentLoader {
     }
   }
 
-  /** Large loads go straight to Parquet; the dedupe window is the newest files of the batch's teams. */
+  /** Large loads go straight to Parquet; uuids are checked against the files a retry's original may be in. */
   private options(batch: readonly SealedSegment[], rows: number): LoadOptions {
-    const teams = new Set<number>();
-    for (const seg of batch) for (const team of seg.teams.keys()) teams.add(team);
-    const recent = this.tiers.recentFiles(teams.has(ANY_TEAM) ? null : teams, Date.now() - this.s.dedupeWindowMs, this.s.dedupeWindowRows);
-    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), recent };
+    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior: this.prior(batch) };
+  }
+
+  /**
+   * The newest files of the batch's teams (the dedupe window, any event time) and every older
+   * file of those teams whose time range overlaps the batch's events: a client retry carries
+   * its original's uuid and timestamp, so however late it comes its original is in one of them.
+   * Segments whose teams or spans are unknown (recovery, dead-letter replays) check every file.
+   */
+  private prior(batch: readonly SealedSegment[]): PriorRows {
+    let spans: Map<number, TimeSpan> | undefined = new Map();
+    for (const seg of batch) spans = seg.teams.has(ANY_TEAM) ? undefined : mergeSpans(spans, seg.spans);
+    const teams = spans ? new Set(spans.keys()) : null;
+    const recent = this.tiers.recentFiles(teams, Date.now() - this.s.dedupeWindowMs, this.s.dedupeWindowRows);
+    const seen = new Set(recent.map((f) => f.path));
+    const older = this.tiers.snapshot.files.filter((f) => {
+      if (seen.has(f.path)) return false;
+      if (!spans) return true;
+      const span = spans.get(f.teamId);
+      return span !== undefined && f.maxTs >= span[0] && f.minTs <= span[1];
+    });
+    let span: [number, number] | null = null;
+    if (spans) for (const [lo, hi] of spans.values()) span = span ? [Math.min(span[0], lo), Math.max(span[1], hi)] : [lo, hi];
+    return { recent, older, span };
   }
 
   private failed(error: unknown): void {

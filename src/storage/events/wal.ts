@@ -21,6 +21,24 @@ export interface SealedSegment {
   rows: number;
   /** Rows per team, so a query can wait only for the segments holding its team. */
   teams: Map<number, number>;
+  /**
+   * The span of event times per team ([earliest, latest] epoch ms), so a load checks for a
+   * retry's original only in the Parquet files it could be in. Absent when unknown (a segment
+   * found by recovery, a dead-letter replay): then every file is a candidate.
+   */
+  spans?: Map<number, TimeSpan>;
+}
+
+export type TimeSpan = [lo: number, hi: number];
+
+/** Merge `from` into `into` (widening each team's span); `undefined` (unknown) wins. */
+export function mergeSpans(into: Map<number, TimeSpan> | undefined, from: ReadonlyMap<number, TimeSpan> | undefined): Map<number, TimeSpan> | undefined {
+  if (!into || !from) return undefined;
+  for (const [team, [lo, hi]] of from) {
+    const cur = into.get(team);
+    into.set(team, cur ? [Math.min(cur[0], lo), Math.max(cur[1], hi)] : [lo, hi]);
+  }
+  return into;
 }
 
 export interface WalOptions {
@@ -47,6 +65,7 @@ interface Group {
   bytes: number;
   rows: number;
   teams: Map<number, number>;
+  spans: Map<number, TimeSpan> | undefined;
   waiters: Waiter[];
 }
 
@@ -56,7 +75,7 @@ interface Active extends SealedSegment {
   dirty: boolean;
 }
 
-const newGroup = (): Group => ({ bufs: [], bytes: 0, rows: 0, teams: new Map(), waiters: [] });
+const newGroup = (): Group => ({ bufs: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), waiters: [] });
 
 /**
  * The append-only log with group commit: appends arriving while a write is in flight form the
@@ -97,7 +116,7 @@ export class WalWriter {
     return this.active;
   }
 
-  append(frame: Buffer, rows: number, teams: Map<number, number>): Promise<void> {
+  append(frame: Buffer, rows: number, teams: Map<number, number>, spans?: ReadonlyMap<number, TimeSpan>): Promise<void> {
     if (this.closed) return Promise.reject(new Error('The event log is closed.'));
     return new Promise<void>((resolve, reject) => {
       const g = this.group;
@@ -105,6 +124,7 @@ export class WalWriter {
       g.bytes += frame.length;
       g.rows += rows;
       for (const [team, n] of teams) g.teams.set(team, (g.teams.get(team) ?? 0) + n);
+      g.spans = mergeSpans(g.spans, spans);
       g.waiters.push({ resolve, reject });
       this.queuedBytes += frame.length;
       this.kick();
@@ -198,6 +218,7 @@ export class WalWriter {
     a.bytes += data.length;
     a.rows += g.rows;
     for (const [team, n] of g.teams) a.teams.set(team, (a.teams.get(team) ?? 0) + n);
+    a.spans = mergeSpans(a.spans, g.spans);
     if (this.options.durable) {
       this.unsynced.push({ g, a });
       this.startSync();
@@ -245,7 +266,7 @@ export class WalWriter {
     } finally {
       closeSync(dirFd);
     }
-    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), openedAt: Date.now(), dirty: false };
+    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), openedAt: Date.now(), dirty: false };
     return this.active;
   }
 
@@ -257,7 +278,7 @@ export class WalWriter {
     this.active = null;
     if (a.dirty) await fdatasyncAsync(a.fd).catch(() => undefined);
     await closeAsync(a.fd).catch(() => undefined);
-    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams });
+    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans });
   }
 }
 

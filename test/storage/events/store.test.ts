@@ -126,6 +126,19 @@ describe.each(TARGETS)('idempotence, $name', ({ directMinRows }) => {
     expect(h.store.stats().duplicateRowsSkipped).toBe(201);
   });
 
+  test('a retry long after its original (past the dedupe window, in an older file) is dropped at load', async () => {
+    h = await openHarness({ purgeGraceMs: 0, directMinRows, dedupeWindowMs: 0 });
+    await h.store.append(range(0, 50).map((n) => makeEvent(n)));
+    await h.store.compact(); // the originals now live only in Parquet, outside the recent-files window
+    // Another project's events at the same times: their files are not candidates, nor dropped.
+    await h.store.append(range(0, 5).map((n) => makeEvent(n, { teamId: 2, uuid: `00000000-0000-7000-9000-${String(n).padStart(12, '0')}` })));
+    await h.store.append([...range(10, 20).map((n) => makeEvent(n)), makeEvent(60), makeEvent(61)]);
+    const ids = await uuidsOf(h); // before any compaction: no duplicate is ever visible
+    expect(ids).toEqual(range(0, 50).concat([60, 61]).map((n) => makeEvent(n).uuid));
+    expect(h.store.stats().duplicateRowsSkipped).toBe(10);
+    expect((await uuidsOf(h, 2)).length).toBe(5);
+  });
+
   test('a late retry that reaches Parquet again is dropped by the next compaction', async () => {
     h = await openHarness({ purgeGraceMs: 0, directMinRows, dedupeWindowMs: 0 });
     await h.store.append(range(0, 50).map((n) => makeEvent(n)));
