@@ -16,9 +16,10 @@ import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, ReplayResult } from './types';
 import { encodeFrame, frameLines } from './wal-format';
-import { WalWriter, type SealedSegment } from './wal';
+import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
 const statfsAsync = promisify(statfs);
+const DISK_CHECK_MS = 1000;
 
 /**
  * The life of an event: `append` encodes the rows as one WAL frame and hands it to the group
@@ -71,6 +72,7 @@ class DuckDbEventStore implements EventStore {
   private readonly upkeep: Maintenance;
   private readonly root: string;
   private diskLow = false;
+  private diskCheckedAt = 0;
   private closed = false;
   private timer: ReturnType<typeof setInterval> | null = null;
 
@@ -113,7 +115,9 @@ class DuckDbEventStore implements EventStore {
   private tick(): void {
     if (this.closed) return;
     this.loader.kick();
-    void this.checkDisk();
+    // statfs costs ~ms of the main thread in Bun: once a second is plenty (a write that hits
+    // ENOSPC in between marks the disk low at once).
+    if (Date.now() - this.diskCheckedAt >= DISK_CHECK_MS) void this.checkDisk();
     this.upkeep.tick();
   }
 
@@ -128,10 +132,17 @@ class DuckDbEventStore implements EventStore {
     this.admit(0);
     const frame = encodeFrame(rows);
     const teams = new Map<number, number>();
-    for (const r of rows) teams.set(r.teamId, (teams.get(r.teamId) ?? 0) + 1);
+    const spans = new Map<number, TimeSpan>();
+    for (const r of rows) {
+      teams.set(r.teamId, (teams.get(r.teamId) ?? 0) + 1);
+      const span = spans.get(r.teamId);
+      if (!span) spans.set(r.teamId, [r.timestamp, r.timestamp]);
+      else if (r.timestamp < span[0]) span[0] = r.timestamp;
+      else if (r.timestamp > span[1]) span[1] = r.timestamp;
+    }
     this.admit(frame.length);
     try {
-      await this.wal.append(frame, rows.length, teams);
+      await this.wal.append(frame, rows.length, teams, spans);
     } catch (error) {
       this.counters.rejectedAppends++;
       const full = /ENOSPC|EDQUOT|no space/i.test(String((error as { code?: string }).code ?? error));
@@ -161,6 +172,7 @@ class DuckDbEventStore implements EventStore {
   }
 
   private async checkDisk(): Promise<void> {
+    this.diskCheckedAt = Date.now();
     try {
       const fs = await statfsAsync(this.s.dataDir);
       this.diskLow = fs.bavail * fs.bsize < this.s.minFreeDiskBytes;

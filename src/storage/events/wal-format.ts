@@ -91,8 +91,12 @@ export function encodeFrame(rows: readonly StoredEventRow[]): Buffer {
     const prefix = linePrefix(r, hotOf(r));
     const props = propsField(r.properties);
     // Two writes: concatenating the ~1 KB properties into the prefix would copy it once more.
-    const need = (prefix.length + props.length) * 3 + 1;
-    if (buf.length - o < need) buf = grow(buf, o + need);
+    // Worst case 3 bytes a UTF-16 unit; only when that does not fit is the exact size measured.
+    const room = buf.length - o;
+    if (room < (prefix.length + props.length) * 3 + 1) {
+      const need = Buffer.byteLength(prefix) + Buffer.byteLength(props) + 1;
+      if (room < need) buf = grow(buf, o + need);
+    }
     o += buf.write(prefix, o);
     o += buf.write(props, o);
     buf[o++] = 0x0a;
