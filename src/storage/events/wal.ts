@@ -1,10 +1,12 @@
-import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write } from 'node:fs';
+import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, writev } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const openAsync = promisify(open);
 const writeAsync = promisify(write);
+const writevAsync = (fd: number, bufs: readonly Buffer[], position: number) =>
+  new Promise<number>((resolve, reject) => writev(fd, bufs as Buffer[], position, (error, n) => (error ? reject(error) : resolve(n))));
 const fdatasyncAsync = promisify(fdatasync);
 const fsyncAsync = promisify(fsync);
 const ftruncateAsync = promisify(ftruncate);
@@ -200,12 +202,12 @@ export class WalWriter {
   }
 
   private async commit(g: Group): Promise<void> {
-    const data = g.bufs.length === 1 ? g.bufs[0] : Buffer.concat(g.bufs, g.bytes);
+    const bufs = g.bufs;
     g.bufs = [];
     let a: Active | null = null;
     try {
       a = this.active ?? (await this.openSegment());
-      await writeFully(a.fd, data, a.bytes);
+      await writeFully(a.fd, bufs, a.bytes);
     } catch (error) {
       this.queuedBytes -= g.bytes;
       // Cut what may have been written so the segment ends at its last whole frame; if even
@@ -215,7 +217,7 @@ export class WalWriter {
       return;
     }
     this.queuedBytes -= g.bytes;
-    a.bytes += data.length;
+    a.bytes += g.bytes;
     a.rows += g.rows;
     for (const [team, n] of g.teams) a.teams.set(team, (a.teams.get(team) ?? 0) + n);
     a.spans = mergeSpans(a.spans, g.spans);
@@ -282,11 +284,26 @@ export class WalWriter {
   }
 }
 
-async function writeFully(fd: number, data: Buffer, position: number): Promise<void> {
-  let done = 0;
-  while (done < data.length) {
-    const { bytesWritten } = await writeAsync(fd, data, done, data.length - done, position + done);
-    if (bytesWritten <= 0) throw new Error('short write to the event log');
-    done += bytesWritten;
+/** Linux's limit on buffers per writev. */
+const IOV_MAX = 1024;
+
+/**
+ * Write the group's frames in order with writev: one syscall for many requests' frames and no
+ * concatenated copy (copying a large group cost more main-thread time than the write itself).
+ */
+async function writeFully(fd: number, bufs: readonly Buffer[], position: number): Promise<void> {
+  let pending = bufs.slice();
+  let at = position;
+  while (pending.length > 0) {
+    const chunk = pending.length > IOV_MAX ? pending.slice(0, IOV_MAX) : pending;
+    const written = chunk.length === 1 ? (await writeAsync(fd, chunk[0], 0, chunk[0].length, at)).bytesWritten : await writevAsync(fd, chunk, at);
+    if (written <= 0) throw new Error('short write to the event log');
+    at += written;
+    // Drop the buffers written whole; keep the unwritten tail of a partly written one.
+    let left = written;
+    let i = 0;
+    while (i < pending.length && left >= pending[i].length) left -= pending[i++].length;
+    pending = pending.slice(i);
+    if (left > 0) pending[0] = pending[0].subarray(left);
   }
 }
