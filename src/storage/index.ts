@@ -17,7 +17,7 @@ import { createCohortStore } from './cohorts/cohort-store';
 import type { CohortStore } from './cohorts/types';
 import type { EventsSourceRef } from './definitions/events-source';
 import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability } from './events';
-import { replayPersonsOf } from './replay-persons';
+import { createIntakeProcessor } from './intake-pipeline';
 import type { Logger } from '../logger';
 
 export { DatabaseLockedError } from './db';
@@ -94,7 +94,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const flags = createFlagStore(db);
   const invites = createInviteStore(db);
   const cohorts = createCohortStore(db, eventsSource);
-  let recovering = true;
   let events: EventStore;
   try {
     events = await createEventStore(db, {
@@ -103,10 +102,10 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       logger: options.logger,
       ...options.eventStore,
       hooks: {
+        processIntake: createIntakeProcessor(persons, seen),
         // Persons first: every stored event's person changes are stored before the event is.
         async beforeLoad(segments) {
-          if (recovering) await replayPersonsOf(db, persons, segments.map((s) => s.path));
-          else await persons.flush();
+          await persons.flush();
           await options.eventStore?.hooks?.beforeLoad?.(segments);
         },
       },
@@ -115,9 +114,11 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     await db.close();
     throw error;
   }
-  recovering = false;
   eventsSource.current = (teamId) => events.eventsRelation(teamId);
-  eventsSource.syncPersons = () => persons.flush();
+  eventsSource.syncPersons = async () => {
+    await events.awaitIntake(null, null);
+    await persons.flush();
+  };
   const background = setInterval(() => {
     persons.flush().catch((error) => options.logger?.warn('person flush failed; will retry', { error }));
     seen.flush().catch((error) => options.logger?.warn('definitions flush failed; will retry', { error }));

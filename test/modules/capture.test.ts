@@ -277,6 +277,7 @@ describe('HTTP details', () => {
     const fresh = await t.json('POST', '/api/projects/', { body: { name: 'Fresh' } });
     expect(fresh.body.ingested_event).toBe(false);
     await post('/capture/', { api_key: fresh.body.api_token, event: 'first-ever', distinct_id: 'f', properties: { amount: 3 } });
+    await t.deps.storage.events.awaitIntake(null, null); // processed behind the 200, within milliseconds
     await t.deps.storage.seen.flush();
     expect((await t.json('GET', `/api/projects/${fresh.body.id}/`)).body.ingested_event).toBe(true);
     const defs = await t.json('GET', `/api/projects/${fresh.body.id}/event_definitions/`);

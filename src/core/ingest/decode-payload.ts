@@ -34,6 +34,8 @@ export interface PayloadHints {
 
 export interface DecodedPayload {
   payload: unknown;
+  /** The JSON text it was parsed from (what the event log keeps). */
+  text: string;
   hints: PayloadHints;
   /** What was undone (hinted or detected), for logs and metrics. */
   compression: Compression;
@@ -66,7 +68,7 @@ export function decodePayload(input: DecodePayloadInput): DecodedPayload {
   const compression = selectCompression(input.query.get('compression'), form?.get('compression') ?? null, input.contentEncoding);
   const decoded = decompress(data, compression, input.maxBytes);
   if (!/\S/.test(decoded.text)) throw new AppError('invalid_payload', NO_DATA);
-  return { payload: parseJson(decoded.text), hints: readHints(input.query, form), compression: decoded.compression };
+  return { payload: parseJson(decoded.text), text: decoded.text, hints: readHints(input.query, form), compression: decoded.compression };
 }
 
 /** Rust order: `?data=` wins, then a form's `data` field, then the raw body. */
@@ -180,7 +182,8 @@ function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
-function parseJson(text: string): unknown {
+/** JSON as capture reads it (Python's NaN/Infinity become null); a 400 error when malformed. */
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {

@@ -104,6 +104,22 @@ export function normalizeEvent(raw: RawEvent, ctx: NormalizeContext): NormalizeR
   return { ok: { ...personEventOf({ uuid, event, distinctId, timestamp }, properties), elementsChain, groups: readGroups(properties.$groups) } };
 }
 
+/**
+ * The distinct ids whose persons an event may change: its own, and the other side of an
+ * `$identify` or alias. Read before processing (so a flag check can wait for those changes);
+ * a superset is harmless, so no validation beyond reading the id is done.
+ */
+export function distinctIdsNamed(raw: RawEvent, into: string[] = []): string[] {
+  const own = readDistinctId(raw);
+  if (own !== null) into.push(own);
+  const properties = isObject(raw.properties) ? raw.properties : null;
+  if (properties) {
+    if (typeof properties.$anon_distinct_id === 'string') into.push(properties.$anon_distinct_id);
+    if (typeof properties.alias === 'string') into.push(properties.alias);
+  }
+  return into;
+}
+
 /** PostHog's `sanitizeEventName`: non-strings become their JSON text; at most 200 characters. */
 function readEventName(value: unknown): string | null {
   if (value === undefined || value === null || value === '') return null;

@@ -1,9 +1,7 @@
 import { decodePayload } from '../../core/ingest/decode-payload';
 import { extractEvents } from '../../core/ingest/extract-events';
-import { normalizeEvent, type NormalizedEvent } from '../../core/ingest/normalize-event';
-import { hotValuesOf, type StoredEventRow } from '../../core/events/columns';
+import { distinctIdsNamed } from '../../core/ingest/normalize-event';
 import type { Deps } from '../../deps';
-import { uuidv7 } from '../../ids';
 import { projectForKey } from './authenticate';
 
 export interface IngestRequest {
@@ -17,56 +15,37 @@ export interface IngestRequest {
 }
 
 export interface IngestOutcome {
-  accepted: number;
-  dropped: number;
+  /** Events logged (as received: ones without a name or distinct id are dropped behind the 200). */
+  logged: number;
 }
 
 /**
- * decode → authenticate → normalize → persons → append. Each step returns a value or throws the
- * AppError that answers the request; events that are dropped (no name, no distinct id) still get
- * the batch a 200, as the spec says. Resolves only once the events are as durable as configured.
+ * decode → authenticate → log. Each step returns a value or throws the AppError that answers
+ * the request; resolves once the request is as durable as configured, which is the 200. What
+ * PostHog's plugin server does behind Kafka — normalization, persons, definitions, rows — the
+ * event store does behind its log, in order (`storage/intake-pipeline.ts`).
  */
 export async function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
   const maxBytes = deps.config.MAX_BODY_BYTES;
   const decoded = decodePayload({ body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query, maxBytes });
   const extracted = extractEvents(decoded.payload, { hints: decoded.hints, engage: req.engage });
   const project = await projectForKey(deps, extracted.token, extracted.projectId);
-  const now = deps.now();
-  const context = {
-    now,
-    sentAt: extracted.sentAt === null ? null : new Date(extracted.sentAt),
-    ip: req.ip,
-    anonymizeIps: project.settings.anonymize_ips,
-    newUuid: () => uuidv7(now.getTime()),
-  };
-  const normalized: NormalizedEvent[] = [];
-  let dropped = extracted.skipped;
-  for (const raw of extracted.events) {
-    const result = normalizeEvent(raw, context);
-    if ('ok' in result) normalized.push(result.ok);
-    else dropped++;
-  }
-  if (!normalized.length) return { accepted: 0, dropped };
-
-  const { persons, seen, events } = deps.storage;
-  await persons.ensureLoaded(project.id);
-  const createdAt = now.getTime();
-  const rows: StoredEventRow[] = normalized.map((e) => {
-    const plan = persons.processEvent(project.id, e);
-    seen.record(project.id, e.event, e.timestamp, e.properties, Object.keys(e.set).length ? e.set : null);
-    return {
-      uuid: e.uuid,
+  if (extracted.events.length === 0) return { logged: 0 };
+  const distinctIds: string[] = [];
+  for (const raw of extracted.events) distinctIdsNamed(raw, distinctIds);
+  await deps.storage.events.appendIntake({
+    context: {
       teamId: project.id,
-      event: e.event,
-      distinctId: e.distinctId,
-      personId: plan.personId,
-      properties: JSON.stringify(e.properties),
-      timestamp: e.timestamp,
-      createdAt,
-      elementsChain: e.elementsChain,
-      hot: hotValuesOf(e.properties),
-    };
+      receivedAt: deps.now().getTime(),
+      ip: req.ip,
+      anonymizeIps: project.settings.anonymize_ips,
+      sentAt: extracted.sentAt,
+      engage: req.engage,
+    },
+    text: decoded.text,
+    events: extracted.events.length,
+    parsed: extracted.events,
+    distinctIds,
   });
-  await events.append(rows);
-  return { accepted: rows.length, dropped };
+  return { logged: extracted.events.length };
 }

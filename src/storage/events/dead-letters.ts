@@ -18,7 +18,7 @@ export interface DeadLetter {
   bytes: number;
   createdAt: string;
   /** Where the rows came from: `segment`, `rows` (rejected rows of a segment) or `damaged-wal`. */
-  source: 'segment' | 'rows' | 'damaged-wal';
+  source: 'segment' | 'rows' | 'damaged-wal' | 'intake';
   segment: number;
   /** Up to a few individual row errors (line + message) for `rows` entries. */
   errors?: Array<{ line: string; message: string }>;

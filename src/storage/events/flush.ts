@@ -90,6 +90,11 @@ async function inTransaction<T>(c: DuckDBConnection, fn: () => Promise<T>): Prom
   }
 }
 
+/** Only move the watermark: segments whose capture requests produced no rows. */
+export async function markApplied(db: Database, watermark: number): Promise<void> {
+  await db.transaction((tx) => tx.run(setApplied(watermark)));
+}
+
 /** Fast path: load segment files in one statement; throws (and changes nothing) on any bad row. */
 export async function loadSegments(db: Database, files: readonly string[], watermark: number, options: LoadOptions): Promise<LoadResult> {
   const source = readWalSql(files);

@@ -1,25 +1,125 @@
-import { rm } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import type { StoredEventRow } from '../../core/events/columns';
 import type { Database } from '../db';
-import { deadLetterSegmentFile } from './dead-letters';
-import { loadSegments, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
+import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
+import { syncFile } from './fs-sync';
+import { join } from 'node:path';
+import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
 import { ANY_TEAM } from './recovery';
 import { MiB, type Counters, type Settings } from './settings';
 import type { Tiers } from './tiers';
-import { mergeSpans, type SealedSegment, type TimeSpan } from './wal';
+import { decodeIntakeFrame, encodeFrame, scanFrames, type IntakeContext } from './wal-format';
+import { mergeSpans, PROCESSED_SUFFIX, type SealedSegment, type TimeSpan } from './wal';
 
-type Queued = SealedSegment & { attempts: number };
+type Queued = SealedSegment & { attempts: number; loadPath: string };
+
+/** What a kept intake memo holds: the frame's context, its events already parsed, its sequence number. */
+export interface IntakeMemo {
+  context: IntakeContext;
+  events: unknown[];
+  bytes: number;
+  seq: number;
+}
+
+/** A segment's processing so far: the next frame, the encoded output, and the event-time spans. */
+interface ProcState {
+  next: number;
+  out: Buffer[];
+  rows: number;
+  spans: Map<number, TimeSpan> | undefined;
+  /** Frames whose processing threw while the segment was active: dead-lettered when finished. */
+  failed: Array<{ index: number; error: unknown }>;
+  add(rows: readonly StoredEventRow[]): void;
+  addFrame(frame: Buffer, rows: number): void;
+  flush(): void;
+}
+
+function newProcState(): ProcState {
+  let pending: StoredEventRow[] = [];
+  const st: ProcState = {
+    next: 0,
+    out: [],
+    rows: 0,
+    spans: new Map(),
+    failed: [],
+    add(rows) {
+      for (const r of rows) pending.push(r);
+      if (pending.length >= ROWS_PER_FRAME) st.flush();
+    },
+    addFrame(frame, rows) {
+      st.flush();
+      st.out.push(frame);
+      st.rows += rows;
+      st.spans = undefined; // a row frame's times are not recorded here
+    },
+    flush() {
+      if (pending.length === 0) return;
+      st.out.push(encodeFrame(pending));
+      st.rows += pending.length;
+      const spans = st.spans;
+      if (spans) {
+        for (const r of pending) {
+          const span = spans.get(r.teamId);
+          if (!span) spans.set(r.teamId, [r.timestamp, r.timestamp]);
+          else if (r.timestamp < span[0]) span[0] = r.timestamp;
+          else if (r.timestamp > span[1]) span[1] = r.timestamp;
+        }
+      }
+      pending = [];
+    },
+  };
+  return st;
+}
+
+/** Turns one intake frame's events into rows: given the parsed events (a memo) or the body text. */
+export type ProcessIntake = (context: IntakeContext, events: unknown[] | null, text: string | null) => Promise<StoredEventRow[]>;
+
+/** Rows per encoded frame of a processed copy, and main-thread time per slice before yielding. */
+const ROWS_PER_FRAME = 2000;
+const SLICE_MS = 4;
 
 /**
- * Loads sealed WAL segments into DuckDB, oldest first, one batch at a time (single-flight).
+ * While capture requests are arriving faster than they are answered, processing takes a slice
+ * and then steps aside for a while (~10% of the main thread): the log absorbs the burst and
+ * acknowledgements keep their pace; the backlog is worked off as soon as the load eases, and the
+ * store's byte caps answer 503 if it never does.
+ */
+const BUSY_PAUSE_MS = 20;
+
+/**
+ * Two stages, each single-flight and in log order. **Processing** turns a sealed segment's
+ * intake frames (capture requests, acknowledged once durable) into rows — normalization,
+ * persons and definitions, through the `process` hook — and writes them with the segment's row
+ * frames to its processed copy (`.proc`, derived: recovery deletes it and processes again). It
+ * runs in slices of a few milliseconds so requests keep being answered meanwhile. **Loading**
+ * puts processed segments into DuckDB, oldest first, one batch at a time.
  * A failed load keeps its segments (the files stay; the next attempt comes after a backoff):
  * the batch is retried one segment at a time, a segment DuckDB refuses is salvaged row by row,
  * and one that still fails after `maxFlushAttempts` is moved whole to the dead letters, so a
  * poisoned segment never blocks the ones behind it.
  */
 export class SegmentLoader {
+  /** Sealed, not yet processed (FIFO). */
+  private intake: Queued[] = [];
+  private processing: Promise<void> | null = null;
+  private processAgain = false;
+  /** Processing progress of segments begun from memory (the active one, or just sealed). */
+  private states = new Map<number, ProcState>();
+  /** The log's segment being written, for processing frames as they become durable. */
+  activeSegment: (() => Readonly<SealedSegment> | null) | null = null;
+  /** True while the front end is saturated (requests waiting on the log): processing backs off. */
+  busy: () => boolean = () => false;
+  /** Processed, not yet loaded. */
   private queue: Queued[] = [];
   private running: Promise<void> | null = null;
+  private processedWaiters: Array<{ seq: number; resolve(): void }> = [];
+  /** Highest intake sequence number processed: its person changes are visible. */
+  processedSeq = 0;
+  /** Bytes of intake memos held (released as their segments are processed). */
+  memoBytes = 0;
+  /** Called for each intake frame; without it a segment holding intake frames cannot be loaded. */
+  process: ProcessIntake | null = null;
   private nextAt = 0;
   private failures = 0;
   private waiters: Array<{ seg: number; resolve(): void }> = [];
@@ -39,23 +139,194 @@ export class SegmentLoader {
   }
 
   get segments(): readonly Queued[] {
-    return this.queue;
+    return [...this.intake, ...this.queue];
   }
 
   get bytes(): number {
-    return this.queue.reduce((n, seg) => n + seg.bytes, 0);
+    return this.segments.reduce((n, seg) => n + seg.bytes, 0);
   }
 
   get rows(): number {
-    return this.queue.reduce((n, seg) => n + seg.rows, 0);
+    return this.segments.reduce((n, seg) => n + seg.rows, 0);
   }
 
   enqueue(seg: SealedSegment): void {
-    this.queue.push({ ...seg, attempts: 0 });
-    this.kick();
+    this.intake.push({ ...seg, attempts: 0, loadPath: seg.path });
+    this.kickProcess();
+  }
+
+  /** Resolves once intake sequence number `seq` is processed (or after `timeoutMs`). */
+  async waitProcessed(seq: number, timeoutMs: number): Promise<void> {
+    if (seq <= this.processedSeq) return;
+    this.kickProcess();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = new Promise<void>((resolve) => this.processedWaiters.push({ seq, resolve }));
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([done, late]);
+    clearTimeout(timer);
+  }
+
+  /** Called by the log after appends resolve: process what became durable. */
+  kickProcess(): void {
+    if (this.processing) {
+      this.processAgain = true;
+      return;
+    }
+    this.processing = (async () => {
+      do {
+        this.processAgain = false;
+        while (this.intake.length > 0) {
+          const seg = this.intake[0];
+          await this.finishSegment(seg);
+          this.intake.shift();
+          this.queue.push(seg);
+          this.advance(seg.lastSeq);
+          this.kick();
+        }
+        const active = this.activeSegment?.();
+        if (active && active.intake > 0) await this.processActive(active);
+      } while (this.processAgain || this.intake.length > 0);
+    })()
+      .catch((error) => {
+        // Reading the segment failed (the disk): retried on the next tick; nothing was lost.
+        this.failed(error);
+        this.s.log.error('event segment processing failed; will retry', { error: String(error) });
+      })
+      .finally(() => {
+        this.processing = null;
+      });
+  }
+
+  private yieldToRequests(): Promise<void> {
+    if (this.busy()) return Bun.sleep(BUSY_PAUSE_MS);
+    return new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  private advance(seq: number): void {
+    if (seq <= this.processedSeq) return;
+    this.processedSeq = seq;
+    if (this.processedWaiters.length === 0) return;
+    const ready = this.processedWaiters.filter((w) => w.seq <= seq);
+    this.processedWaiters = this.processedWaiters.filter((w) => w.seq > seq);
+    for (const w of ready) w.resolve();
+  }
+
+  private stateOf(segId: number): ProcState {
+    let st = this.states.get(segId);
+    if (!st) this.states.set(segId, (st = newProcState()));
+    return st;
+  }
+
+  /**
+   * Frames of the segment still being written, taken from memory as their groups become
+   * durable: persons and definitions follow acknowledged events within milliseconds, whatever
+   * the segment's age. Stops at a frame without a memo (memory budget, a row frame); the rest
+   * is done from the file once the segment is sealed.
+   */
+  private async processActive(seg: Readonly<SealedSegment>): Promise<void> {
+    const memos = seg.memos;
+    if (!memos) return;
+    const st = this.stateOf(seg.id);
+    let sliceStart = performance.now();
+    while (st.next < memos.length) {
+      const memo = memos[st.next] as IntakeMemo | null;
+      if (!memo) return;
+      await this.processMemo(seg, st, memo, memos);
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await this.yieldToRequests();
+        sliceStart = performance.now();
+        if (this.intake.length > 0 && this.intake[0].id === seg.id) return; // sealed meanwhile: finished from the queue
+      }
+    }
+  }
+
+  private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
+    try {
+      st.add(await this.process!(memo.context, memo.events, null));
+    } catch (error) {
+      st.failed.push({ index: st.next, error });
+    }
+    memos[st.next] = null; // processed: release the parsed events
+    this.memoBytes -= memo.bytes;
+    st.next++;
+    this.advance(memo.seq);
+  }
+
+  /**
+   * Write the processed copy of a sealed segment holding intake frames (one without any is
+   * loaded as it is): the frames processed from memory already, the rest from the file. A frame
+   * whose processing throws is moved to the dead letters (as its raw frame, which `dlq replay`
+   * logs again) and the rest of the segment goes on.
+   */
+  private async finishSegment(seg: Queued): Promise<void> {
+    if (seg.intake === 0) return;
+    if (!this.process) throw new Error('The event store has no intake processor.');
+    const data = await readFile(seg.path);
+    const scan = scanFrames(data);
+    let st = this.stateOf(seg.id);
+    const memos = seg.memos && seg.memos.length === scan.frames.length ? seg.memos : null;
+    if (!memos && st.next > 0) {
+      // The file and the memos disagree (a failed sync rotated the segment): start over from
+      // the file. Person changes are idempotent; rows made so far were never loaded.
+      this.states.delete(seg.id);
+      st = this.stateOf(seg.id);
+    }
+    for (const failure of st.failed) {
+      const f = scan.frames[failure.index];
+      await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, failure.error);
+    }
+    st.failed = [];
+    let sliceStart = performance.now();
+    while (st.next < scan.frames.length) {
+      const f = scan.frames[st.next];
+      const memo = memos?.[st.next] as IntakeMemo | null | undefined;
+      if (f.kind === 'rows') {
+        st.addFrame(data.subarray(f.start, f.end), f.rows);
+        st.next++;
+      } else if (memo) {
+        await this.processMemo(seg, st, memo, memos!);
+      } else {
+        try {
+          const { context, text } = decodeIntakeFrame(data, f);
+          st.add(await this.process(context, null, text));
+        } catch (error) {
+          await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, error);
+        }
+        st.next++;
+      }
+      for (const failure of st.failed) {
+        const ff = scan.frames[failure.index];
+        await this.deadLetterFrame(seg, data.subarray(ff.start, ff.end), ff.start, ff.rows, failure.error);
+      }
+      st.failed = [];
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await this.yieldToRequests();
+        sliceStart = performance.now();
+      }
+    }
+    st.flush();
+    if (seg.memos) for (const m of seg.memos) if (m) this.memoBytes -= (m as IntakeMemo).bytes;
+    seg.memos = undefined;
+    this.states.delete(seg.id);
+    seg.loadPath = `${seg.path}${PROCESSED_SUFFIX}`;
+    await writeFile(seg.loadPath, st.out.length === 1 ? st.out[0] : Buffer.concat(st.out));
+    seg.rows = st.rows;
+    seg.spans = st.spans;
+    if (st.spans) seg.teams = new Map([...st.spans.keys()].map((team) => [team, 1]));
+  }
+
+  private async deadLetterFrame(seg: Queued, frame: Uint8Array, offset: number, events: number, error: unknown): Promise<void> {
+    this.s.log.error('capture request could not be processed; moved to the dead letters', { segment: seg.id, offset, error: String(error) });
+    await writeDeadLetter(
+      this.s.dataDir,
+      { id: `intake-${seg.id}-${offset}`, reason: `Processing a capture request of WAL segment ${seg.id} failed: ${String(error)}`, rows: events, source: 'intake', segment: seg.id },
+      frame,
+    );
+    this.counters.deadLetters++;
   }
 
   kick(): void {
+    this.kickProcess();
     if (this.running || this.queue.length === 0 || Date.now() < this.nextAt) return;
     this.running = this.loadBatch()
       .catch((error) => this.s.log.error('event load failed', { error: String(error) }))
@@ -65,9 +336,15 @@ export class SegmentLoader {
       });
   }
 
-  /** Load every queued segment; returns once each is loaded or dead-lettered. */
+  /** Process and load every queued segment; returns once each is loaded or dead-lettered. */
   async drain(): Promise<void> {
-    while (this.queue.length > 0) {
+    while (this.intake.length > 0 || this.queue.length > 0) {
+      if (this.intake.length > 0) {
+        this.kickProcess();
+        if (this.processing) await this.processing;
+        if (this.intake.length > 0) await Bun.sleep(Math.max(10, this.s.flushRetryMs));
+        continue;
+      }
       if (!this.running) {
         const wait = this.nextAt - Date.now();
         if (wait > 0) await Bun.sleep(wait);
@@ -101,7 +378,7 @@ export class SegmentLoader {
     try {
       await this.s.hooks.beforeLoad?.(batch);
       const watermark = batch[batch.length - 1].id;
-      const result = await loadSegments(this.db, batch.map((seg) => seg.path), watermark, this.options(batch, rows));
+      const result = await this.loadFiles(batch, watermark, rows);
       await this.loaded(batch, result, rows, started);
     } catch (error) {
       this.failed(error);
@@ -116,10 +393,10 @@ export class SegmentLoader {
       await this.s.hooks.beforeLoad?.([seg]);
       let result: LoadResult;
       try {
-        result = await loadSegments(this.db, [seg.path], seg.id, this.options([seg], seg.rows));
+        result = await this.loadFiles([seg], seg.id, seg.rows);
       } catch (error) {
         this.s.log.warn('event segment refused, salvaging its rows', { segment: seg.id, error: String(error) });
-        const salvaged = await salvageSegment(this.db, this.s.dataDir, seg, parquetRoot(this.s.dataDir), this.prior([seg]));
+        const salvaged = await salvageSegment(this.db, this.s.dataDir, { id: seg.id, path: seg.loadPath }, parquetRoot(this.s.dataDir), this.prior([seg]));
         if (salvaged.rejected > 0) this.counters.deadLetters++;
         result = { inserted: salvaged.inserted, files: [] };
       }
@@ -133,6 +410,13 @@ export class SegmentLoader {
       }
       await this.deadLetter(seg, error);
     }
+  }
+
+  /** Load the segments' rows (a batch whose requests all came to nothing only moves the watermark). */
+  private loadFiles(batch: readonly Queued[], watermark: number, rows: number): Promise<LoadResult> {
+    const files = batch.filter((seg) => seg.rows > 0).map((seg) => seg.loadPath);
+    if (files.length === 0) return markApplied(this.db, watermark).then(() => ({ inserted: 0, files: [] }));
+    return loadSegments(this.db, files, watermark, this.options(batch, rows));
   }
 
   /** Large loads go straight to Parquet; uuids are checked against the files a retry's original may be in. */
@@ -171,12 +455,16 @@ export class SegmentLoader {
 
   private async deadLetter(seg: Queued, error: unknown): Promise<void> {
     this.s.log.error('event segment moved to the dead letters', { segment: seg.id, rows: seg.rows, error: String(error) });
+    // A processed copy stands for its segment from here on: durable before the log's file goes.
+    const processed = seg.loadPath !== seg.path;
+    if (processed) syncFile(seg.loadPath);
     await deadLetterSegmentFile(
       this.s.dataDir,
-      seg.path,
+      seg.loadPath,
       { id: `seg-${seg.id}`, reason: `Loading WAL segment ${seg.id} failed ${this.s.maxFlushAttempts} times: ${String(error)}`, rows: seg.rows, source: 'segment', segment: seg.id },
-      seg.bytes,
+      processed ? Bun.file(join(deadLetterDir(this.s.dataDir), `seg-${seg.id}.wal`)).size : seg.bytes,
     );
+    if (processed) await rm(seg.path, { force: true });
     this.counters.deadLetters++;
     this.queue = this.queue.filter((x) => x !== seg);
     this.markDone(seg.id);
@@ -197,7 +485,10 @@ export class SegmentLoader {
     this.bytesPerSec = 0.7 * this.bytesPerSec + 0.3 * Math.max(MiB, bytes / secs);
     this.s.log.info('event segments loaded', { segments: batch.length, rows, inserted: result.inserted, parquetFiles: result.files.length, ms: Math.round(secs * 1000) });
     // Committed: the files are no longer needed (recovery would delete them anyway).
-    for (const seg of batch) await rm(seg.path, { force: true });
+    for (const seg of batch) {
+      await rm(seg.path, { force: true });
+      if (seg.loadPath !== seg.path) await rm(seg.loadPath, { force: true });
+    }
     this.markDone(watermark);
   }
 

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { deadLetterDir, writeDeadLetter } from './dead-letters';
 import { scanFrames } from './wal-format';
-import { SEGMENT_RE, type SealedSegment } from './wal';
+import { PROCESSED_SUFFIX, SEGMENT_RE, type SealedSegment } from './wal';
 
 /** A team id standing for "any team" (rows whose teams were not counted, e.g. replays). */
 export const ANY_TEAM = -1;
@@ -34,7 +34,8 @@ export async function recoverWal(dataDir: string, walDir: string, appliedSegment
     const path = join(walDir, name);
     const m = SEGMENT_RE.exec(name);
     if (!m) {
-      if (name.endsWith('.tmp')) await rm(path, { force: true });
+      // .tmp: a half-written rewrite; .proc: a segment's processed copy, made again from the log.
+      if (name.endsWith('.tmp') || name.endsWith(PROCESSED_SUFFIX)) await rm(path, { force: true });
       continue;
     }
     const id = Number(m[1]);
@@ -72,12 +73,20 @@ export async function recoverWal(dataDir: string, walDir: string, appliedSegment
       await rm(path, { force: true });
       continue;
     }
-    segments.push({ id, path, bytes: scan.frames.reduce((n, f) => n + f.end - f.start, 0), rows, teams: new Map([[ANY_TEAM, rows]]) });
+    segments.push({
+      id,
+      path,
+      bytes: scan.frames.reduce((n, f) => n + f.end - f.start, 0),
+      rows,
+      teams: new Map([[ANY_TEAM, rows]]),
+      intake: scan.frames.filter((f) => f.kind === 'intake').length,
+      lastSeq: 0,
+    });
   }
   // Dead letters carry segment ids in their names: never hand one out again.
   try {
     for (const name of await readdir(deadLetterDir(dataDir))) {
-      const m = /^(?:seg|rows|damaged)-(\d+)/.exec(name);
+      const m = /^(?:seg|rows|damaged|intake)-(\d+)/.exec(name);
       if (m) maxId = Math.max(maxId, Number(m[1]));
     }
   } catch {

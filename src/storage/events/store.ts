@@ -6,7 +6,7 @@ import { AppError } from '../../errors';
 import type { Database, SqlParam } from '../db';
 import { migrate } from '../migrations';
 import { listDeadLetters, readDeadLetterPayload, removeDeadLetter } from './dead-letters';
-import { SegmentLoader } from './loader';
+import { SegmentLoader, type IntakeMemo } from './loader';
 import { Maintenance } from './maintenance';
 import { loadManifest, parquetRoot, removeOrphans } from './parquet';
 import { ANY_TEAM, recoverWal } from './recovery';
@@ -14,12 +14,17 @@ import { buildEventsRelation, streamQuery, type EventsRelation, type StreamOptio
 import { eventMigrations } from './schema';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers';
-import type { EventStore, EventStoreOptions, EventStoreStats, ReplayResult } from './types';
-import { encodeFrame, frameLines } from './wal-format';
+import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, ReplayResult } from './types';
+import { encodeFrame, encodeIntakeFrame, frameLines, scanFrames } from './wal-format';
 import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
 const statfsAsync = promisify(statfs);
 const DISK_CHECK_MS = 1000;
+/** Distinct ids remembered for `awaitIntake` at most (beyond: wait for everything logged). */
+const MAX_PENDING_IDS = 500_000;
+const PENDING_SWEEP_AT = 50_000;
+/** Capture requests in flight at once from which processing steps aside (see loader.ts). */
+const BUSY_INFLIGHT = 16;
 
 /**
  * The life of an event: `append` encodes the rows as one WAL frame and hands it to the group
@@ -72,6 +77,13 @@ class DuckDbEventStore implements EventStore {
   private readonly upkeep: Maintenance;
   private readonly root: string;
   private diskLow = false;
+  private intakeSeq = 0;
+  /** Distinct ids named by capture requests not yet processed: team → id → latest sequence number. */
+  private pendingIds = new Map<number, Map<string, number>>();
+  private pendingCount = 0;
+  private overflowSeq = 0;
+  /** Capture requests waiting for the log: many at once means the front end is saturated. */
+  private inflightIntake = 0;
   private diskCheckedAt = 0;
   private closed = false;
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -85,6 +97,9 @@ class DuckDbEventStore implements EventStore {
   ) {
     this.root = parquetRoot(s.dataDir);
     this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment);
+    this.loader.process = s.hooks.processIntake ?? null;
+    this.loader.activeSegment = () => this.wal.activeSegment;
+    this.loader.busy = () => this.inflightIntake >= BUSY_INFLIGHT;
     this.upkeep = new Maintenance(db, s, tiers, this.counters, () => this.loader.done);
     this.wal = new WalWriter(
       {
@@ -96,6 +111,7 @@ class DuckDbEventStore implements EventStore {
         segmentMaxAgeMs: s.segmentMaxAgeMs,
         relaxedSyncMs: s.relaxedSyncMs,
         onSeal: (seg) => this.loader.enqueue(seg),
+        onDurable: () => this.loader.kickProcess(),
       },
       nextSegment,
     );
@@ -142,15 +158,106 @@ class DuckDbEventStore implements EventStore {
     }
     this.admit(frame.length);
     try {
-      await this.wal.append(frame, rows.length, teams, spans);
+      await this.wal.append(frame, rows.length, teams, { spans });
     } catch (error) {
-      this.counters.rejectedAppends++;
-      const full = /ENOSPC|EDQUOT|no space/i.test(String((error as { code?: string }).code ?? error));
-      if (full) this.diskLow = true;
-      this.s.log.error('event log write failed', { error: String(error) });
-      throw new AppError('unavailable', 'The event store could not write to its log; retry later.', null, { retryAfter: full ? 30 : 5, cause: error });
+      this.writeFailed(error);
     }
     this.counters.appendedRows += rows.length;
+  }
+
+  /**
+   * Log one capture request (its context and decoded body) and resolve once it is as durable as
+   * configured: the 200. Its events become rows behind it, in log order (`loader.ts`). The
+   * distinct ids it names are remembered until then, so a flag check for one of them can wait
+   * for its person changes (`awaitIntake`).
+   */
+  async appendIntake(input: IntakeInput): Promise<void> {
+    this.admit(0);
+    const frame = encodeIntakeFrame(input.context, input.text, input.events);
+    this.admit(frame.length);
+    const seq = ++this.intakeSeq;
+    this.trackPending(input.context.teamId, input.distinctIds, seq);
+    let memo: IntakeMemo | null = null;
+    if (input.parsed && this.loader.memoBytes + frame.length <= this.s.maxMemoBytes) {
+      memo = { context: input.context, events: input.parsed, bytes: frame.length, seq };
+      this.loader.memoBytes += frame.length;
+    }
+    this.inflightIntake++;
+    try {
+      await this.wal.append(frame, input.events, new Map([[input.context.teamId, input.events]]), { intake: { memo, seq } });
+    } catch (error) {
+      if (memo) this.loader.memoBytes -= memo.bytes;
+      this.writeFailed(error);
+    } finally {
+      this.inflightIntake--;
+    }
+    this.counters.appendedRows += input.events;
+  }
+
+  private trackPending(teamId: number, distinctIds: readonly string[], seq: number): void {
+    if (this.pendingCount + distinctIds.length > MAX_PENDING_IDS) {
+      this.sweepPending();
+      if (this.pendingCount + distinctIds.length > MAX_PENDING_IDS) {
+        // Too many to remember one by one: a check for any id waits for everything up to here.
+        this.overflowSeq = seq;
+        return;
+      }
+    }
+    let ids = this.pendingIds.get(teamId);
+    if (!ids) this.pendingIds.set(teamId, (ids = new Map()));
+    for (const id of distinctIds) {
+      if (!ids.has(id)) this.pendingCount++;
+      ids.set(id, seq);
+    }
+  }
+
+  private sweepPending(): void {
+    const done = this.loader.processedSeq;
+    for (const [team, ids] of this.pendingIds) {
+      for (const [id, seq] of ids) {
+        if (seq > done) continue;
+        ids.delete(id);
+        this.pendingCount--;
+      }
+      if (ids.size === 0) this.pendingIds.delete(team);
+    }
+  }
+
+  /**
+   * Wait (at most `timeoutMs`) until every acknowledged capture request naming one of these
+   * distinct ids (null: every request) has been processed, so their person changes are
+   * visible. Returns at once when none is pending, which is the usual case.
+   */
+  async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = this.s.visibilityTimeoutMs): Promise<void> {
+    const done = this.loader.processedSeq;
+    let target = this.overflowSeq > done ? this.overflowSeq : 0;
+    if (distinctIds === null) target = this.intakeSeq > done ? this.intakeSeq : target;
+    const ids = teamId === null || distinctIds === null ? undefined : this.pendingIds.get(teamId);
+    if (ids && distinctIds) {
+      for (const id of distinctIds) {
+        const seq = ids.get(id);
+        if (seq !== undefined && seq > done && seq > target) target = seq;
+      }
+    }
+    if (target === 0) return;
+    // Frames of the active segment are processed as they become durable; one the memory
+    // budget left without a memo is processed only once its segment is sealed.
+    const started = Date.now();
+    await this.loader.waitProcessed(target, Math.min(timeoutMs, 200));
+    if (this.loader.processedSeq < target) {
+      const active = this.wal.activeSegment;
+      if (active && active.lastSeq >= target) await this.wal.seal();
+      await this.loader.waitProcessed(target, Math.max(0, timeoutMs - (Date.now() - started)));
+    }
+    if (this.pendingCount > PENDING_SWEEP_AT) this.sweepPending();
+  }
+
+  private writeFailed(error: unknown): never {
+    this.counters.rejectedAppends++;
+    const full = /ENOSPC|EDQUOT|no space/i.test(String((error as { code?: string }).code ?? error));
+    if (full) this.diskLow = true;
+    this.s.log.error('event log write failed', { error: String(error) });
+    throw new AppError('unavailable', 'The event store could not write to its log; retry later.', null, { retryAfter: full ? 30 : 5, cause: error });
   }
 
   /** Refuse (503 + Retry-After) rather than hold more than the caps allow. */
@@ -240,8 +347,17 @@ class DuckDbEventStore implements EventStore {
       const payload = await readDeadLetterPayload(this.s.dataDir, entry.id);
       if (payload && payload.length > 0) {
         // Through the log like any append: durable before the entry goes; uuid dedupe makes a
-        // replay repeated after a crash harmless.
-        await this.wal.append(frameLines(payload, entry.rows), entry.rows, new Map([[ANY_TEAM, entry.rows]]));
+        // replay repeated after a crash harmless. Framed payloads (a whole segment, a capture
+        // request) go back frame by frame as they are; bare rows get a frame.
+        const frames = payload[0] === 0x1d ? scanFrames(payload).frames : null;
+        if (!frames) await this.wal.append(frameLines(payload, entry.rows), entry.rows, new Map([[ANY_TEAM, entry.rows]]));
+        else {
+          for (const f of frames) {
+            const bytes = payload.subarray(f.start, f.end);
+            const extra = f.kind === 'intake' ? { intake: { memo: null, seq: ++this.intakeSeq } } : {};
+            await this.wal.append(bytes, f.rows, new Map([[ANY_TEAM, f.rows]]), extra);
+          }
+        }
       }
       await removeDeadLetter(this.s.dataDir, entry.id);
       this.counters.deadLetters = Math.max(0, this.counters.deadLetters - 1);

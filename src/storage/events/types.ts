@@ -2,7 +2,22 @@ import type { StoredEventRow } from '../../core/events/columns';
 import type { Row, SqlParam } from '../db';
 import type { DeadLetter } from './dead-letters';
 import type { EventsRelation, StreamOptions, TimeRange } from './relation';
+import type { ProcessIntake } from './loader';
 import type { SealedSegment } from './wal';
+import type { IntakeContext } from './wal-format';
+
+/** One capture request for `appendIntake`. */
+export interface IntakeInput {
+  context: IntakeContext;
+  /** The decoded body (JSON text), logged as it is. */
+  text: string;
+  /** Events in it (as received; processing may drop some). */
+  events: number;
+  /** The events already parsed, kept (memory allowing) so processing need not parse them again. */
+  parsed: unknown[] | null;
+  /** Distinct ids the request names, for `awaitIntake`. */
+  distinctIds: readonly string[];
+}
 
 export type Durability = 'durable' | 'relaxed';
 
@@ -69,8 +84,12 @@ export interface EventStoreOptions {
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
   /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
+  /** Intake bodies kept parsed in memory for processing, at most (beyond: parsed again from the log). Default 64 MiB. */
+  maxMemoBytes?: number;
   hooks?: {
     beforeLoad?(segments: readonly SealedSegment[]): void | Promise<void>;
+    /** Turns one capture request's events into rows (normalization, persons, definitions), in log order. */
+    processIntake?: ProcessIntake;
   };
 }
 
@@ -115,6 +134,10 @@ export interface EventStore {
   append(rows: readonly StoredEventRow[]): Promise<void>;
   /** Alias of `append`, named for intent. */
   appendEvents(rows: readonly StoredEventRow[]): Promise<void>;
+  /** Log a capture request; resolves once durable (its events are processed behind it). */
+  appendIntake(input: IntakeInput): Promise<void>;
+  /** Wait until pending capture requests naming these distinct ids are processed (bounded). */
+  awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs?: number): Promise<void>;
   /** Load everything acknowledged so far into DuckDB. */
   flush(): Promise<void>;
   /** Flush, move every hot row into Parquet, merge each team-day's files into one (and purge what the grace period allows). */

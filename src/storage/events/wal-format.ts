@@ -11,11 +11,19 @@ import { AppError } from '../../errors';
  * Each group-commit write is one frame: a header line `\x1dW1 <payload bytes> <crc32> <rows>\n`
  * (skipped by the reader as a comment: no data line can start with U+001D) followed by the rows.
  * Recovery checks every frame's length and CRC and cuts the file at the last whole frame.
+ *
+ * Capture requests are logged as *intake* frames instead: `\x1dI1 <payload bytes> <crc32>
+ * <events>\n`, a payload of one JSON line of context (project, receive time, address, …) and
+ * the request's decoded body as it came. The request is answered once that frame is durable;
+ * normalizing its events, persons and encoding them as rows happen behind it (the loader turns
+ * a segment's intake frames into rows, in log order, before loading). A segment holding intake
+ * frames is therefore not read by DuckDB directly but through its processed copy.
  */
 export const FIELD = '\x1f';
 export const QUOTE = '\x1e';
 export const NULL_MARK = '\x15';
 const FRAME_MAGIC = '\x1dW1 ';
+const INTAKE_MAGIC = '\x1dI1 ';
 const CONTROL = /[\x00-\x1f]/;
 
 const field = (s: string): string => (CONTROL.test(s) ? QUOTE + s.replaceAll(QUOTE, QUOTE + QUOTE) + QUOTE : s);
@@ -126,9 +134,52 @@ function grow(buf: Buffer, need: number): Buffer {
   return next;
 }
 
+/** What an intake frame records besides the body: everything processing needs, fixed at receipt. */
+export interface IntakeContext {
+  teamId: number;
+  /** Receive time (epoch ms): the default timestamp, the clock-skew reference, `created_at`. */
+  receivedAt: number;
+  ip: string | null;
+  anonymizeIps: boolean;
+  /** The request's send time (epoch ms), for clock-skew correction. */
+  sentAt: number | null;
+  /** Posted to /engage (nameless events are `$identify`). */
+  engage: boolean;
+}
+
+/** One intake frame: the context line and the decoded body text, `events` events in it. */
+export function encodeIntakeFrame(ctx: IntakeContext, text: string, events: number): Buffer {
+  const head = `${JSON.stringify(ctx)}\n`;
+  const buf = Buffer.allocUnsafe(64 + head.length * 3 + Buffer.byteLength(text));
+  let o = 64;
+  o += buf.write(head, o);
+  o += buf.write(text, o);
+  const payload = buf.subarray(64, o);
+  const header = `${INTAKE_MAGIC}${payload.length} ${Bun.hash.crc32(payload).toString(16)} ${events}\n`;
+  const start = 64 - Buffer.byteLength(header);
+  buf.write(header, start, 'latin1');
+  return buf.subarray(start, o);
+}
+
+/** The context and body of an intake frame found by `scanFrames`. */
+export function decodeIntakeFrame(data: Uint8Array, frame: ScannedFrame): { context: IntakeContext; text: string } {
+  const payload = Buffer.from(data.buffer, data.byteOffset + frame.payloadStart, frame.end - frame.payloadStart);
+  const nl = payload.indexOf(0x0a);
+  return { context: JSON.parse(payload.toString('utf8', 0, nl)) as IntakeContext, text: payload.toString('utf8', nl + 1) };
+}
+
+export interface ScannedFrame {
+  start: number;
+  end: number;
+  /** Rows (`rows` frames) or events as received (`intake` frames). */
+  rows: number;
+  kind: 'rows' | 'intake';
+  payloadStart: number;
+}
+
 export interface FrameScan {
   /** The whole frames whose length and CRC check, in file order. */
-  frames: Array<{ start: number; end: number; rows: number }>;
+  frames: ScannedFrame[];
   /** Byte ranges that failed their check (a torn tail or corruption), to be dead-lettered. */
   damaged: Array<{ start: number; end: number }>;
 }
@@ -146,7 +197,7 @@ export function scanFrames(data: Uint8Array): FrameScan {
     if (frame) {
       if (badStart >= 0) out.damaged.push({ start: badStart, end: p });
       badStart = -1;
-      out.frames.push({ start: p, end: frame.end, rows: frame.rows });
+      out.frames.push({ start: p, end: frame.end, rows: frame.rows, kind: frame.kind, payloadStart: frame.payloadStart });
       p = frame.end;
       continue;
     }
@@ -158,8 +209,9 @@ export function scanFrames(data: Uint8Array): FrameScan {
   return out;
 }
 
-function readFrameAt(data: Uint8Array, p: number): { end: number; rows: number } | null {
-  if (data[p] !== 0x1d || data[p + 1] !== 0x57 || data[p + 2] !== 0x31 || data[p + 3] !== 0x20) return null;
+function readFrameAt(data: Uint8Array, p: number): { end: number; rows: number; kind: 'rows' | 'intake'; payloadStart: number } | null {
+  if (data[p] !== 0x1d || (data[p + 1] !== 0x57 && data[p + 1] !== 0x49) || data[p + 2] !== 0x31 || data[p + 3] !== 0x20) return null;
+  const kind = data[p + 1] === 0x49 ? 'intake' : 'rows';
   let nl = p + 4;
   while (nl < data.length && nl < p + 64 && data[nl] !== 0x0a) nl++;
   if (data[nl] !== 0x0a) return null;
@@ -169,12 +221,14 @@ function readFrameAt(data: Uint8Array, p: number): { end: number; rows: number }
   const end = nl + 1 + len;
   if (end > data.length) return null;
   if (Bun.hash.crc32(data.subarray(nl + 1, end)) !== parseInt(parts[1], 16)) return null;
-  return { end, rows: Number(parts[2]) };
+  return { end, rows: Number(parts[2]), kind, payloadStart: nl + 1 };
 }
 
 function indexOfMagic(data: Uint8Array, from: number): number {
   const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return buf.indexOf(FRAME_MAGIC, from, 'latin1');
+  const rows = buf.indexOf(FRAME_MAGIC, from, 'latin1');
+  const intake = buf.indexOf(INTAKE_MAGIC, from, 'latin1');
+  return rows < 0 ? intake : intake < 0 ? rows : Math.min(rows, intake);
 }
 
 /** SQL string literal (file paths we build ourselves from numeric ids; quotes doubled anyway). */

@@ -14,6 +14,8 @@ const closeAsync = promisify(close);
 
 export const segmentName = (id: number): string => `seg-${String(id).padStart(16, '0')}.wal`;
 export const SEGMENT_RE = /^seg-(\d{16})\.wal$/;
+/** A segment's processed copy (its intake frames turned into rows) sits next to it under this suffix. */
+export const PROCESSED_SUFFIX = '.proc';
 
 /** A closed segment waiting to be loaded into DuckDB. */
 export interface SealedSegment {
@@ -29,6 +31,22 @@ export interface SealedSegment {
    * found by recovery, a dead-letter replay): then every file is a candidate.
    */
   spans?: Map<number, TimeSpan>;
+  /** Intake frames in the segment (capture requests still to be turned into rows). */
+  intake: number;
+  /**
+   * The decoded form of each frame, in file order (null for a frame without one), kept while
+   * memory allows so processing need not parse the bodies again; absent after recovery.
+   */
+  memos?: unknown[];
+  /** The highest intake sequence number in the segment (0: none). */
+  lastSeq: number;
+}
+
+/** What an append may carry besides the frame. */
+export interface AppendExtra {
+  spans?: ReadonlyMap<number, TimeSpan>;
+  /** An intake frame: its decoded form (or null when not kept) and its sequence number. */
+  intake?: { memo: unknown; seq: number };
 }
 
 export type TimeSpan = [lo: number, hi: number];
@@ -55,6 +73,8 @@ export interface WalOptions {
   /** In relaxed mode, how often written data is fsynced anyway. */
   relaxedSyncMs: number;
   onSeal(segment: SealedSegment): void;
+  /** Called after appends resolve: frames of the active segment may be processed now. */
+  onDurable?(): void;
 }
 
 interface Waiter {
@@ -68,6 +88,9 @@ interface Group {
   rows: number;
   teams: Map<number, number>;
   spans: Map<number, TimeSpan> | undefined;
+  intake: number;
+  memos: unknown[];
+  lastSeq: number;
   waiters: Waiter[];
 }
 
@@ -77,7 +100,7 @@ interface Active extends SealedSegment {
   dirty: boolean;
 }
 
-const newGroup = (): Group => ({ bufs: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), waiters: [] });
+const newGroup = (): Group => ({ bufs: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, waiters: [] });
 
 /**
  * The append-only log with group commit: appends arriving while a write is in flight form the
@@ -118,7 +141,7 @@ export class WalWriter {
     return this.active;
   }
 
-  append(frame: Buffer, rows: number, teams: Map<number, number>, spans?: ReadonlyMap<number, TimeSpan>): Promise<void> {
+  append(frame: Buffer, rows: number, teams: Map<number, number>, extra: AppendExtra = {}): Promise<void> {
     if (this.closed) return Promise.reject(new Error('The event log is closed.'));
     return new Promise<void>((resolve, reject) => {
       const g = this.group;
@@ -126,7 +149,16 @@ export class WalWriter {
       g.bytes += frame.length;
       g.rows += rows;
       for (const [team, n] of teams) g.teams.set(team, (g.teams.get(team) ?? 0) + n);
-      g.spans = mergeSpans(g.spans, spans);
+      if (extra.intake) {
+        g.intake++;
+        g.memos.push(extra.intake.memo);
+        g.lastSeq = Math.max(g.lastSeq, extra.intake.seq);
+        // An intake frame's event times are known only once processed.
+        g.spans = undefined;
+      } else {
+        g.memos.push(null);
+        g.spans = mergeSpans(g.spans, extra.spans);
+      }
       g.waiters.push({ resolve, reject });
       this.queuedBytes += frame.length;
       this.kick();
@@ -221,12 +253,14 @@ export class WalWriter {
     a.rows += g.rows;
     for (const [team, n] of g.teams) a.teams.set(team, (a.teams.get(team) ?? 0) + n);
     a.spans = mergeSpans(a.spans, g.spans);
+    a.intake += g.intake;
+    a.lastSeq = Math.max(a.lastSeq, g.lastSeq);
     if (this.options.durable) {
       this.unsynced.push({ g, a });
       this.startSync();
     } else {
       a.dirty = true;
-      for (const w of g.waiters) w.resolve();
+      this.acknowledge(g, a);
     }
     if (a.rows >= this.options.segmentMaxRows || a.bytes >= this.options.segmentMaxBytes) await this.sealActive();
   }
@@ -244,7 +278,7 @@ export class WalWriter {
         this.unsynced = [];
         try {
           for (const fd of new Set(batch.map((b) => b.a.fd))) await fdatasyncAsync(fd);
-          for (const b of batch) for (const w of b.g.waiters) w.resolve();
+          for (const b of batch) this.acknowledge(b.g, b.a);
         } catch (error) {
           for (const b of batch) for (const w of b.g.waiters) w.reject(error);
           this.sealRequested = true;
@@ -255,6 +289,16 @@ export class WalWriter {
       this.syncing = null;
       this.startSync();
     });
+  }
+
+  /**
+   * A group is durable (or written, relaxed): its frames' memos join the segment's, in file
+   * order, so processing may take them from memory; then its appends resolve.
+   */
+  private acknowledge(g: Group, a: Active): void {
+    for (const m of g.memos) a.memos!.push(m);
+    for (const w of g.waiters) w.resolve();
+    if (g.intake > 0) this.options.onDurable?.();
   }
 
   private async openSegment(): Promise<Active> {
@@ -268,7 +312,7 @@ export class WalWriter {
     } finally {
       closeSync(dirFd);
     }
-    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), openedAt: Date.now(), dirty: false };
+    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, openedAt: Date.now(), dirty: false };
     return this.active;
   }
 
@@ -280,7 +324,7 @@ export class WalWriter {
     this.active = null;
     if (a.dirty) await fdatasyncAsync(a.fd).catch(() => undefined);
     await closeAsync(a.fd).catch(() => undefined);
-    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans });
+    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq });
   }
 }
 

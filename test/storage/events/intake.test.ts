@@ -1,0 +1,121 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
+import type { IntakeContext } from '../../../src/storage/events/wal-format';
+import type { EventStoreOptions } from '../../../src/storage/events';
+import { openHarness, uuidsOf, type Harness } from './helpers';
+
+/**
+ * Capture requests logged as intake frames: answered once durable, turned into rows behind the
+ * answer (in memory while memos are kept, from the log otherwise), replayed after a crash, and
+ * dead-lettered when processing throws. The processor here is a stand-in for the real pipeline
+ * (storage/intake-pipeline.ts, tested through the app): one row per event, uuid from the event.
+ */
+
+let h: Harness | null = null;
+afterEach(async () => {
+  await h?.cleanup();
+  h = null;
+});
+
+interface Raw {
+  uuid: string;
+  event: string;
+  distinct_id: string;
+}
+
+const calls: Array<{ fromMemo: boolean; events: number }> = [];
+let failOn: string | null = null;
+
+const toRow = (ctx: IntakeContext, e: Raw, i: number): StoredEventRow => {
+  const properties = { i, via: 'intake' };
+  return {
+    uuid: e.uuid,
+    teamId: ctx.teamId,
+    event: e.event,
+    distinctId: e.distinct_id,
+    personId: null,
+    properties: JSON.stringify(properties),
+    timestamp: ctx.receivedAt + i,
+    createdAt: ctx.receivedAt,
+    elementsChain: '',
+    hot: hotValuesOf(properties),
+  };
+};
+
+const processIntake: NonNullable<NonNullable<EventStoreOptions['hooks']>['processIntake']> = async (ctx, parsed, text) => {
+  const events = (parsed ?? (JSON.parse(text ?? '') as { batch: Raw[] }).batch) as Raw[];
+  calls.push({ fromMemo: parsed !== null, events: events.length });
+  if (failOn && events.some((e) => e.distinct_id === failOn)) throw new Error(`cannot process ${failOn}`);
+  return events.filter((e) => e.event !== '').map((e, i) => toRow(ctx, e, i));
+};
+
+const uuid = (n: number) => `00000000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+const rawEvents = (from: number, n: number, who = 'u'): Raw[] => Array.from({ length: n }, (_, i) => ({ uuid: uuid(from + i), event: 'e', distinct_id: `${who}-${from + i}` }));
+
+async function capture(hh: Harness, events: Raw[], teamId = 1): Promise<void> {
+  const text = JSON.stringify({ api_key: 'k', batch: events });
+  await hh.store.appendIntake({
+    context: { teamId, receivedAt: Date.UTC(2025, 0, 1), ip: null, anonymizeIps: false, sentAt: null, engage: false },
+    text,
+    events: events.length,
+    parsed: events,
+    distinctIds: events.map((e) => e.distinct_id),
+  });
+}
+
+const open = (more: Partial<EventStoreOptions> = {}) => openHarness({ ...more, hooks: { processIntake, ...more.hooks } });
+
+describe('intake', () => {
+  test('acknowledged requests become rows in order, processed from memory, visible to queries', async () => {
+    calls.length = 0;
+    h = await open({ bufferMaxAgeMs: 60_000 });
+    await capture(h, rawEvents(0, 3));
+    await capture(h, [...rawEvents(3, 2), { uuid: uuid(99), event: '', distinct_id: 'dropped' }]);
+    // Persons-visibility wait: returns once the request naming this id is processed, without a seal.
+    await h.store.awaitIntake(1, ['u-4'], 5_000);
+    expect(h.store.stats().walSegments).toBe(1); // still the active segment
+    expect(calls).toEqual([{ fromMemo: true, events: 3 }, { fromMemo: true, events: 3 }]);
+    expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
+  });
+
+  test('without memos (memory budget 0) every request is parsed again from the log, same rows', async () => {
+    calls.length = 0;
+    h = await open({ bufferMaxAgeMs: 60_000, maxMemoBytes: 0 });
+    await capture(h, rawEvents(0, 4));
+    await capture(h, rawEvents(4, 4), 2);
+    expect(await uuidsOf(h)).toEqual([0, 1, 2, 3].map(uuid));
+    expect(await uuidsOf(h, 2)).toEqual([4, 5, 6, 7].map(uuid));
+    expect(calls.every((c) => !c.fromMemo)).toBe(true);
+  });
+
+  test('requests still in the log after a crash are processed by the next open, exactly once', async () => {
+    h = await open({ bufferMaxAgeMs: 60_000, hooks: { beforeLoad: () => new Promise(() => undefined) } });
+    await capture(h, rawEvents(0, 50));
+    await capture(h, rawEvents(50, 50));
+    // The process "dies": rows were processed in memory, never loaded. Reopen on the same files.
+    h.store = { close: async () => undefined } as typeof h.store;
+    await h.reopen({ hooks: { processIntake } });
+    expect(await uuidsOf(h)).toEqual(Array.from({ length: 100 }, (_, i) => uuid(i)));
+    expect((await readdir(join(h.dir, 'events', 'wal'))).filter((n) => n.endsWith('.proc'))).toEqual([]);
+  });
+
+  test('a request whose processing throws goes to the dead letters whole; replay stores it once', async () => {
+    failOn = 'bad-7';
+    h = await open({ bufferMaxAgeMs: 60_000 });
+    await capture(h, rawEvents(0, 5));
+    await capture(h, rawEvents(7, 1, 'bad'));
+    await capture(h, rawEvents(10, 5));
+    expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4, 10, 11, 12, 13, 14].map(uuid));
+    const dead = await h.store.listDeadLetters();
+    expect(dead.map((d) => ({ source: d.source, rows: d.rows, reason: d.reason }))).toEqual([
+      { source: 'intake', rows: 1, reason: expect.stringContaining('cannot process bad-7') },
+    ]);
+    failOn = null;
+    const replay = await h.store.replayDeadLetters();
+    expect(replay.rows).toBe(1);
+    expect(await h.store.listDeadLetters()).toEqual([]);
+    expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4, 7, 10, 11, 12, 13, 14].map(uuid));
+  });
+});
