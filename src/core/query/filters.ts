@@ -27,7 +27,7 @@ const DEFAULT_BEFORE_MS = 5_000;
  * filter list or property group. Each is built as an expression tree and compiled by the same
  * compiler as `where`, so both share one set of NULL and type rules.
  */
-export function compileEventFilters(params: EventFilterParams, now: Date): SqlFragment {
+export function compileEventFilters(params: EventFilterParams, now: Date, options: { timeBounds?: boolean } = {}): SqlFragment {
   const parts: Typed[] = [];
   const add = (expr: Expr | null, attr: string) => {
     if (expr) parts.push(new ExprCompiler(attr, attr, now).condition(expr));
@@ -36,11 +36,18 @@ export function compileEventFilters(params: EventFilterParams, now: Date): SqlFr
     const value = optionalString(params[name], name);
     if (value) add(compare('=', field([name]), { kind: 'literal', value, pos: 0 }), name);
   }
+  // Without the bounds (`timeBounds: false`) the conditions hold or fail for a row whatever its
+  // time: what a count of rows known to lie inside the bounds needs. The bounds are still parsed,
+  // so a bad value is a 400 either way.
+  const bounded = options.timeBounds ?? true;
   const after = optionalString(params.after, 'after');
-  if (after) add(compare('>', field(['timestamp']), instant(parseRelativeOrIsoDate(after, now, 'after'))), 'after');
+  if (after) {
+    const lower = parseRelativeOrIsoDate(after, now, 'after');
+    if (bounded) add(compare('>', field(['timestamp']), instant(lower)), 'after');
+  }
   const before = optionalString(params.before, 'before');
   const upper = before ? parseRelativeOrIsoDate(before, now, 'before') : formatInstant({ ms: now.getTime() + DEFAULT_BEFORE_MS, us: 0, dateOnly: false });
-  add(compare('<', field(['timestamp']), instant(upper)), 'before');
+  if (bounded) add(compare('<', field(['timestamp']), instant(upper)), 'before');
   add(propertiesExpr(params.properties, now), 'properties');
   return joinSql(parts.map((p) => (p.prec < PREC.and ? sql`(${p})` : p)), ' AND ');
 }

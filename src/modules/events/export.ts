@@ -108,7 +108,7 @@ async function eventChunks(ctx: ExportContext, req: ListRequest, format: ExportF
   if (!base || req.limit === 0) return emptyExport(format);
   const scope = await startingPoint(ctx, req, base);
   if (!scope) return emptyExport(format);
-  const window = listWindow(req);
+  const window = await exportWindow(ctx, req, scope);
   const counts = await ctx.runner.rows(hourlyCountsStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where), 'properties');
   const slices = planSlices(counts.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n) })), window, req.order, req.limit);
   if (slices.length === 0) return emptyExport(format);
@@ -122,6 +122,26 @@ async function eventChunks(ctx: ExportContext, req: ListRequest, format: ExportF
   const columns = eventCsvColumns(keyRows.map((r) => String(r.key)));
   await ctx.flushPersons();
   return csvSlices(ctx, scope, req.order, slices, columns);
+}
+
+/**
+ * The window an export reads: the listing's, with its lower bound raised, for a newest-first
+ * export of `limit` rows filtered by nothing but time, to the oldest of the newest whole files
+ * (counted from the manifest) that hold that many rows: the rows it exports all lie above. The
+ * hourly count that plans the slices then reads days instead of the whole history.
+ */
+async function exportWindow(ctx: ExportContext, req: ListRequest, scope: Scope): Promise<{ bottom: number | null; top: number }> {
+  const window = listWindow(req);
+  if (req.order !== 'DESC' || req.limit === null || req.cursor || req.offset > 0 || scope.person || scope.conditions.sql.trim() !== '') return window;
+  const relation = await ctx.runner.relation(ctx.teamId, { ...(window.bottom === null ? {} : { from: window.bottom }), to: window.top });
+  let rows = 0;
+  for (const f of [...relation.files].sort((a, b) => b.minTs - a.minTs)) {
+    if (f.maxTs >= window.top - 1) continue;
+    if (window.bottom !== null && f.minTs <= window.bottom) break;
+    rows += f.rows;
+    if (rows >= req.limit) return { bottom: f.minTs, top: window.top };
+  }
+  return window;
 }
 
 /** `offset` (and `cursor`) of an export: continue after the offset-th row of the listing. */

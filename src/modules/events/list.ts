@@ -1,11 +1,11 @@
-import { assembleEventsQuery, bind, compileEventFilters, compileSelect, sql, type CompiledSelect, type SqlFragment } from '../../core/query';
+import { assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row } from '../../storage/db';
 import { selectValue, toEventObject, type EventObject, type PersonObject } from './event-object';
 import { formatCursor, type ListRequest } from './params';
+import { countListing, type FileCounts } from './count';
 import {
-  afterKey, allOf, asEvents, countStatement, keysStatement, needsPersonProperties, openCountStatement, rowsByKeysStatement, withPersonProperties,
-  type EventKey, type Order,
+  afterKey, allOf, asEvents, keysStatement, needsPersonProperties, rowsByKeysStatement, withPersonProperties, type EventKey, type Order,
 } from './queries';
 import type { QueryRunner } from './runner';
 
@@ -19,6 +19,8 @@ export interface ListContext {
   /** Make in-memory person changes visible to SQL (before joining persons). */
   flushPersons(): Promise<void>;
   personOf(distinctId: string): PersonObject | null;
+  /** Per-file counts remembered across requests (see FileCounts). */
+  counts: FileCounts;
 }
 
 export interface EventsPage {
@@ -46,6 +48,8 @@ const SLICE_WIDTHS_MS = [3_600_000, 86_400_000, 7 * 86_400_000, 30 * 86_400_000,
 export interface Scope {
   /** The request's conditions (filters, person), without the team scope. */
   where: SqlFragment;
+  /** The same without the time bounds: what rows already known to lie inside them must meet. */
+  conditions: SqlFragment;
   person: boolean;
 }
 
@@ -57,9 +61,10 @@ export interface Scope {
 export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: SqlFragment): Promise<Scope | null> {
   if (ctx.personFilter === 'none' || req.actionId) return null;
   const where = allOf(compileEventFilters(req.filters, ctx.now), ctx.personFilter);
+  const conditions = allOf(compileEventFilters(req.filters, ctx.now, { timeBounds: false }), ctx.personFilter);
   const person = needsPersonProperties(where, alsoRuns);
   if (person) await ctx.flushPersons();
-  return { where, person };
+  return { where, conditions, person };
 }
 
 export async function relationFor(ctx: ListContext, person: boolean, from: number | null, to: number | null): Promise<string> {
@@ -119,26 +124,6 @@ export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Pr
   return keys.map((k) => byUuid.get(k.uuid)).filter((r): r is Row => r !== undefined);
 }
 
-async function countRows(ctx: ListContext, scope: Scope, req: ListRequest): Promise<number> {
-  const open = ctx.personFilter === null ? openListing(req) : null;
-  const relation = await relationFor(ctx, scope.person, open ? null : req.afterMs, open ? null : req.beforeMs);
-  const statement = open ? openCountStatement(relation, ctx.teamId, open, req.beforeMs - 1) : countStatement(relation, ctx.teamId, scope.where);
-  const [row] = await ctx.runner.rows(statement, 'properties');
-  return Number(row?.count ?? 0);
-}
-
-/**
- * A listing bounded only by the default upper bound (now + 5 s), filtered at most by `event` and
- * `distinct_id` (the caller checks there is no person filter): the commonest request, and one
- * whose count can skip the timestamp column (`openCountStatement`). Returns its conditions: the
- * equalities the compiler emits for those two parameters.
- */
-function openListing(req: ListRequest): SqlFragment | null {
-  const f = req.filters;
-  if (req.beforeGiven || f.after || f.properties || req.actionId) return null;
-  return allOf(f.event ? sql`event = ${bind(f.event)}` : null, f.distinct_id ? sql`distinct_id = ${bind(f.distinct_id)}` : null);
-}
-
 const EMPTY_PAGE: EventsPage = { count: 0, next: null, previous: null, results: [] };
 
 /**
@@ -152,7 +137,7 @@ export async function listEvents(ctx: ListContext, req: ListRequest, requestUrl:
   const scope = await listScope(ctx, req);
   if (!scope) return EMPTY_PAGE;
   const limit = req.limit ?? 100;
-  const count = countRows(ctx, scope, req);
+  const count = countListing(ctx, scope, req);
   count.catch(() => undefined);
   const cursor = req.cursor ? afterKey(req.cursor, req.order) : null;
   const keys = await findKeys(ctx, { ...scope, where: allOf(scope.where, cursor) }, req.order, listWindow(req), req.offset + limit + 1);

@@ -80,31 +80,6 @@ export function rowsByKeysStatement(relation: string, teamId: number, keys: read
   )}) AND uuid IN (${joinSql(keys.map((k) => bind(k.uuid)), ', ')})`;
 }
 
-/**
- * `count(timestamp)`, not `count(*)`: the two agree (storage never keeps a row without a
- * timestamp), but through the relation's UNION DuckDB reads the first column (uuid) for
- * `count(*)`, about four times the work of the timestamp column the bounds read anyway.
- */
-export function countStatement(relation: string, teamId: number, where: SqlFragment): SqlFragment {
-  const conditions = allOf(sql`team_id = ${bind(teamId)}`, where);
-  return sql`SELECT count(timestamp) AS count FROM ${trusted(relation)} WHERE ${conditions}`;
-}
-
-/**
- * The count of an open listing (no time bound but the default upper one, `beforeMs`, exclusive):
- * everything matching minus what is stamped at or after the bound. The first part reads only the
- * filter columns (never the timestamp column, a quarter of the cost or less), the second only the
- * newest row groups (their statistics rule out the rest). One statement over one relation: one
- * snapshot, so the difference is exact.
- */
-export function openCountStatement(relation: string, teamId: number, where: SqlFragment, beforeMs: number): SqlFragment {
-  const scope = allOf(sql`team_id = ${bind(teamId)}`, where);
-  return sql`SELECT (SELECT count(team_id) FROM ${trusted(relation)} WHERE ${scope}) - (SELECT count(timestamp) FROM ${trusted(relation)} WHERE ${allOf(
-    scope,
-    sql`timestamp >= ${ts(beforeMs)}`,
-  )}) AS count`;
-}
-
 export function eventByIdStatement(relation: string, teamId: number, uuid: string): SqlFragment {
   return sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND uuid = ${bind(uuid)} LIMIT 1`;
 }

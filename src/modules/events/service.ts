@@ -3,6 +3,7 @@ import { bind, sql } from '../../core/query';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import { personObject, toEventObject, type EventObject, type PersonObject } from './event-object';
+import { FileCounts } from './count';
 import { exportEvents } from './export';
 import { listEvents, selectEvents, type EventsPage, type ListContext, type SelectPage } from './list';
 import { normalizeUuid, parseListRequest, type ListQueryInput } from './params';
@@ -31,9 +32,12 @@ export interface ValuesInput {
 export function createEventsService(deps: Deps) {
   const runner = new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS });
   const { persons } = deps.storage;
+  const counts = new FileCounts();
 
   /** `now` is the request's one clock reading: the bounds it parsed and the SQL it compiles agree. */
   async function context(teamId: number, personId: string | undefined, now: Date): Promise<ListContext & { logger: Deps['logger'] }> {
+    // Persons as of every acknowledged capture request of the project (processed behind the 200).
+    await deps.storage.events.awaitIntake(teamId, null);
     await persons.ensureLoaded(teamId);
     const cache = new Map<string, PersonObject | null>();
     return {
@@ -42,6 +46,7 @@ export function createEventsService(deps: Deps) {
       now,
       logger: deps.logger,
       personFilter: personId ? await personFilter(teamId, personId) : null,
+      counts,
       flushPersons: () => persons.flush(),
       personOf(distinctId) {
         let person = cache.get(distinctId);

@@ -11,6 +11,27 @@ export interface EventsRelation {
   sql: string;
   /** Always empty: the relation inlines only validated integers and paths built from ids. */
   params: SqlParam[];
+  /**
+   * The Parquet files the relation reads, as the manifest knows them. A file never changes once
+   * registered (compaction and merges write new files), so its row count, and any count a
+   * caller derives from it, stays true for as long as the file is part of a relation.
+   */
+  files: readonly RelationFile[];
+  /**
+   * The same rows restricted to the given files (by id) and, with `hot`, the rows not yet in
+   * Parquet, with one more column, `_file` (the row's file id, NULL for a hot row): what lets a
+   * count be split per file. Ids not in `files` are ignored.
+   */
+  parts(fileIds: readonly string[], hot: boolean): string;
+}
+
+export interface RelationFile {
+  /** Stable for the file's life (its path). */
+  id: string;
+  rows: number;
+  /** Epoch ms of the file's oldest and newest row. */
+  minTs: number;
+  maxTs: number;
 }
 
 export interface TimeRange {
@@ -52,13 +73,28 @@ export function buildEventsRelation(
   // Newest first, as the rows inside each file: a `timestamp DESC` top-N fills its heap from the
   // first row groups it reads, and its dynamic filter then skips the rest by their statistics.
   const files = snapshot.files.filter((f) => f.teamId === teamId && f.maxTs >= lo && f.minTs < hi).sort((a, b) => b.maxTs - a.maxTs);
-  const branches = [`SELECT ${columns} FROM events_hot WHERE team_id = ${teamId} AND _seg > ${snapshot.compactedSegment}${extra}`];
-  if (files.length > 0) {
-    const list = files.map((f) => sqlString(join(parquetRoot, f.path))).join(', ');
-    branches.push(`SELECT ${columns} FROM read_parquet([${list}])${conds.length ? ` WHERE ${conds.join(' AND ')}` : ''}`);
-  }
-  return { sql: `(${branches.join(' UNION ALL ')})`, params: [] };
+  const paths = new Map(files.map((f) => [join(parquetRoot, f.path), f]));
+  const hot = (extraColumns: string) => `SELECT ${columns}${extraColumns} FROM events_hot WHERE team_id = ${teamId} AND _seg > ${snapshot.compactedSegment}${extra}`;
+  // A file holds one team's rows (it is partitioned by team), so the team id is a constant here:
+  // the statements' own `team_id = ?` then costs nothing per row instead of a column scan.
+  const sealed = (list: readonly string[], extraColumns: string) =>
+    `SELECT ${parquetColumns(teamId)}${extraColumns} FROM read_parquet([${list.map(sqlString).join(', ')}])${conds.length ? ` WHERE ${conds.join(' AND ')}` : ''}`;
+  const union = (list: readonly string[], withHot: boolean, extraColumns: string) => {
+    const branches = withHot ? [hot(extraColumns ? ', NULL::VARCHAR AS _file' : '')] : [];
+    if (list.length > 0) branches.push(sealed(list, extraColumns));
+    // An empty relation of the right shape when nothing is asked for.
+    if (branches.length === 0) branches.push(`${hot(', NULL::VARCHAR AS _file')} AND false`);
+    return `(${branches.join(' UNION ALL ')})`;
+  };
+  return {
+    sql: union([...paths.keys()], true, ''),
+    params: [],
+    files: files.map((f) => ({ id: join(parquetRoot, f.path), rows: f.rows, minTs: f.minTs, maxTs: f.maxTs })),
+    parts: (fileIds, withHot) => union(fileIds.filter((id) => paths.has(id)), withHot, ', filename AS _file'),
+  };
 }
+
+const parquetColumns = (teamId: number) => EVENT_COLUMNS.map((c) => (c === 'team_id' ? `${teamId}::INTEGER AS team_id` : c)).join(', ');
 
 const toValues = (params: readonly SqlParam[]): DuckDBValue[] => params.map((p) => (p instanceof Date ? p.toISOString() : p)) as DuckDBValue[];
 

@@ -224,16 +224,19 @@ class DuckDbEventStore implements EventStore {
   }
 
   /**
-   * Wait (at most `timeoutMs`) until every acknowledged capture request naming one of these
-   * distinct ids (null: every request) has been processed, so their person changes are
-   * visible. Returns at once when none is pending, which is the usual case.
+   * Wait (at most `timeoutMs`) until every acknowledged capture request of the project naming
+   * one of these distinct ids (ids null: every request of the project; project null: every
+   * request) has been processed, so their person changes are visible. Returns at once when none
+   * is pending, which is the usual case.
    */
   async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = this.s.visibilityTimeoutMs): Promise<void> {
     const done = this.loader.processedSeq;
     let target = this.overflowSeq > done ? this.overflowSeq : 0;
-    if (distinctIds === null) target = this.intakeSeq > done ? this.intakeSeq : target;
-    const ids = teamId === null || distinctIds === null ? undefined : this.pendingIds.get(teamId);
-    if (ids && distinctIds) {
+    const ids = teamId === null ? undefined : this.pendingIds.get(teamId);
+    if (teamId === null) target = this.intakeSeq > done ? this.intakeSeq : target;
+    else if (ids && distinctIds === null) {
+      for (const seq of ids.values()) if (seq > done && seq > target) target = seq;
+    } else if (ids && distinctIds) {
       for (const id of distinctIds) {
         const seq = ids.get(id);
         if (seq !== undefined && seq > done && seq > target) target = seq;

@@ -136,7 +136,7 @@ export interface EventStore {
   appendEvents(rows: readonly StoredEventRow[]): Promise<void>;
   /** Log a capture request; resolves once durable (its events are processed behind it). */
   appendIntake(input: IntakeInput): Promise<void>;
-  /** Wait until pending capture requests naming these distinct ids are processed (bounded). */
+  /** Wait until pending capture requests of the project (null: any) naming these distinct ids (null: any) are processed (bounded). */
   awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs?: number): Promise<void>;
   /** Load everything acknowledged so far into DuckDB. */
   flush(): Promise<void>;

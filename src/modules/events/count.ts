@@ -1,0 +1,85 @@
+import { bind, sql, trusted, type SqlFragment } from '../../core/query';
+import type { RelationFile } from '../../storage/events/relation';
+import type { ListContext, Scope } from './list';
+import type { ListRequest } from './params';
+import { allOf, asEvents, withPersonProperties } from './queries';
+
+/**
+ * Counts of a listing's conditions per Parquet file. A file never changes once it is part of the
+ * events relation (compaction and merges write new ones under new ids), so a count taken once
+ * stays exact for the file's life: the next page of a listing, or the same filter asked again,
+ * reads only the rows that arrived since. Bounded; the oldest entries go first.
+ */
+export class FileCounts {
+  private readonly memo = new Map<string, number>();
+
+  constructor(private readonly maxEntries = 50_000) {}
+
+  get(fileId: string, conditions: string): number | undefined {
+    return this.memo.get(`${fileId}\n${conditions}`);
+  }
+
+  set(fileId: string, conditions: string, n: number): void {
+    if (this.memo.size >= this.maxEntries) this.memo.delete(this.memo.keys().next().value as string);
+    this.memo.set(`${fileId}\n${conditions}`, n);
+  }
+}
+
+/** A fragment as a memo key: its SQL and its bound values (never a person join: those rows change). */
+const conditionsKey = (f: SqlFragment): string => `${f.sql}\n${JSON.stringify(f.params, (_, v) => (typeof v === 'bigint' ? String(v) : v))}`;
+
+/**
+ * A file whose every row lies inside the listing's exclusive bounds, with a millisecond to spare
+ * on either side (the manifest keeps milliseconds; a bound may carry microseconds), so the bounds
+ * hold for each of its rows and the file can be counted without them.
+ */
+const insideBounds = (f: RelationFile, req: ListRequest): boolean => (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
+
+/**
+ * The listing's total. Files wholly inside the bounds are counted from the manifest when nothing
+ * but the bounds filters them, and otherwise once per file and condition (FileCounts); only the
+ * hot rows and the files a bound cuts through are scanned with the full conditions every time.
+ * Person-property conditions read the persons tables, which change: those are always scanned.
+ */
+export async function countListing(ctx: ListContext, scope: Scope, req: ListRequest): Promise<number> {
+  const relation = await ctx.runner.relation(ctx.teamId, { ...(req.afterMs === null ? {} : { from: req.afterMs }), to: req.beforeMs });
+  const filtered = scope.conditions.sql.trim() !== '';
+  const key = filtered && !scope.person ? conditionsKey(scope.conditions) : null;
+  let total = 0;
+  const unknown: string[] = [];
+  const scanned: string[] = [];
+  for (const f of relation.files) {
+    if (!insideBounds(f, req) || (filtered && key === null)) scanned.push(f.id);
+    else if (!filtered) total += f.rows;
+    else {
+      const n = ctx.counts.get(f.id, key as string);
+      if (n === undefined) unknown.push(f.id);
+      else total += n;
+    }
+  }
+  const team = sql`team_id = ${bind(ctx.teamId)}`;
+  const rest = (async () => {
+    const from = asEvents(scope.person ? withPersonProperties(relation.parts(scanned, true), ctx.teamId) : relation.parts(scanned, true));
+    const [row] = await ctx.runner.rows(sql`SELECT count(team_id) AS count FROM ${trusted(from)} WHERE ${allOf(team, scope.where)}`, 'properties');
+    return Number(row?.count ?? 0);
+  })();
+  const perFile = (async () => {
+    if (unknown.length === 0) return 0;
+    const from = asEvents(relation.parts(unknown, false));
+    const rows = await ctx.runner.rows(
+      sql`SELECT _file, count(team_id) AS count FROM ${trusted(from)} WHERE ${allOf(team, scope.conditions)} GROUP BY _file`,
+      'properties',
+    );
+    const counts = new Map(rows.map((r) => [String(r._file), Number(r.count)]));
+    let n = 0;
+    for (const id of unknown) {
+      const c = counts.get(id) ?? 0;
+      ctx.counts.set(id, key as string, c);
+      n += c;
+    }
+    return n;
+  })();
+  rest.catch(() => undefined);
+  perFile.catch(() => undefined);
+  return total + (await rest) + (await perFile);
+}
