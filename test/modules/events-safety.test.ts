@@ -105,6 +105,7 @@ describe('time limit', () => {
   const stuckStore = () => {
     const seen = { returned: 0, aborted: false };
     const store = {
+      awaitIntake: async () => undefined,
       eventsRelation: async () => ({ sql: '(SELECT 1)', params: [] }),
       streamQuery: (_sql: string, _params: unknown[], options?: { signal?: AbortSignal }) => {
         options?.signal?.addEventListener('abort', () => (seen.aborted = true));
