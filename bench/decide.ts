@@ -43,7 +43,7 @@ const personFlag = (key: string, properties: unknown[], pct: number | null = nul
   filters: { groups: [{ properties, rollout_percentage: pct }, { properties: [{ key: 'plan', type: 'person', value: 'enterprise', operator: 'exact' }], rollout_percentage: null }] },
 });
 
-const FLAGS = [
+export const FLAGS = [
   ...[5, 10, 25, 33, 50, 66, 80, 100].map((pct, i) => rollout(`rollout-${i}`, pct)),
   ...[20, 50, 75, 100, 100, 60].map((pct, i) => multivariate(`experiment-${i}`, pct)),
   personFlag('email-domain', [{ key: 'email', type: 'person', value: '@example.com', operator: 'icontains' }]),
@@ -54,7 +54,7 @@ const FLAGS = [
   personFlag('not-free', [{ key: 'plan', type: 'person', value: 'free', operator: 'is_not' }], 75),
 ];
 
-function users() {
+export function users() {
   const rand = seeded(7);
   return Array.from({ length: USERS }, (_, i) => ({
     distinctId: `user-${i}-${Math.floor(rand() * 1e9).toString(36)}`,
@@ -69,7 +69,7 @@ function users() {
 }
 
 /** Persons through `/batch/` when capture is wired; otherwise requests carry the properties. */
-async function seedPersons(url: string, people: ReturnType<typeof users>): Promise<boolean> {
+export async function seedPersons(url: string, people: ReturnType<typeof users>): Promise<boolean> {
   const batch = people.map((p) => ({ event: '$identify', distinct_id: p.distinctId, properties: { $set: p.properties } }));
   const response = await fetch(`${url}/batch/`, {
     method: 'POST',
@@ -80,7 +80,7 @@ async function seedPersons(url: string, people: ReturnType<typeof users>): Promi
 }
 
 /** What posthog-node sends: half the users with `person_properties`, the rest relying on stored persons. */
-function bodies(people: ReturnType<typeof users>, seededPersons: boolean): string[] {
+export function bodies(people: ReturnType<typeof users>, seededPersons: boolean): string[] {
   return people.map((p, i) =>
     JSON.stringify({
       token: BENCH_KEYS.project,
@@ -108,7 +108,9 @@ const row = (name: string, runs: LoadResult[], bare: number | null): BenchRow =>
 const bench: Benchmark = async (ctx) => {
   const durationS = ctx.quick ? 2 : 8;
   const rounds = ctx.quick ? 1 : 3;
-  const server = await startRealServer();
+  // The server's own warnings and errors are echoed, so a failing run says why. SRC_ROOT runs
+  // another checkout (an A/B of a change against the same bare baseline).
+  const server = await startRealServer({}, { echoStderr: true, root: process.env.SRC_ROOT });
   const bare = await startBareServer();
   try {
     for (const flag of FLAGS) {
@@ -137,6 +139,9 @@ const bench: Benchmark = async (ctx) => {
     for (let round = 0; round < rounds; round++) {
       for (const [name, { url, requests }] of Object.entries(cases)) {
         const result = await runLoad(url, requests, { durationS, connections: 64 });
+        if (server.proc.exitCode !== null || server.proc.signalCode !== null) {
+          throw new Error(`the server under test exited during "${name}" (code ${server.proc.exitCode}, signal ${server.proc.signalCode})`);
+        }
         results[name].push(result);
         ctx.log(`round ${round + 1} ${name}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
       }
@@ -148,7 +153,7 @@ const bench: Benchmark = async (ctx) => {
       rows,
       notes: [
         `${FLAGS.length} flags, ${USERS} users cycled (results of repeat users are remembered per flag snapshot), 64 connections, ${rounds} × ${durationS} s per case (medians); target ≥ 0.6 of bare and p99 < 10 ms`,
-        'autocannon runs in this process and shares the 2 cores with the server under test',
+        'autocannon runs in this process and shares the 2 cores with the server under test; bench/_decide-cpu.ts gives the handler\'s CPU per request in-process, which noise disturbs less',
       ],
     };
   } finally {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { FlagResult } from '../../src/core/flags/types';
 import { planFor } from '../../src/modules/decide/flag-plan';
-import { memoInput, rememberedResults, sharedLists } from '../../src/modules/decide/result-memo';
+import { rememberedResults, sharedLists } from '../../src/modules/decide/result-memo';
 import type { StoredFlag } from '../../src/storage';
 
 const stored = (id: number, key: string, properties: StoredFlag['filters']['groups'][number]['properties'] = [], extra: Partial<StoredFlag> = {}): StoredFlag => ({
@@ -62,28 +62,44 @@ describe('flag plan', () => {
 describe('result memo', () => {
   const plan = planFor({ teamId: 1, flags: [stored(1, 'a', [{ key: 'email', type: 'person', value: 'x', operator: 'icontains' }])] });
 
-  test('keys tell absent, undefined, null and values apart', () => {
-    const keys = [{}, { email: undefined }, { email: null }, { email: 'null' }, { email: 'x' }, { email: ['x'] }].map((p) => memoInput(plan, 'id', p));
-    expect(new Set(keys).size).toBe(keys.length);
-    expect(memoInput(plan, 'id', { email: 'x', other: 1 })).toBe(memoInput(plan, 'id', { email: 'x' }));
+  const counting = () => {
+    const counter = { calls: 0, evaluate: (enabled: boolean) => () => (counter.calls++, [result('a', enabled)]) };
+    return counter;
+  };
+
+  test('inputs tell absent, undefined, null, text and lists apart; other properties do not count', () => {
+    const memoPlan = planFor({ teamId: 1, flags: [stored(1, 'a', [{ key: 'email', type: 'person', value: 'x', operator: 'icontains' }])] });
+    const counter = counting();
+    const inputs: Array<Record<string, unknown>> = [{}, { email: undefined }, { email: null }, { email: 'null' }, { email: 'x' }, { email: ['x'] }, { email: ['y'] }];
+    for (const given of inputs) rememberedResults(memoPlan, 'id', given, undefined, counter.evaluate(true));
+    expect(counter.calls).toBe(inputs.length);
+    rememberedResults(memoPlan, 'id', { email: ['y'], other: 1 }, undefined, counter.evaluate(true));
+    expect(counter.calls).toBe(inputs.length);
+  });
+
+  test("the request's properties win over the stored person's, as in evaluation", () => {
+    const memoPlan = planFor({ teamId: 1, flags: [stored(1, 'a', [{ key: 'email', type: 'person', value: 'x', operator: 'icontains' }])] });
+    const counter = counting();
+    const first = rememberedResults(memoPlan, 'id', { email: 'x' }, { email: 'y' }, counter.evaluate(true));
+    expect(rememberedResults(memoPlan, 'id', {}, { email: 'x' }, counter.evaluate(false))).toBe(first);
+    expect(rememberedResults(memoPlan, 'id', { email: 'x' }, undefined, counter.evaluate(false))).toBe(first);
+    expect(counter.calls).toBe(1);
+    rememberedResults(memoPlan, 'id', {}, { email: 'y' }, counter.evaluate(false));
+    expect(counter.calls).toBe(2);
   });
 
   test('answers are remembered, shared between inputs with the same outcome, and bounded', () => {
-    let calls = 0;
-    const evaluate = (enabled: boolean) => () => {
-      calls++;
-      return [result('a', enabled)];
-    };
-    const first = rememberedResults(plan, 'one', evaluate(true));
-    expect(rememberedResults(plan, 'one', evaluate(false))).toBe(first);
-    expect(calls).toBe(1);
+    const counter = counting();
+    const first = rememberedResults(plan, 'one', {}, undefined, counter.evaluate(true));
+    expect(rememberedResults(plan, 'one', {}, undefined, counter.evaluate(false))).toBe(first);
+    expect(counter.calls).toBe(1);
     expect(sharedLists.has(first)).toBe(true);
-    const other = rememberedResults(plan, 'two', evaluate(true));
+    const other = rememberedResults(plan, 'two', {}, undefined, counter.evaluate(true));
     expect(other[0]).toBe(first[0]);
     // Past two generations the oldest inputs are evaluated again.
-    for (let i = 0; i < 10_001; i++) rememberedResults(plan, `user-${i}`, evaluate(i % 2 === 0));
-    calls = 0;
-    rememberedResults(plan, 'one', evaluate(true));
-    expect(calls).toBe(1);
+    for (let i = 0; i < 10_001; i++) rememberedResults(plan, `user-${i}`, {}, undefined, counter.evaluate(i % 2 === 0));
+    counter.calls = 0;
+    rememberedResults(plan, 'one', {}, undefined, counter.evaluate(true));
+    expect(counter.calls).toBe(1);
   });
 });

@@ -142,6 +142,15 @@ describe('/decide/ versions (PostHog vectors)', () => {
     expect(res.headers.get('content-type')).toBe('application/json');
   });
 
+  test('server SDKs send no Origin: JSON without CORS headers, on /decide/ and /flags/ alike', async () => {
+    for (const path of ['/decide/?v=2', '/flags/?v=2', '/flags/?v=2&config=true']) {
+      const res = await t.json('POST', path, { key: null, body: { token, distinct_id: 'example_id' } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/json');
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    }
+  });
+
   test('the spec’s body: `api_key` and v1/v2', async () => {
     expect((await post('/decide/', { api_key: token, distinct_id: 'example_id' })).body.featureFlags).toEqual(['beta-feature', 'multivariate-flag']);
     expect((await post('/decide/?v=2', { api_key: token, distinct_id: 'example_id' })).body.featureFlags).toEqual({

@@ -34,9 +34,12 @@ const flag = (key: string, extra: Partial<NewFlag> = {}): NewFlag => ({
 describe('flag store', () => {
   test('create, update and the cached snapshot, replaced after every change', async () => {
     const store = createFlagStore(db);
+    expect(store.cachedForTeam(1)).toBeUndefined();
     const empty = await store.forTeam(1);
     expect(empty.flags).toEqual([]);
     expect(await store.forTeam(1)).toBe(empty);
+    // A flag check reads the snapshot without waiting once it is in memory.
+    expect(store.cachedForTeam(1)).toBe(empty);
 
     const created = await store.create(1, flag('a'), NOW);
     expect(created).toEqual({
@@ -53,8 +56,10 @@ describe('flag store', () => {
       updatedAt: NOW,
       version: 1,
     });
+    expect(store.cachedForTeam(1)).toBeUndefined();
     const afterCreate = await store.forTeam(1);
     expect(afterCreate).not.toBe(empty);
+    expect(store.cachedForTeam(1)).toBe(afterCreate);
     expect(afterCreate.flags).toEqual([created]);
 
     const updated = await store.update(1, created.id, { name: 'A', active: false }, LATER);
@@ -80,6 +85,7 @@ describe('flag store', () => {
     await store.addHashKeyOverrides(1, person, { a: 'anon-1', b: 'anon-1' });
     await store.addHashKeyOverrides(1, person, { a: 'anon-2', c: 'anon-2' });
     expect((await store.hashKeyOverrides(1)).get(person)).toEqual({ a: 'anon-1', b: 'anon-1', c: 'anon-2' });
+    expect(store.cachedHashKeyOverrides(1)).toBe(await store.hashKeyOverrides(1));
     const reopened = createFlagStore(db);
     expect((await reopened.hashKeyOverrides(1)).get(person)).toEqual({ a: 'anon-1', b: 'anon-1', c: 'anon-2' });
     expect((await reopened.hashKeyOverrides(2)).size).toBe(0);
@@ -90,7 +96,10 @@ describe('flag store', () => {
     await store.create(1, flag('a'), NOW);
     await store.create(2, flag('b'), NOW);
     await store.addHashKeyOverrides(1, '0190a000-0000-7000-8000-000000000001', { a: 'x' });
+    await store.forTeam(1);
     await store.deleteTeam(1);
+    expect(store.cachedForTeam(1)).toBeUndefined();
+    expect(store.cachedHashKeyOverrides(1)).toBeUndefined();
     expect((await store.forTeam(1)).flags).toEqual([]);
     expect((await store.hashKeyOverrides(1)).size).toBe(0);
     expect((await createFlagStore(db).forTeam(2)).flags.map((f) => f.key)).toEqual(['b']);

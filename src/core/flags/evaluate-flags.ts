@@ -8,7 +8,7 @@ import {
 } from './match-condition';
 import { variantFor } from './rollout-hash';
 import { decideEnrollment, decideHoldout } from './special-conditions';
-import type { FeatureFlag, FlagEvaluationContext, FlagReason, FlagReasonCode, FlagResult, FlagValue } from './types';
+import type { FeatureFlag, FlagEvaluationContext, FlagReason, FlagReasonCode, FlagResult, FlagValue, PropertyFilter } from './types';
 
 /** Later conditions replace an earlier reason of equal or lower score (PostHog's `<=`). */
 const REASON_SCORE: Record<ConditionReason, number> = {
@@ -32,8 +32,11 @@ const DESCRIPTIONS: Record<Exclude<FlagReasonCode, 'condition_match'>, string> =
 const GROUPS_NOT_EVALUATED =
   'No matching condition set (group conditions were not evaluated because no group type was provided)';
 
+/** `Matched condition set N` for the usual few conditions, made once. */
+const MATCHED = Array.from({ length: 16 }, (_, index) => `Matched condition set ${index + 1}`);
+
 const describeReason = (code: FlagReasonCode, conditionIndex: number | null): string =>
-  code === 'condition_match' ? `Matched condition set ${(conditionIndex ?? 0) + 1}` : DESCRIPTIONS[code];
+  code === 'condition_match' ? (MATCHED[conditionIndex ?? 0] ?? `Matched condition set ${(conditionIndex ?? 0) + 1}`) : DESCRIPTIONS[code];
 
 const buildReason = (code: FlagReasonCode, conditionIndex: number | null, description?: string): FlagReason => ({
   code,
@@ -56,22 +59,32 @@ const buildResult = (
 const buildOffResult = (flag: FeatureFlag, code: FlagReasonCode): FlagResult =>
   buildResult(flag, false, null, buildReason(code, null), null);
 
-const dependencyIds = (flag: FeatureFlag): number[] =>
-  listConditions(flag).flatMap((condition) =>
-    (condition?.properties ?? [])
-      .filter((filter) => filter?.type === 'flag')
-      .map(parseDependencyId)
-      .filter((id): id is number => id !== null),
-  );
+const NO_IDS: readonly number[] = [];
+const NO_FILTERS: readonly PropertyFilter[] = [];
 
-/** Malformed filters must not take the other flags down; evaluating this one reports the error. */
-const safeDependencyIds = (flag: FeatureFlag): number[] => {
+/** Ids of the flags this one's filters depend on; the shared empty list when none (the usual case). */
+const dependencyIds = (flag: FeatureFlag): readonly number[] => {
+  let ids: number[] | null = null;
+  for (const condition of listConditions(flag)) {
+    for (const filter of condition?.properties ?? NO_FILTERS) {
+      if (filter?.type !== 'flag') continue;
+      const id = parseDependencyId(filter);
+      if (id !== null) (ids ??= []).push(id);
+    }
+  }
+  return ids ?? NO_IDS;
+};
+
+/** Malformed filters must not take the other flags down: null, and evaluating this one reports the error. */
+const safeDependencyIds = (flag: FeatureFlag): readonly number[] | null => {
   try {
     return dependencyIds(flag);
   } catch {
-    return [];
+    return null;
   }
 };
+
+const hasVariant = (flag: FeatureFlag, key: string): boolean => (flag.filters.multivariate?.variants ?? []).some((variant) => variant.key === key);
 
 /**
  * Conditions in their stored order (PostHog stopped hoisting variant-override conditions on
@@ -80,15 +93,16 @@ const safeDependencyIds = (flag: FeatureFlag): number[] => {
 const decideConditions = (flag: FeatureFlag, ctx: FlagEvaluationContext, values: FlagValues): FlagResult => {
   let best: { reason: ConditionReason; index: number | null } = { reason: 'no_group_type', index: null };
   let skippedGroups = false;
-  const variantKeys = new Set((flag.filters.multivariate?.variants ?? []).map((variant) => variant.key));
-  for (const [index, condition] of listConditions(flag).entries()) {
+  const conditions = listConditions(flag);
+  for (let index = 0; index < conditions.length; index++) {
+    const condition = conditions[index];
     const outcome = matchCondition(flag, condition, ctx, values, resolveAggregation(flag, condition));
     skippedGroups ||= outcome.reason === 'no_group_type';
     if (REASON_SCORE[best.reason] <= REASON_SCORE[outcome.reason]) best = { reason: outcome.reason, index };
     if (outcome.matched) {
       const override = condition.variant;
       const variant =
-        override && variantKeys.has(override) ? override : variantFor(flag, outcome.hashId ?? ctx.distinctId);
+        override && hasVariant(flag, override) ? override : variantFor(flag, outcome.hashId ?? ctx.distinctId);
       return buildResult(flag, true, variant, buildReason('condition_match', index), findPayload(flag, variant));
     }
   }
@@ -100,13 +114,15 @@ const decideConditions = (flag: FeatureFlag, ctx: FlagEvaluationContext, values:
  * One flag for one person, as `/flags` answers it. Inactive and deleted flags answer
  * `flag_disabled`; a flag whose dependency has no value in `values` answers `missing_dependency`.
  */
-export const evaluateFlag = (
-  flag: FeatureFlag,
-  ctx: FlagEvaluationContext,
-  values: FlagValues = new Map(),
-): FlagResult => {
+export const evaluateFlag = (flag: FeatureFlag, ctx: FlagEvaluationContext, values: FlagValues = NO_VALUES): FlagResult => {
   if (!flag.active || flag.deleted) return buildOffResult(flag, 'flag_disabled');
-  if (dependencyIds(flag).some((id) => !values.has(id))) return buildOffResult(flag, 'missing_dependency');
+  return evaluateLive(flag, ctx, values, dependencyIds(flag));
+};
+
+const NO_VALUES: FlagValues = new Map();
+
+const evaluateLive = (flag: FeatureFlag, ctx: FlagEvaluationContext, values: FlagValues, dependencies: readonly number[]): FlagResult => {
+  for (const id of dependencies) if (!values.has(id)) return buildOffResult(flag, 'missing_dependency');
   const early = decideEnrollment(flag, ctx, values) ?? decideHoldout(flag, ctx);
   if (!early) return decideConditions(flag, ctx, values);
   // The service attaches the "true" payload even when enrollment says no.
@@ -114,9 +130,9 @@ export const evaluateFlag = (
   return buildResult(flag, early.enabled, early.variant, buildReason(early.code, early.conditionIndex), payload);
 };
 
-const safelyEvaluate = (flag: FeatureFlag, ctx: FlagEvaluationContext, values: FlagValues): FlagResult => {
+const safelyEvaluate = (flag: FeatureFlag, ctx: FlagEvaluationContext, values: FlagValues, dependencies: readonly number[] | null): FlagResult => {
   try {
-    return evaluateFlag(flag, ctx, values);
+    return dependencies ? evaluateLive(flag, ctx, values, dependencies) : evaluateFlag(flag, ctx, values);
   } catch {
     return buildOffResult(flag, 'error');
   }
@@ -132,22 +148,26 @@ export const toFlagValue = (result: FlagResult): FlagValue => (result.enabled ? 
  */
 export const evaluateFlags = (flags: readonly FeatureFlag[], ctx: FlagEvaluationContext): FlagResult[] => {
   const live = flags.filter((flag) => flag.active && !flag.deleted);
-  const byId = new Map(live.map((flag) => [flag.id, flag]));
+  const dependencies = live.map(safeDependencyIds);
+  // The usual case: no flag depends on another, so each is evaluated on its own, in order.
+  if (dependencies.every((ids) => ids?.length === 0)) return live.map((flag) => safelyEvaluate(flag, ctx, NO_VALUES, NO_IDS));
+
+  const byId = new Map(live.map((flag, index) => [flag.id, index]));
   const results = new Map<number, FlagResult>();
   const values = new Map<number, FlagValue>();
   const inProgress = new Set<number>();
 
-  const visit = (flag: FeatureFlag): FlagResult => {
+  const visit = (flag: FeatureFlag, index: number): FlagResult => {
     const done = results.get(flag.id);
     if (done) return done;
     inProgress.add(flag.id);
-    const unresolved = safeDependencyIds(flag).some((id) => {
+    const unresolved = (dependencies[index] ?? NO_IDS).some((id) => {
       const dependency = byId.get(id);
-      if (!dependency || inProgress.has(id)) return true;
-      return visit(dependency).reason.code === 'missing_dependency';
+      if (dependency === undefined || inProgress.has(id)) return true;
+      return visit(live[dependency], dependency).reason.code === 'missing_dependency';
     });
     inProgress.delete(flag.id);
-    const result = unresolved ? buildOffResult(flag, 'missing_dependency') : safelyEvaluate(flag, ctx, values);
+    const result = unresolved ? buildOffResult(flag, 'missing_dependency') : safelyEvaluate(flag, ctx, values, null);
     results.set(flag.id, result);
     values.set(flag.id, toFlagValue(result));
     return result;

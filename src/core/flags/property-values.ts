@@ -32,17 +32,22 @@ export const parseNumber = (value: unknown): number | null => {
   return Number(lower);
 };
 
+/**
+ * Lowercasing never shortens text and no non-ASCII letter lowercases to one of these, so only
+ * texts of their lengths need lowercasing (most compared values are neither).
+ */
 export const isTruthyOrFalsy = (value: unknown): boolean => {
   if (typeof value === 'boolean') return true;
-  if (typeof value === 'string') return ['true', 'false'].includes(value.toLowerCase());
+  if (typeof value === 'string') return (value.length === 4 || value.length === 5) && ['true', 'false'].includes(value.toLowerCase());
   return Array.isArray(value) && value.every(isTruthyOrFalsy);
 };
 
 export const isTruthy = (value: unknown): boolean => {
   if (typeof value === 'boolean') return value;
-  if (typeof value === 'string') return value.toLowerCase() === 'true';
+  if (typeof value === 'string') return value.length === 4 && value.toLowerCase() === 'true';
   return Array.isArray(value) && value.every(isTruthy);
 };
 
 /** The service lowercases ASCII only, so "É" and "é" stay different. */
-export const asciiLowercase = (text: string): string => text.replace(/[A-Z]/g, (char) => char.toLowerCase());
+export const asciiLowercase = (text: string): string =>
+  /^[\x00-\x7f]*$/.test(text) ? text.toLowerCase() : text.replace(/[A-Z]/g, (char) => char.toLowerCase());

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha1Prefix60 } from './sha1';
 import type { FeatureFlag } from './types';
 
 /**
@@ -8,26 +8,11 @@ import type { FeatureFlag } from './types';
  */
 const LONG_SCALE = Number(0xfffffffffffffffn);
 
-/**
- * The 60-bit prefix (15 hex digits) exceeds Number.MAX_SAFE_INTEGER and must round to nearest with
- * ties to even, exactly like Python's int → float and Rust's u64 `as f64`, so ids whose prefix
- * falls on a rounding tie land in the same bucket as in PostHog. `hi * 2^28` is exact (32
- * significant bits), so the one rounding of the addition is that correct rounding, without the
- * cost of hex text and BigInt (Bun's parseInt gets the last bit wrong for ~4% of ids).
- */
-const hashToUnitInterval = (text: string): number => {
-  const digest = createHash('sha1').update(text, 'utf8').digest();
-  const hi = digest.readUInt32BE(0);
-  const lo = digest.readUInt32BE(4) >>> 4;
-  return (hi * 2 ** 28 + lo) / LONG_SCALE;
-};
-
 /** sha1(`${key}.${hashId}${salt}`) as a number in [0, 1]. */
-export const hashFlag = (key: string, hashId: string, salt = ''): number =>
-  hashToUnitInterval(`${key}.${hashId}${salt}`);
+export const hashFlag = (key: string, hashId: string, salt = ''): number => sha1Prefix60(key, '.', hashId, salt) / LONG_SCALE;
 
 /** Holdouts hash without the flag key, so a person is held out of every flag of the experiment. */
-export const hashHoldout = (hashId: string): number => hashToUnitInterval(`holdout-${hashId}`);
+export const hashHoldout = (hashId: string): number => sha1Prefix60('holdout-', hashId, '', '') / LONG_SCALE;
 
 /**
  * The flags service answers 0 when there is nothing to hash (an empty distinct id, a group flag

@@ -31,6 +31,8 @@ export interface FlagPlan {
   memoizable: StoredFlag[];
   /** The person property keys the memoizable flags read, sorted. */
   memoKeys: string[];
+  /** Whether some memoizable flag reads person properties (else the person is not looked up for them). */
+  memoNeedsPersons: boolean;
   /** The other live flags, evaluated on every request. */
   rest: StoredFlag[];
 }
@@ -88,6 +90,7 @@ function buildPlan(team: TeamFlags): FlagPlan {
     cohortIds: [...new Set([...cohorts].flatMap((flag) => safely(() => referencedCohortIds({ type: 'OR', values: filtersOf(flag) }), [])))],
     memoizable: live.filter((flag) => memoizable.has(flag)),
     memoKeys,
+    memoNeedsPersons: [...memoizable].some((flag) => persons.has(flag)),
     rest: live.filter((flag) => !memoizable.has(flag)),
   };
 }

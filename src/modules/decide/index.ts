@@ -8,10 +8,10 @@ import { readBodyCapped } from '../../http/read-body';
 import { ErrorBody } from '../../http/schemas';
 import type { Project } from '../../storage';
 import { projectForFlags } from './authenticate';
-import { evaluateRequest } from './evaluate';
+import { evaluateRequest, type FlagsOutcome } from './evaluate';
 import { planFor } from './flag-plan';
 import { DecideResponse, FlagsResponse, PublicErrors, RemoteConfigResponse, TokenParams } from './model';
-import { readFlagRequest } from './request';
+import { type FlagRequest, readFlagRequest } from './request';
 import {
   decideBaseConfig,
   decideBody,
@@ -27,19 +27,43 @@ const MISSING_DISTINCT_ID = 'Decide requires a distinct_id.';
 
 const json = (request: Request, body: unknown) => jsonText(request, JSON.stringify(body));
 
-/** The query string alone: cheaper than parsing the whole URL on every flag check. */
-const queryOf = (request: Request) => {
-  const at = request.url.indexOf('?');
-  return new URLSearchParams(at < 0 ? '' : request.url.slice(at + 1));
+/**
+ * The query string alone, parsed once per distinct string: SDKs send the same few (`v=2`,
+ * `v=4&config=true`) on every check. The parsed params are shared, so they are only ever read.
+ */
+const parsedQueries = new Map<string, URLSearchParams>();
+const MAX_QUERIES = 500;
+const MAX_CACHED_QUERY = 256;
+const NO_QUERY = new URLSearchParams();
+
+const queryOf = (request: Request): URLSearchParams => {
+  const url = request.url;
+  const at = url.indexOf('?');
+  if (at < 0 || at === url.length - 1) return NO_QUERY;
+  const text = url.slice(at + 1);
+  let query = parsedQueries.get(text);
+  if (!query) {
+    query = new URLSearchParams(text);
+    if (text.length <= MAX_CACHED_QUERY) {
+      if (parsedQueries.size >= MAX_QUERIES) parsedQueries.clear();
+      parsedQueries.set(text, query);
+    }
+  }
+  return query;
 };
 
-const jsonText = (request: Request, text: string) =>
-  new Response(text, { status: 200, headers: { 'content-type': 'application/json', ...corsHeaders(request) } });
+/** Without an Origin (server SDKs) every answer has the same headers: one Headers, copied by each Response. */
+const JSON_HEADERS = new Headers({ 'content-type': 'application/json' });
+
+const jsonText = (request: Request, text: string) => {
+  const cors = request.headers.get('origin') === null ? null : corsHeaders(request);
+  return new Response(text, { status: 200, headers: cors ? { 'content-type': 'application/json', ...cors } : JSON_HEADERS });
+};
 
 export const decideModule = (deps: Deps) => {
-  const readRequest = async (request: Request, query: URLSearchParams) => {
-    const max = deps.config.MAX_BODY_BYTES;
-    const body = await readBodyCapped(request, max);
+  const max = deps.config.MAX_BODY_BYTES;
+
+  const parseRequest = (request: Request, query: URLSearchParams, body: Uint8Array): FlagRequest => {
     // An empty POST still authenticates by `?token=`, then fails on the missing distinct_id, as in PostHog.
     if (!body.byteLength && !query.has('data')) {
       return readFlagRequest({}, { token: query.get('token') ?? query.get('api_key'), projectId: query.get('project_id'), sentAt: null });
@@ -49,15 +73,26 @@ export const decideModule = (deps: Deps) => {
     return readFlagRequest(payload, hints);
   };
 
-  /** decode → authenticate → evaluate, shared by `/decide/` and `/flags/`. */
-  const check = async (request: Request, query: URLSearchParams) => {
-    const req = await readRequest(request, query);
-    const project = await projectForFlags(deps, req.token, req.projectId);
+  /**
+   * decode → authenticate → evaluate, shared by `/decide/` and `/flags/`, then `respond`. Written
+   * as one async function that awaits only the body and the project lookup when every flag,
+   * person and remembered answer is in memory: each extra async step costs the event loop more
+   * than the evaluation it would wrap.
+   */
+  const check = async (request: Request, query: URLSearchParams, respond: (project: Project, outcome: FlagsOutcome) => Response | Promise<Response>) => {
+    const req = parseRequest(request, query, await readBodyCapped(request, max));
+    const found = req.token === null ? null : await deps.storage.projectByToken(req.token);
+    const project = found ?? (await projectForFlags(deps, req.token, req.projectId));
     if (req.distinctId === null && !req.disableFlags) throw new AppError('required', MISSING_DISTINCT_ID, 'distinct_id');
-    return { project, outcome: await evaluateRequest(deps, project, req) };
+    const outcome = evaluateRequest(deps, project, req);
+    return respond(project, outcome instanceof Promise ? await outcome : outcome);
   };
 
-  const hasFlags = async (project: Project) => planFor(await deps.storage.flags.forTeam(project.id)).live.length > 0;
+  const hasFlags = (project: Project): boolean | Promise<boolean> => {
+    const team = deps.storage.flags.cachedForTeam(project.id);
+    if (team) return planFor(team).live.length > 0;
+    return deps.storage.flags.forTeam(project.id).then((loaded) => planFor(loaded).live.length > 0);
+  };
 
   const projectOr404 = async (token: string) => {
     const project = await deps.storage.projectByToken(token);
@@ -79,11 +114,10 @@ export const decideModule = (deps: Deps) => {
   return new Elysia({ name: 'decide', detail: { tags: ['flags'] } })
     .post(
       '/decide/',
-      async ({ request }) => {
+      ({ request }) => {
         const query = queryOf(request);
-        const { project, outcome } = await check(request, query);
         const version = parseDecideVersion(query.get('v'));
-        return jsonText(request, decideBody(project, version, outcome, randomUUID()));
+        return check(request, query, (project, outcome) => jsonText(request, decideBody(project, version, outcome, randomUUID())));
       },
       { parse: 'none', response: { 200: DecideResponse, ...PublicErrors }, detail: decideDetail },
     )
@@ -94,12 +128,16 @@ export const decideModule = (deps: Deps) => {
     .options('/decide/', ({ request }) => preflightResponse(request), { detail: { hide: true } })
     .post(
       '/flags/',
-      async ({ request }) => {
+      ({ request }) => {
         const query = queryOf(request);
         const { version, config } = parseFlagsQuery(query);
-        const { project, outcome } = await check(request, query);
-        const configPart = config ? flagsConfig(project, await hasFlags(project)) : null;
-        return jsonText(request, flagsBody(version, outcome, randomUUID(), deps.now().getTime(), configPart));
+        return check(request, query, (project, outcome) => {
+          const respond = (configPart: Record<string, unknown> | null) =>
+            jsonText(request, flagsBody(version, outcome, randomUUID(), deps.now().getTime(), configPart));
+          if (!config) return respond(null);
+          const has = hasFlags(project);
+          return typeof has === 'boolean' ? respond(flagsConfig(project, has)) : has.then((loaded) => respond(flagsConfig(project, loaded)));
+        });
       },
       { parse: 'none', response: { 200: FlagsResponse, ...PublicErrors }, detail: flagsDetail },
     )

@@ -38,13 +38,21 @@ function readDistinctId(body: Raw): string | null {
 /** Python's `process_bool`: true, "true" (any case) and "1". */
 const isTrue = (value: unknown) => value === true || value === 1 || (typeof value === 'string' && /^(true|1)$/i.test(value.trim()));
 
+/** `{}` (what SDKs send when there is nothing) costs no copy. */
+const isEmpty = (value: Raw): boolean => {
+  for (const _ in value) return false;
+  return true;
+};
+
+const NONE: Readonly<Record<string, never>> = Object.freeze({});
+
 const readGroups = (value: unknown): Record<string, string | number> =>
-  isObject(value)
+  isObject(value) && !isEmpty(value)
     ? Object.fromEntries(Object.entries(value).filter((entry): entry is [string, string | number] => typeof entry[1] === 'string' || typeof entry[1] === 'number'))
-    : {};
+    : NONE;
 
 const readGroupProperties = (value: unknown): Record<string, Record<string, unknown>> =>
-  isObject(value) ? Object.fromEntries(Object.entries(value).filter((entry): entry is [string, Raw] => isObject(entry[1]))) : {};
+  isObject(value) && !isEmpty(value) ? Object.fromEntries(Object.entries(value).filter((entry): entry is [string, Raw] => isObject(entry[1]))) : NONE;
 
 const readFlagKeys = (value: unknown): string[] | null =>
   Array.isArray(value) ? value.filter((key): key is string => typeof key === 'string') : null;

@@ -44,6 +44,22 @@ const PATCH_COLUMNS: Array<[keyof FlagPatch, string, (v: never) => unknown]> = [
 export function createFlagStore(db: Database): FlagStore {
   const snapshots = new Map<number, Promise<TeamFlags>>();
   const overrides = new Map<number, Promise<Map<string, Record<string, string>>>>();
+  // The settled values of the promises above, for readers that must not wait; an entry is only
+  // ever the value of the promise currently in its map, so dropping the promise drops it too.
+  const settledSnapshots = new Map<number, TeamFlags>();
+  const settledOverrides = new Map<number, Map<string, Record<string, string>>>();
+
+  const settle = <T>(pending: Map<number, Promise<T>>, settled: Map<number, T>, teamId: number, promise: Promise<T>) => {
+    pending.set(teamId, promise);
+    promise.then(
+      (value) => {
+        if (pending.get(teamId) === promise) settled.set(teamId, value);
+      },
+      () => {
+        if (pending.get(teamId) === promise) pending.delete(teamId);
+      },
+    );
+  };
 
   const load = async (teamId: number): Promise<TeamFlags> => {
     const rows = await db.query('SELECT * FROM feature_flags WHERE team_id = ? ORDER BY id', [teamId]);
@@ -52,6 +68,7 @@ export function createFlagStore(db: Database): FlagStore {
 
   const changed = <T>(teamId: number, result: T): T => {
     snapshots.delete(teamId);
+    settledSnapshots.delete(teamId);
     return result;
   };
 
@@ -73,8 +90,7 @@ export function createFlagStore(db: Database): FlagStore {
     let pending = overrides.get(teamId);
     if (!pending) {
       pending = loadOverrides(teamId);
-      overrides.set(teamId, pending);
-      pending.catch(() => overrides.delete(teamId));
+      settle(overrides, settledOverrides, teamId, pending);
     }
     return pending;
   };
@@ -84,11 +100,13 @@ export function createFlagStore(db: Database): FlagStore {
       let pending = snapshots.get(teamId);
       if (!pending) {
         pending = load(teamId);
-        snapshots.set(teamId, pending);
-        pending.catch(() => snapshots.delete(teamId));
+        settle(snapshots, settledSnapshots, teamId, pending);
       }
       return pending;
     },
+
+    cachedForTeam: (teamId) => settledSnapshots.get(teamId),
+    cachedHashKeyOverrides: (teamId) => settledOverrides.get(teamId),
 
     async create(teamId, flag, now) {
       const row = await db.transaction(async (tx) => {
@@ -156,7 +174,9 @@ export function createFlagStore(db: Database): FlagStore {
         await tx.run('DELETE FROM feature_flag_hash_key_overrides WHERE team_id = ?', [teamId]);
       });
       snapshots.delete(teamId);
+      settledSnapshots.delete(teamId);
       overrides.delete(teamId);
+      settledOverrides.delete(teamId);
     },
   };
 }

@@ -43,12 +43,16 @@ export interface FlagStore {
    * replaces the snapshot, so a flag check does no database work.
    */
   forTeam(teamId: number): Promise<TeamFlags>;
+  /** The snapshot `forTeam` would give, when it is already in memory: a flag check need not wait. */
+  cachedForTeam(teamId: number): TeamFlags | undefined;
   /** Throws AppError `unique` (attr `key`) when a live flag already has the key. */
   create(teamId: number, flag: NewFlag, now: Date): Promise<StoredFlag>;
   /** Null when the project has no flag with this id. Same uniqueness rule as `create`. */
   update(teamId: number, id: number, patch: FlagPatch, now: Date): Promise<StoredFlag | null>;
   /** The project's stored continuity hash keys (loaded once, then kept in memory). */
   hashKeyOverrides(teamId: number): Promise<HashKeyOverrides>;
+  /** `hashKeyOverrides`, when already in memory. */
+  cachedHashKeyOverrides(teamId: number): HashKeyOverrides | undefined;
   /** Store hash keys the person does not have yet; existing ones are never replaced. */
   addHashKeyOverrides(teamId: number, personUuid: string, overrides: Record<string, string>): Promise<void>;
   deleteTeam(teamId: number): Promise<void>;

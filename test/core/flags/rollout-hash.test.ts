@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
 import { hashFlag, hashHoldout, isInRollout, variantFor } from '../../../src/core/flags/rollout-hash';
 import type { FlagFilters } from '../../../src/core/flags/types';
 
@@ -40,7 +41,7 @@ describe('hashFlag: PostHog published vectors', () => {
 
 describe('hashFlag: 60-bit prefixes round like Python and Rust', () => {
   // Expected values are Python's int(hex[:15], 16) / float(0xFFFFFFFFFFFFFFF). Bun's parseInt
-  // rounds these prefixes differently, which is why the hash goes through BigInt.
+  // rounds these prefixes differently, which is why the prefix is built from the digest's words.
   test.each([
     ['distinct_id_2', 0.3720434350239052],
     ['distinct_id_64', 0.4309913816125088],
@@ -107,5 +108,38 @@ describe('variantFor', () => {
 describe('hashHoldout', () => {
   test('hashes "holdout-<id>" with no flag key (value from Python)', () => {
     expect(hashHoldout('example_id')).toBe(0.9402003475831224);
+  });
+});
+
+describe('the SHA-1 in plain JS agrees with node:crypto', () => {
+  // What PostHog computes: the first 15 hex digits of sha1 over 0xFFFFFFFFFFFFFFF (rounded as above).
+  const reference = (text: string) => {
+    const digest = createHash('sha1').update(text, 'utf8').digest();
+    return (digest.readUInt32BE(0) * 2 ** 28 + (digest.readUInt32BE(4) >>> 4)) / Number(0xfffffffffffffffn);
+  };
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const alphabet = ['a', 'Z', '0', '_', '-', '.', ' ', 'é', '€', '😀', '\ud800', '\udc00', '\u0000', '\u007f', '\u0080', '\u07ff', '\u0800'];
+  const ids = Array.from({ length: 3000 }, (_, i) => {
+    let id = '';
+    // Lengths across one, two and three 64-byte blocks, and the 55/56-byte padding edge.
+    const length = i % 140;
+    for (let j = 0; j < length; j++) id += i % 2 ? String.fromCharCode(33 + Math.floor(random() * 90)) : alphabet[Math.floor(random() * alphabet.length)];
+    return id;
+  });
+
+  test('hashFlag, with and without a salt, for ASCII, multi-byte and lone-surrogate ids of every length', () => {
+    const mismatches = ids.filter((id) => hashFlag('flag-key', id) !== reference(`flag-key.${id}`) || hashFlag('k', id, 'variant') !== reference(`k.${id}variant`));
+    expect(mismatches).toEqual([]);
+  });
+
+  test('hashHoldout', () => {
+    expect(ids.filter((id) => hashHoldout(id) !== reference(`holdout-${id}`))).toEqual([]);
+  });
+
+  test('a very long id (several blocks, a grown buffer) and then a short one again', () => {
+    const long = 'x'.repeat(10_000) + '€';
+    expect(hashFlag('f', long)).toBe(reference(`f.${long}`));
+    expect(hashFlag('beta-feature', 'example_id')).toBe(0.2093039334578348);
   });
 });
