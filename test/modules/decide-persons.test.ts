@@ -221,3 +221,30 @@ describe('flag dependencies', () => {
     expect(only.body.flags['dep-child'].enabled).toBe(true);
   });
 });
+
+describe('persons changed by events still being processed', () => {
+  test('a flag check waits for the capture requests naming its user, then sees their $set', async () => {
+    await createFlag({ key: 'fresh-pro', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', value: 'pro', operator: 'exact' }], rollout_percentage: 100 }] } });
+    // Hold processing back: the capture is acknowledged (durable) but its events wait.
+    const loader = (t.deps.storage.events as unknown as { loader: { process: (...a: unknown[]) => Promise<unknown> } }).loader;
+    const original = loader.process;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    loader.process = async (...args: unknown[]) => {
+      await gate;
+      return original(...args);
+    };
+    try {
+      const captured = await t.call('POST', '/capture/', { key: null, body: { api_key: token, event: '$identify', distinct_id: 'erin', properties: { $set: { plan: 'pro' } } } });
+      expect(captured.status).toBe(200);
+      expect(t.deps.storage.persons.findByDistinctId(teamId, 'erin')).toBeNull();
+      setTimeout(release, 50);
+      expect(await check('fresh-pro', { distinct_id: 'erin' })).toEqual({ value: true, reason: 'condition_match' });
+      // Another user's check never waits on erin's events.
+      expect(t.deps.storage.events.intakePending(teamId, ['dave'])).toBe(false);
+    } finally {
+      loader.process = original;
+      release();
+    }
+  });
+});

@@ -229,6 +229,18 @@ class DuckDbEventStore implements EventStore {
    * request) has been processed, so their person changes are visible. Returns at once when none
    * is pending, which is the usual case.
    */
+  intakePending(teamId: number, distinctIds: readonly string[]): boolean {
+    const done = this.loader.processedSeq;
+    if (this.overflowSeq > done) return true;
+    const ids = this.pendingIds.get(teamId);
+    if (!ids) return false;
+    for (const id of distinctIds) {
+      const seq = ids.get(id);
+      if (seq !== undefined && seq > done) return true;
+    }
+    return false;
+  }
+
   async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = this.s.visibilityTimeoutMs): Promise<void> {
     const done = this.loader.processedSeq;
     let target = this.overflowSeq > done ? this.overflowSeq : 0;

@@ -136,6 +136,8 @@ export interface EventStore {
   appendEvents(rows: readonly StoredEventRow[]): Promise<void>;
   /** Log a capture request; resolves once durable (its events are processed behind it). */
   appendIntake(input: IntakeInput): Promise<void>;
+  /** Whether a logged capture request of the project naming one of these distinct ids is not processed yet (no wait). */
+  intakePending(teamId: number, distinctIds: readonly string[]): boolean;
   /** Wait until pending capture requests of the project (null: any) naming these distinct ids (null: any) are processed (bounded). */
   awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs?: number): Promise<void>;
   /** Load everything acknowledged so far into DuckDB. */
