@@ -36,6 +36,8 @@ export interface DecodedPayload {
   payload: unknown;
   /** The JSON text it was parsed from (what the event log keeps). */
   text: string;
+  /** `text` as UTF-8 exactly, when the request carried it so (saves encoding it again), else null. */
+  bytes: Uint8Array | null;
   hints: PayloadHints;
   /** What was undone (hinted or detected), for logs and metrics. */
   compression: Compression;
@@ -68,7 +70,7 @@ export function decodePayload(input: DecodePayloadInput): DecodedPayload {
   const compression = selectCompression(input.query.get('compression'), form?.get('compression') ?? null, input.contentEncoding);
   const decoded = decompress(data, compression, input.maxBytes);
   if (!/\S/.test(decoded.text)) throw new AppError('invalid_payload', NO_DATA);
-  return { payload: parseJson(decoded.text), text: decoded.text, hints: readHints(input.query, form), compression: decoded.compression };
+  return { payload: parseJson(decoded.text), text: decoded.text, bytes: decoded.bytes ?? null, hints: readHints(input.query, form), compression: decoded.compression };
 }
 
 /** Rust order: `?data=` wins, then a form's `data` field, then the raw body. */
@@ -96,12 +98,20 @@ function selectCompression(query: string | null, form: string | null, contentEnc
 interface Decoded {
   text: string;
   compression: Compression;
+  /** The UTF-8 `text` was decoded from, when it is exactly that (no BOM stripped). */
+  bytes?: Uint8Array;
+}
+
+/** Decode UTF-8, keeping the bytes when they are exactly the text's encoding. */
+function textOf(bytes: Uint8Array, compression: Compression): Decoded {
+  const text = decodeUtf8(bytes);
+  return bytes[0] === 0xef ? { text, compression } : { text, compression, bytes };
 }
 
 function decompress(data: Uint8Array | string, compression: Compression, maxBytes: number): Decoded {
   switch (compression) {
     case 'gzip':
-      return { text: decodeUtf8(gunzipCapped(typeof data === 'string' ? decodeBase64(data) : data, maxBytes)), compression };
+      return textOf(gunzipCapped(typeof data === 'string' ? decodeBase64(data) : data, maxBytes), compression);
     case 'lz64':
       return { text: decompressLz64Text(typeof data === 'string' ? data : decodeUtf8(data), maxBytes), compression };
     case 'base64':
@@ -113,8 +123,10 @@ function decompress(data: Uint8Array | string, compression: Compression, maxByte
 
 /** Bytes with no hint: gzip by magic number, else UTF-8 text (which may still be base64). */
 function decodeBytes(bytes: Uint8Array, maxBytes: number): Decoded {
-  if (bytes[0] === 0x1f && bytes[1] === 0x8b) return { text: decodeUtf8(gunzipCapped(bytes, maxBytes)), compression: 'gzip' };
-  return decodeText(decodeUtf8(bytes), maxBytes);
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) return textOf(gunzipCapped(bytes, maxBytes), 'gzip');
+  const plain = textOf(bytes, 'none');
+  const decoded = decodeText(plain.text, maxBytes);
+  return decoded.text === plain.text ? plain : decoded;
 }
 
 /** Text with no hint: JSON as it is; text in the base64 alphabet is decoded once (GET `?data=` of old snippets). */

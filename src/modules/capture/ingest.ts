@@ -43,6 +43,7 @@ export async function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutc
       engage: req.engage,
     },
     text: decoded.text,
+    bytes: decoded.bytes,
     events: extracted.events.length,
     parsed: extracted.events,
     distinctIds,

@@ -15,7 +15,7 @@ import { eventMigrations } from './schema';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, ReplayResult } from './types';
-import { encodeFrame, encodeIntakeFrame, frameLines, scanFrames } from './wal-format';
+import { encodeFrame, frameLines, intakeMaxBytes, scanFrames, type IntakeParts } from './wal-format';
 import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
 const statfsAsync = promisify(statfs);
@@ -23,8 +23,8 @@ const DISK_CHECK_MS = 1000;
 /** Distinct ids remembered for `awaitIntake` at most (beyond: wait for everything logged). */
 const MAX_PENDING_IDS = 500_000;
 const PENDING_SWEEP_AT = 50_000;
-/** Capture requests in flight at once from which processing steps aside (see loader.ts). */
-const BUSY_INFLIGHT = 16;
+/** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
+const BUSY_PER_WINDOW = 100;
 
 /**
  * The life of an event: `append` encodes the rows as one WAL frame and hands it to the group
@@ -82,8 +82,9 @@ class DuckDbEventStore implements EventStore {
   private pendingIds = new Map<number, Map<string, number>>();
   private pendingCount = 0;
   private overflowSeq = 0;
-  /** Capture requests waiting for the log: many at once means the front end is saturated. */
-  private inflightIntake = 0;
+  private arrivals = 0;
+  private lastWindow = 0;
+  private windowStart = 0;
   private diskCheckedAt = 0;
   private closed = false;
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -99,7 +100,7 @@ class DuckDbEventStore implements EventStore {
     this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment);
     this.loader.process = s.hooks.processIntake ?? null;
     this.loader.activeSegment = () => this.wal.activeSegment;
-    this.loader.busy = () => this.inflightIntake >= BUSY_INFLIGHT;
+    this.loader.busy = () => this.busy();
     this.upkeep = new Maintenance(db, s, tiers, this.counters, () => this.loader.done);
     this.wal = new WalWriter(
       {
@@ -172,26 +173,45 @@ class DuckDbEventStore implements EventStore {
    * for its person changes (`awaitIntake`).
    */
   async appendIntake(input: IntakeInput): Promise<void> {
-    this.admit(0);
-    const frame = encodeIntakeFrame(input.context, input.text, input.events);
-    this.admit(frame.length);
+    // Encoded by the group commit, many requests into one buffer (see encodeIntakeFrames).
+    const parts: IntakeParts = { ctx: `${JSON.stringify(input.context)}\n`, body: input.bytes ?? input.text, events: input.events };
+    const bytes = intakeMaxBytes(parts);
+    this.admit(bytes);
     const seq = ++this.intakeSeq;
     this.trackPending(input.context.teamId, input.distinctIds, seq);
+    this.noteArrival();
     let memo: IntakeMemo | null = null;
-    if (input.parsed && this.loader.memoBytes + frame.length <= this.s.maxMemoBytes) {
-      memo = { context: input.context, events: input.parsed, bytes: frame.length, seq };
-      this.loader.memoBytes += frame.length;
+    if (input.parsed && this.loader.memoBytes + bytes <= this.s.maxMemoBytes) {
+      memo = { context: input.context, events: input.parsed, bytes, seq };
+      this.loader.memoBytes += bytes;
     }
-    this.inflightIntake++;
     try {
-      await this.wal.append(frame, input.events, new Map([[input.context.teamId, input.events]]), { intake: { memo, seq } });
+      await this.wal.append(parts, input.events, new Map([[input.context.teamId, input.events]]), { intake: { memo, seq } });
     } catch (error) {
       if (memo) this.loader.memoBytes -= memo.bytes;
       this.writeFailed(error);
-    } finally {
-      this.inflightIntake--;
     }
     this.counters.appendedRows += input.events;
+  }
+
+  /**
+   * Capture requests per 100 ms window: at a sustained rate (≥ BUSY_PER_WINDOW a window) the
+   * front end is taken to be saturated and processing steps aside (loader.ts).
+   */
+  private noteArrival(): void {
+    const now = performance.now();
+    if (now - this.windowStart >= 100) {
+      this.lastWindow = now - this.windowStart >= 200 ? 0 : this.arrivals;
+      this.arrivals = 0;
+      this.windowStart = now;
+    }
+    this.arrivals++;
+  }
+
+  private busy(): boolean {
+    const now = performance.now();
+    if (now - this.windowStart >= 200) return false;
+    return Math.max(this.arrivals, now - this.windowStart >= 100 ? 0 : this.lastWindow) >= BUSY_PER_WINDOW;
   }
 
   private trackPending(teamId: number, distinctIds: readonly string[], seq: number): void {

@@ -11,6 +11,8 @@ export interface IntakeInput {
   context: IntakeContext;
   /** The decoded body (JSON text), logged as it is. */
   text: string;
+  /** `text` as UTF-8 exactly, when the request carried it so (logged without encoding it again). */
+  bytes?: Uint8Array | null;
   /** Events in it (as received; processing may drop some). */
   events: number;
   /** The events already parsed, kept (memory allowing) so processing need not parse them again. */

@@ -147,18 +147,49 @@ export interface IntakeContext {
   engage: boolean;
 }
 
+/** An intake frame not yet encoded: the group commit writes many of them into one buffer. */
+export interface IntakeParts {
+  /** The context as one JSON line (with its newline). */
+  ctx: string;
+  /** The decoded body: its UTF-8 bytes when the request carried them exactly, else the text. */
+  body: Uint8Array | string;
+  events: number;
+}
+
+/** A fixed-width header (`\x1dI1 <10-digit length> <8-hex crc> <10-digit events>\n`): written after its payload. */
+const INTAKE_HEADER_BYTES = 35;
+const pad = (n: number, width: number, radix = 10) => n.toString(radix).padStart(width, '0');
+
+/** Bytes an intake frame may take (exact for byte bodies; a bound for text). */
+export function intakeMaxBytes(p: IntakeParts): number {
+  const body = typeof p.body === 'string' ? (p.body.length > 65_536 ? Buffer.byteLength(p.body) : p.body.length * 3) : p.body.length;
+  return INTAKE_HEADER_BYTES + p.ctx.length * 3 + body;
+}
+
+/** Write intake frames back to back into one buffer (one allocation for a whole group). */
+export function encodeIntakeFrames(frames: readonly IntakeParts[]): Buffer {
+  let cap = 0;
+  for (const f of frames) cap += intakeMaxBytes(f);
+  const buf = Buffer.allocUnsafe(cap);
+  let o = 0;
+  for (const f of frames) {
+    const start = o;
+    o += INTAKE_HEADER_BYTES;
+    o += buf.write(f.ctx, o);
+    if (typeof f.body === 'string') o += buf.write(f.body, o);
+    else {
+      buf.set(f.body, o);
+      o += f.body.length;
+    }
+    const payload = buf.subarray(start + INTAKE_HEADER_BYTES, o);
+    buf.write(`${INTAKE_MAGIC}${pad(payload.length, 10)} ${pad(Bun.hash.crc32(payload), 8, 16)} ${pad(f.events, 10)}\n`, start, 'latin1');
+  }
+  return buf.subarray(0, o);
+}
+
 /** One intake frame: the context line and the decoded body text, `events` events in it. */
 export function encodeIntakeFrame(ctx: IntakeContext, text: string, events: number): Buffer {
-  const head = `${JSON.stringify(ctx)}\n`;
-  const buf = Buffer.allocUnsafe(64 + head.length * 3 + Buffer.byteLength(text));
-  let o = 64;
-  o += buf.write(head, o);
-  o += buf.write(text, o);
-  const payload = buf.subarray(64, o);
-  const header = `${INTAKE_MAGIC}${payload.length} ${Bun.hash.crc32(payload).toString(16)} ${events}\n`;
-  const start = 64 - Buffer.byteLength(header);
-  buf.write(header, start, 'latin1');
-  return buf.subarray(start, o);
+  return encodeIntakeFrames([{ ctx: `${JSON.stringify(ctx)}\n`, body: text, events }]);
 }
 
 /** The context and body of an intake frame found by `scanFrames`. */

@@ -1,6 +1,7 @@
 import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, writev } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { encodeIntakeFrames, intakeMaxBytes, type IntakeParts } from './wal-format';
 import { promisify } from 'node:util';
 
 const openAsync = promisify(open);
@@ -83,7 +84,8 @@ interface Waiter {
 }
 
 interface Group {
-  bufs: Buffer[];
+  /** Encoded frames, or intake frames encoded at commit (many into one buffer). */
+  items: Array<Buffer | IntakeParts>;
   bytes: number;
   rows: number;
   teams: Map<number, number>;
@@ -100,7 +102,7 @@ interface Active extends SealedSegment {
   dirty: boolean;
 }
 
-const newGroup = (): Group => ({ bufs: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, waiters: [] });
+const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, waiters: [] });
 
 /**
  * The append-only log with group commit: appends arriving while a write is in flight form the
@@ -141,12 +143,13 @@ export class WalWriter {
     return this.active;
   }
 
-  append(frame: Buffer, rows: number, teams: Map<number, number>, extra: AppendExtra = {}): Promise<void> {
+  append(frame: Buffer | IntakeParts, rows: number, teams: Map<number, number>, extra: AppendExtra = {}): Promise<void> {
     if (this.closed) return Promise.reject(new Error('The event log is closed.'));
     return new Promise<void>((resolve, reject) => {
       const g = this.group;
-      g.bufs.push(frame);
-      g.bytes += frame.length;
+      g.items.push(frame);
+      const bytes = Buffer.isBuffer(frame) ? frame.length : intakeMaxBytes(frame);
+      g.bytes += bytes;
       g.rows += rows;
       for (const [team, n] of teams) g.teams.set(team, (g.teams.get(team) ?? 0) + n);
       if (extra.intake) {
@@ -160,7 +163,7 @@ export class WalWriter {
         g.spans = mergeSpans(g.spans, extra.spans);
       }
       g.waiters.push({ resolve, reject });
-      this.queuedBytes += frame.length;
+      this.queuedBytes += bytes;
       this.kick();
     });
   }
@@ -234,8 +237,10 @@ export class WalWriter {
   }
 
   private async commit(g: Group): Promise<void> {
-    const bufs = g.bufs;
-    g.bufs = [];
+    const bufs = encodeGroup(g.items);
+    g.items = [];
+    let written = 0;
+    for (const b of bufs) written += b.length;
     let a: Active | null = null;
     try {
       a = this.active ?? (await this.openSegment());
@@ -249,7 +254,7 @@ export class WalWriter {
       return;
     }
     this.queuedBytes -= g.bytes;
-    a.bytes += g.bytes;
+    a.bytes += written;
     a.rows += g.rows;
     for (const [team, n] of g.teams) a.teams.set(team, (a.teams.get(team) ?? 0) + n);
     a.spans = mergeSpans(a.spans, g.spans);
@@ -326,6 +331,23 @@ export class WalWriter {
     await closeAsync(a.fd).catch(() => undefined);
     this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq });
   }
+}
+
+/** The group's frames as buffers in order: runs of intake frames encoded together. */
+function encodeGroup(items: ReadonlyArray<Buffer | IntakeParts>): Buffer[] {
+  const out: Buffer[] = [];
+  let run: IntakeParts[] = [];
+  for (const item of items) {
+    if (!Buffer.isBuffer(item)) {
+      run.push(item);
+      continue;
+    }
+    if (run.length) out.push(encodeIntakeFrames(run));
+    run = [];
+    out.push(item);
+  }
+  if (run.length) out.push(encodeIntakeFrames(run));
+  return out;
 }
 
 /** Linux's limit on buffers per writev. */
