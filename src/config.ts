@@ -21,7 +21,7 @@ export const ConfigSchema = t.Object({
   }),
   DURABILITY: t.Union([t.Literal('durable'), t.Literal('relaxed')], {
     default: 'durable',
-    description: 'durable: a 200 is sent after the events are fsynced (group commit). relaxed: after the write, before the fsync.',
+    description: 'durable: a 200 is sent after the request is fsynced in the log (group commit). relaxed: after the write, before the fsync.',
   }),
   MAX_BODY_BYTES: Int(20 * 1024 * 1024, 1024, 1024 * 1024 * 1024, 'Largest accepted request body on the public endpoints, also after decompression (bytes).'),
   DUCKDB_MEMORY_LIMIT: t.String({
