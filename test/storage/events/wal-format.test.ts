@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hotValuesOf } from '../../../src/core/events/columns';
-import { encodeFrame, readWalSql, scanFrames, WAL_TO_EVENT_SELECT } from '../../../src/storage/events/wal-format';
+import { decodeIntakeFrame, encodeFrame, encodeIntakeFrame, encodeIntakeFrames, readWalSql, scanFrames, WAL_TO_EVENT_SELECT } from '../../../src/storage/events/wal-format';
 import { makeEvent } from './helpers';
 
 async function readBack(bytes: Uint8Array) {
@@ -88,5 +88,38 @@ describe('WAL frames', () => {
   test('frame headers are skipped by the reader', async () => {
     const back = await readBack(Buffer.concat([a, b, c]));
     expect(back.map((r) => r.uuid)).toEqual([1, 2, 3, 4, 5, 6].map((n) => makeEvent(n).uuid));
+  });
+});
+
+describe('intake frames', () => {
+  const ctx = { teamId: 7, receivedAt: Date.UTC(2025, 5, 1), ip: '10.0.0.1', anonymizeIps: false, sentAt: null, engage: false };
+  const texts = ['{"event":"a","distinct_id":"x"}', '[{"event":"ü ✓ 😀","distinct_id":"\\n\\u001f"}]', '{\n  "batch": []\n}'];
+
+  test('a group of intake frames (text and byte bodies) and row frames scans back to each context and body', () => {
+    const group = encodeIntakeFrames([
+      { ctx: `${JSON.stringify(ctx)}\n`, body: texts[0], events: 1 },
+      { ctx: `${JSON.stringify({ ...ctx, teamId: 8 })}\n`, body: new TextEncoder().encode(texts[1]), events: 1 },
+      { ctx: `${JSON.stringify({ ...ctx, engage: true })}\n`, body: texts[2], events: 0 },
+    ]);
+    const rows = encodeFrame([makeEvent(1)]);
+    const data = Buffer.concat([group, rows, encodeIntakeFrame(ctx, texts[0], 1)]);
+    const scan = scanFrames(data);
+    expect(scan.damaged).toEqual([]);
+    expect(scan.frames.map((f) => [f.kind, f.rows])).toEqual([['intake', 1], ['intake', 1], ['intake', 0], ['rows', 1], ['intake', 1]]);
+    const intake = scan.frames.filter((f) => f.kind === 'intake').map((f) => decodeIntakeFrame(data, f));
+    expect(intake).toEqual([
+      { context: ctx, text: texts[0] },
+      { context: { ...ctx, teamId: 8 }, text: texts[1] },
+      { context: { ...ctx, engage: true }, text: texts[2] },
+      { context: ctx, text: texts[0] },
+    ]);
+  });
+
+  test('a torn intake frame is damaged, the ones before it kept', () => {
+    const one = encodeIntakeFrame(ctx, texts[0], 1);
+    const two = encodeIntakeFrame(ctx, texts[1], 1);
+    const scan = scanFrames(Buffer.concat([one, two.subarray(0, two.length - 3)]));
+    expect(scan.frames.map((f) => f.kind)).toEqual(['intake']);
+    expect(scan.damaged).toEqual([{ start: one.length, end: one.length + two.length - 3 }]);
   });
 });
