@@ -177,7 +177,18 @@ export class SegmentLoader {
         this.processAgain = false;
         while (this.intake.length > 0) {
           const seg = this.intake[0];
-          await this.finishSegment(seg);
+          try {
+            await this.finishSegment(seg);
+          } catch (error) {
+            // The segment's file could not be read or its processed copy written (the disk):
+            // retried on later ticks; after maxFlushAttempts the segment goes to the dead
+            // letters whole (as it was logged) so the ones behind it are not held forever.
+            seg.attempts++;
+            this.failed(error);
+            if (seg.attempts < this.s.maxFlushAttempts) throw error;
+            await this.deadLetterUnprocessed(seg, error);
+            continue;
+          }
           this.intake.shift();
           this.queue.push(seg);
           this.advance(seg.lastSeq);
@@ -188,8 +199,6 @@ export class SegmentLoader {
       } while (this.processAgain || this.intake.length > 0);
     })()
       .catch((error) => {
-        // Reading the segment failed (the disk): retried on the next tick; nothing was lost.
-        this.failed(error);
         this.s.log.error('event segment processing failed; will retry', { error: String(error) });
       })
       .finally(() => {
@@ -313,6 +322,25 @@ export class SegmentLoader {
     seg.rows = st.rows;
     seg.spans = st.spans;
     if (st.spans) seg.teams = new Map([...st.spans.keys()].map((team) => [team, 1]));
+  }
+
+  private async deadLetterUnprocessed(seg: Queued, error: unknown): Promise<void> {
+    this.s.log.error('event segment could not be processed; moved to the dead letters', { segment: seg.id, error: String(error) });
+    await deadLetterSegmentFile(
+      this.s.dataDir,
+      seg.path,
+      { id: `seg-${seg.id}`, reason: `Processing WAL segment ${seg.id} failed ${this.s.maxFlushAttempts} times: ${String(error)}`, rows: seg.rows, source: 'segment', segment: seg.id },
+      seg.bytes,
+    );
+    // Moved: from here on the segment is the dead letter's. A processed copy is only derived.
+    await rm(`${seg.path}${PROCESSED_SUFFIX}`, { recursive: true, force: true }).catch(() => undefined);
+    if (seg.memos) for (const m of seg.memos) if (m) this.memoBytes -= (m as IntakeMemo).bytes;
+    this.states.delete(seg.id);
+    this.counters.deadLetters++;
+    // Not marked done: segments before it may still be loading. Queries stop waiting for it
+    // (it is no longer queued), and the next load's watermark passes it.
+    this.intake.shift();
+    this.advance(seg.lastSeq);
   }
 
   private async deadLetterFrame(seg: Queued, frame: Uint8Array, offset: number, events: number, error: unknown): Promise<void> {

@@ -56,7 +56,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     checkpointWalBytes: o.checkpointWalBytes ?? 256 * MiB,
     autoCompact: o.autoCompact ?? true,
     visibilityTimeoutMs: o.visibilityTimeoutMs ?? 15_000,
-    maxMemoBytes: o.maxMemoBytes ?? 64 * MiB,
+    maxMemoBytes: o.maxMemoBytes ?? 16 * MiB,
     directMinRows: o.directMinRows ?? 50_000,
     dedupeWindowMs: o.dedupeWindowMs ?? 60_000,
     dedupeWindowRows: o.dedupeWindowRows ?? 2_000_000,

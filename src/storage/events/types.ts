@@ -85,9 +85,9 @@ export interface EventStoreOptions {
   /** How long a query waits for its team's buffered rows to be loaded (default 15 s). */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
-  /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
-  /** Intake bodies kept parsed in memory for processing, at most (beyond: parsed again from the log). Default 64 MiB. */
+  /** Intake bodies kept parsed in memory for processing, at most, counted as logged bytes (parsed they take several times that; beyond: parsed again from the log). Default 16 MiB. */
   maxMemoBytes?: number;
+  /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
   hooks?: {
     beforeLoad?(segments: readonly SealedSegment[]): void | Promise<void>;
     /** Turns one capture request's events into rows (normalization, persons, definitions), in log order. */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
 import type { IntakeContext } from '../../../src/storage/events/wal-format';
@@ -117,5 +117,23 @@ describe('intake', () => {
     expect(replay.rows).toBe(1);
     expect(await h.store.listDeadLetters()).toEqual([]);
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4, 7, 10, 11, 12, 13, 14].map(uuid));
+  });
+
+  test('a segment that cannot be processed (its copy cannot be written) goes to the dead letters whole after the retries', async () => {
+    h = await open({ bufferMaxAgeMs: 60_000, maxFlushAttempts: 2, flushRetryMs: 10 });
+    await capture(h, rawEvents(0, 3));
+    const walDir = join(h.dir, 'events', 'wal');
+    const [segment] = (await readdir(walDir)).filter((n) => n.endsWith('.wal'));
+    await mkdir(join(walDir, `${segment}.proc`)); // writing the processed copy now fails (EISDIR)
+    await capture(h, rawEvents(3, 2));
+    await h.store.flush();
+    const dead = await h.store.listDeadLetters();
+    expect(dead.map((d) => ({ source: d.source, reason: d.reason }))).toEqual([{ source: 'segment', reason: expect.stringContaining('Processing WAL segment') }]);
+    expect(await uuidsOf(h)).toEqual([]);
+    await capture(h, rawEvents(10, 1)); // later requests are not held behind it
+    expect(await uuidsOf(h)).toEqual([uuid(10)]);
+    expect(await readdir(walDir)).not.toContain(`${segment}.proc`); // the derived copy went with it
+    await h.store.replayDeadLetters();
+    expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4, 10].map(uuid));
   });
 });
