@@ -63,18 +63,9 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
       for (let k = 0; k < repeats; k++) {
         runs.push(await burst(join(tmpDir, `burst-${durability}-${batch}-${k}`), pool, burstRows, batch, { durability }));
       }
-      const byRate = [...runs].sort((a, b) => a.rate - b.rate);
-      const mid = byRate[Math.floor(byRate.length / 2)];
-      rows.push({
-        case: `append burst batch=${batch} ${durability}`,
-        'rows/s': mid.rate,
-        p50_ms: median(runs.map((r) => r.p50)),
-        p99_ms: median(runs.map((r) => r.p99)),
-        peak_rss_mb: Math.max(...runs.map((r) => r.peakRss)),
-        'loaded rows/s': median(runs.map((r) => r.loadedRate)),
-        'core-µs/row': median(runs.map((r) => r.cpuPerRow)),
-      });
-      log(`burst ${durability} batch=${batch}: ${Math.round(mid.rate).toLocaleString()} rows/s acked`);
+      const row = burstRow(`append burst batch=${batch} ${durability}`, runs);
+      rows.push(row);
+      log(`burst ${durability} batch=${batch}: ${Math.round(row['rows/s'] as number).toLocaleString()} rows/s acked`);
     }
   }
 
@@ -83,18 +74,9 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   for (const batch of [100, 10_000]) {
     const runs: BurstResult[] = [];
     for (let k = 0; k < repeats; k++) runs.push(await intakeBurst(join(tmpDir, `intake-${batch}-${k}`), wire, burstRows, batch));
-    const byRate = [...runs].sort((a, b) => a.rate - b.rate);
-    const mid = byRate[Math.floor(byRate.length / 2)];
-    rows.push({
-      case: `capture burst batch=${batch} durable (JSON.parse + appendIntake; processed behind)`,
-      'rows/s': mid.rate,
-      p50_ms: median(runs.map((r) => r.p50)),
-      p99_ms: median(runs.map((r) => r.p99)),
-      peak_rss_mb: Math.max(...runs.map((r) => r.peakRss)),
-      'loaded rows/s': median(runs.map((r) => r.loadedRate)),
-      'core-µs/row': median(runs.map((r) => r.cpuPerRow)),
-    });
-    log(`capture burst batch=${batch}: ${Math.round(mid.rate).toLocaleString()} events/s acked, ${Math.round(median(runs.map((r) => r.loadedRate))).toLocaleString()}/s processed and loaded`);
+    const row = burstRow(`capture burst batch=${batch} durable (JSON.parse + appendIntake; processed behind)`, runs);
+    rows.push(row);
+    log(`capture burst batch=${batch}: ${Math.round(row['rows/s'] as number).toLocaleString()} events/s acked, ${Math.round(row['loaded rows/s'] as number).toLocaleString()}/s processed and loaded`);
   }
 
   // ---- sustained ------------------------------------------------------------------------------
@@ -165,32 +147,17 @@ async function intakeBurst(dir: string, wire: readonly object[], total: number, 
   const peak = rssSampler();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < requests) {
-        const text = bodies[next++ % bodies.length];
-        for (;;) {
-          const s = performance.now();
-          try {
-            const events = (JSON.parse(text) as { batch: Array<{ distinct_id: string }> }).batch;
-            await storage.events.appendIntake({
-              context: { teamId: 1, receivedAt: Date.now(), ip: '127.0.0.1', anonymizeIps: false, sentAt: null, engage: false },
-              text,
-              events: events.length,
-              parsed: events,
-              distinctIds: events.map((e) => e.distinct_id),
-            });
-            latencies.push(performance.now() - s);
-            break;
-          } catch (error) {
-            if (!isAppError(error) || error.kind !== 'unavailable') throw error;
-            await Bun.sleep(20);
-          }
-        }
-      }
-    }),
-  );
+  await drive(concurrency, requests, latencies, (i) => {
+    const text = bodies[i % bodies.length];
+    const events = (JSON.parse(text) as { batch: Array<{ distinct_id: string }> }).batch;
+    return storage.events.appendIntake({
+      context: { teamId: 1, receivedAt: Date.now(), ip: '127.0.0.1', anonymizeIps: false, sentAt: null, engage: false },
+      text,
+      events: events.length,
+      parsed: events,
+      distinctIds: events.map((e) => e.distinct_id),
+    });
+  });
   const ackMs = performance.now() - t0;
   await storage.events.flush();
   const loadedMs = performance.now() - t0;
@@ -199,14 +166,7 @@ async function intakeBurst(dir: string, wire: readonly object[], total: number, 
   const acked = requests * batch;
   await storage.close();
   await rm(dir, { recursive: true, force: true });
-  return {
-    rate: acked / (ackMs / 1000),
-    loadedRate: acked / (loadedMs / 1000),
-    p50: percentile(latencies, 0.5),
-    p99: percentile(latencies, 0.99),
-    peakRss,
-    cpuPerRow: (cpu.user + cpu.system) / acked,
-  };
+  return burstResult(acked, ackMs, loadedMs, latencies, cpu, peakRss);
 }
 
 function toWire(r: StoredEventRow) {
@@ -245,6 +205,32 @@ function makeFeeder(pool: readonly StoredEventRow[], prefix: string) {
   };
 }
 
+/**
+ * `count` calls of `send(i)` with `concurrency` in flight, each timed into `latencies`; a 503
+ * (the store's backpressure) is retried after 20 ms, as a client would.
+ */
+async function drive(concurrency: number, count: number, latencies: number[], send: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const i = next++;
+        for (;;) {
+          const s = performance.now();
+          try {
+            await send(i);
+            latencies.push(performance.now() - s);
+            break;
+          } catch (error) {
+            if (!isAppError(error) || error.kind !== 'unavailable') throw error;
+            await Bun.sleep(20);
+          }
+        }
+      }
+    }),
+  );
+}
+
 interface BurstResult {
   /** Core-microseconds per row, acknowledging and loading (every thread of the process). */
   cpuPerRow: number;
@@ -266,25 +252,7 @@ export async function burst(dir: string, pool: readonly StoredEventRow[], total:
   const peak = rssSampler();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < batches.length) {
-        const b = batches[next++];
-        for (;;) {
-          const s = performance.now();
-          try {
-            await store.append(b);
-            latencies.push(performance.now() - s);
-            break;
-          } catch (error) {
-            if (!isAppError(error) || error.kind !== 'unavailable') throw error;
-            await Bun.sleep(20);
-          }
-        }
-      }
-    }),
-  );
+  await drive(concurrency, batches.length, latencies, (i) => store.append(batches[i]));
   const ackMs = performance.now() - t0;
   await store.flush();
   const loadedMs = performance.now() - t0;
@@ -293,13 +261,31 @@ export async function burst(dir: string, pool: readonly StoredEventRow[], total:
   await store.close();
   await db.close();
   await rm(dir, { recursive: true, force: true });
+  return burstResult(total, ackMs, loadedMs, latencies, cpu, peakRss);
+}
+
+/** The median run's rate, the other figures' medians (peak RSS: the highest). */
+function burstRow(name: string, runs: readonly BurstResult[]): BenchRow {
+  const byRate = [...runs].sort((a, b) => a.rate - b.rate);
   return {
-    rate: total / (ackMs / 1000),
-    loadedRate: total / (loadedMs / 1000),
+    case: name,
+    'rows/s': byRate[Math.floor(byRate.length / 2)].rate,
+    p50_ms: median(runs.map((r) => r.p50)),
+    p99_ms: median(runs.map((r) => r.p99)),
+    peak_rss_mb: Math.max(...runs.map((r) => r.peakRss)),
+    'loaded rows/s': median(runs.map((r) => r.loadedRate)),
+    'core-µs/row': median(runs.map((r) => r.cpuPerRow)),
+  };
+}
+
+function burstResult(rows: number, ackMs: number, loadedMs: number, latencies: number[], cpu: NodeJS.CpuUsage, peakRss: number): BurstResult {
+  return {
+    rate: rows / (ackMs / 1000),
+    loadedRate: rows / (loadedMs / 1000),
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
     peakRss,
-    cpuPerRow: (cpu.user + cpu.system) / total,
+    cpuPerRow: (cpu.user + cpu.system) / rows,
   };
 }
 

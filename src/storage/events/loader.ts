@@ -113,7 +113,7 @@ export class SegmentLoader {
   /** Processed, not yet loaded. */
   private queue: Queued[] = [];
   private running: Promise<void> | null = null;
-  private processedWaiters: Array<{ seq: number; resolve(): void }> = [];
+  private processedWaiters = new MarkWaiters();
   /** Highest intake sequence number processed: its person changes are visible. */
   processedSeq = 0;
   /** Bytes of intake memos held (released as their segments are processed). */
@@ -122,7 +122,7 @@ export class SegmentLoader {
   process: ProcessIntake | null = null;
   private nextAt = 0;
   private failures = 0;
-  private waiters: Array<{ seg: number; resolve(): void }> = [];
+  private waiters = new MarkWaiters();
   /** Highest segment id loaded or dead-lettered, in order: everything at or below it is done. */
   done: number;
   /** Recent load speed, for Retry-After estimates. */
@@ -159,11 +159,7 @@ export class SegmentLoader {
   async waitProcessed(seq: number, timeoutMs: number): Promise<void> {
     if (seq <= this.processedSeq) return;
     this.kickProcess();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const done = new Promise<void>((resolve) => this.processedWaiters.push({ seq, resolve }));
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-    await Promise.race([done, late]);
-    clearTimeout(timer);
+    await this.processedWaiters.wait(seq, timeoutMs);
   }
 
   /** Called by the log after appends resolve: process what became durable. */
@@ -214,10 +210,7 @@ export class SegmentLoader {
   private advance(seq: number): void {
     if (seq <= this.processedSeq) return;
     this.processedSeq = seq;
-    if (this.processedWaiters.length === 0) return;
-    const ready = this.processedWaiters.filter((w) => w.seq <= seq);
-    this.processedWaiters = this.processedWaiters.filter((w) => w.seq > seq);
-    for (const w of ready) w.resolve();
+    this.processedWaiters.release(seq);
   }
 
   private stateOf(segId: number): ProcState {
@@ -386,11 +379,7 @@ export class SegmentLoader {
   async waitFor(seg: number, timeoutMs: number): Promise<void> {
     if (seg <= this.done) return;
     this.kick();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const done = new Promise<void>((resolve) => this.waiters.push({ seg, resolve }));
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-    await Promise.race([done, late]);
-    clearTimeout(timer);
+    await this.waiters.wait(seg, timeoutMs);
   }
 
   private async loadBatch(): Promise<void> {
@@ -522,8 +511,27 @@ export class SegmentLoader {
 
   private markDone(seg: number): void {
     this.done = Math.max(this.done, seg);
-    const ready = this.waiters.filter((w) => w.seg <= this.done);
-    this.waiters = this.waiters.filter((w) => w.seg > this.done);
+    this.waiters.release(this.done);
+  }
+}
+
+/** Waiters for a mark (a segment id, a sequence number) that only grows; each waits at most its timeout. */
+class MarkWaiters {
+  private list: Array<{ mark: number; resolve(): void }> = [];
+
+  async wait(mark: number, timeoutMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = new Promise<void>((resolve) => this.list.push({ mark, resolve }));
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([done, late]);
+    clearTimeout(timer);
+  }
+
+  /** Resolve everyone waiting for `upTo` or less. */
+  release(upTo: number): void {
+    if (this.list.length === 0) return;
+    const ready = this.list.filter((w) => w.mark <= upTo);
+    this.list = this.list.filter((w) => w.mark > upTo);
     for (const w of ready) w.resolve();
   }
 }
