@@ -148,34 +148,37 @@ function updatePerson(event: PersonEvent, person: PersonRecord, isIdentified: bo
   return person.personId;
 }
 
-/** `$set_once` for absent keys, then `$set`, then `$unset`; a value equal by identity is no change. */
+/**
+ * `$set_once` for absent keys, then `$set`, then `$unset`; a value equal by identity is no change.
+ * The properties are copied only on the first change: most `$set`s repeat what the person has.
+ */
 export function applyPropertyUpdates(current: Properties, updates: Pick<PersonEvent, 'set' | 'setOnce' | 'unset'>): { properties: Properties; changed: boolean } {
-  const properties = { ...current };
-  let changed = false;
-  for (const [key, value] of Object.entries(updates.setOnce)) {
-    if (!Object.hasOwn(properties, key)) {
-      setOwn(properties, key, value);
-      changed = true;
-    }
+  let properties: Properties | null = null;
+  for (const key in updates.setOnce) {
+    if (!Object.hasOwn(updates.setOnce, key) || Object.hasOwn(properties ?? current, key)) continue;
+    properties ??= { ...current };
+    setOwn(properties, key, updates.setOnce[key]);
   }
-  for (const [key, value] of Object.entries(updates.set)) {
-    if (!Object.hasOwn(properties, key) || properties[key] !== value) {
-      setOwn(properties, key, value);
-      changed = true;
-    }
+  for (const key in updates.set) {
+    if (!Object.hasOwn(updates.set, key)) continue;
+    const value = updates.set[key];
+    const now = properties ?? current;
+    if (Object.hasOwn(now, key) && now[key] === value) continue;
+    properties ??= { ...current };
+    setOwn(properties, key, value);
   }
   for (const key of updates.unset) {
-    if (Object.hasOwn(properties, key)) {
-      delete properties[key];
-      changed = true;
-    }
+    if (!Object.hasOwn(properties ?? current, key)) continue;
+    properties ??= { ...current };
+    delete properties[key];
   }
-  return { properties, changed };
+  return properties ? { properties, changed: true } : { properties: current, changed: false };
 }
 
 /** Property keys come from clients: `__proto__` must stay a key, never become a prototype. */
 export function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 function planGroupUpsert(event: PersonEvent): PersonOperation | null {
