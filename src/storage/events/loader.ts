@@ -108,7 +108,7 @@ export class SegmentLoader {
   private states = new Map<number, ProcState>();
   /** The log's segment being written, for processing frames as they become durable. */
   activeSegment: (() => Readonly<SealedSegment> | null) | null = null;
-  /** True while the front end is saturated (requests waiting on the log): processing backs off. */
+  /** True while capture requests arrive at a saturating rate: processing backs off (see BUSY_PAUSE_MS). */
   busy: () => boolean = () => false;
   /** Processed, not yet loaded. */
   private queue: Queued[] = [];
@@ -237,7 +237,7 @@ export class SegmentLoader {
       if (performance.now() - sliceStart > SLICE_MS) {
         await this.yieldToRequests();
         sliceStart = performance.now();
-        if (this.intake.length > 0 && this.intake[0].id === seg.id) return; // sealed meanwhile: finished from the queue
+        if (this.intake.some((q) => q.id === seg.id)) return; // sealed meanwhile: finished from the queue
       }
     }
   }

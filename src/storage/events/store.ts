@@ -135,6 +135,8 @@ class DuckDbEventStore implements EventStore {
     // statfs costs ~ms of the main thread in Bun: once a second is plenty (a write that hits
     // ENOSPC in between marks the disk low at once).
     if (Date.now() - this.diskCheckedAt >= DISK_CHECK_MS) void this.checkDisk();
+    // Forget distinct ids whose requests are processed (bounded work: only once there are many).
+    if (this.pendingCount > PENDING_SWEEP_AT) this.sweepPending();
     this.upkeep.tick();
   }
 
@@ -243,12 +245,7 @@ class DuckDbEventStore implements EventStore {
     }
   }
 
-  /**
-   * Wait (at most `timeoutMs`) until every acknowledged capture request of the project naming
-   * one of these distinct ids (ids null: every request of the project; project null: every
-   * request) has been processed, so their person changes are visible. Returns at once when none
-   * is pending, which is the usual case.
-   */
+  /** Whether a logged capture request of the project naming one of these ids is not processed yet (no promise). */
   intakePending(teamId: number, distinctIds: readonly string[]): boolean {
     const done = this.loader.processedSeq;
     if (this.overflowSeq > done) return true;
@@ -261,6 +258,12 @@ class DuckDbEventStore implements EventStore {
     return false;
   }
 
+  /**
+   * Wait (at most `timeoutMs`) until every acknowledged capture request of the project naming
+   * one of these distinct ids (ids null: every request of the project; project null: every
+   * request) has been processed, so their person changes are visible. Returns at once when none
+   * is pending, which is the usual case.
+   */
   async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = this.s.visibilityTimeoutMs): Promise<void> {
     const done = this.loader.processedSeq;
     let target = this.overflowSeq > done ? this.overflowSeq : 0;
