@@ -237,12 +237,13 @@ export class WalWriter {
   }
 
   private async commit(g: Group): Promise<void> {
-    const bufs = encodeGroup(g.items);
+    const items = g.items;
     g.items = [];
     let written = 0;
-    for (const b of bufs) written += b.length;
     let a: Active | null = null;
     try {
+      const bufs = encodeGroup(items);
+      for (const b of bufs) written += b.length;
       a = this.active ?? (await this.openSegment());
       await writeFully(a.fd, bufs, a.bytes);
     } catch (error) {
