@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia';
-import { AppError } from '../errors';
+import { AppError, methodNotAllowed } from '../errors';
 import type { Deps } from '../deps';
 import type { Principal, Project } from '../storage';
 
@@ -64,3 +64,14 @@ export async function resolveOrganization(deps: Deps, principal: Principal, idPa
   if (!organization) throw new AppError('not_found', 'Not found.');
   return { organization, level: level! };
 }
+
+/**
+ * A project route that refuses its method (PostHog's soft deletes, read-only resources): after
+ * authentication and the project check, as DRF orders it, a 405 for the request's method.
+ */
+export const refuseMethod =
+  (deps: Deps) =>
+  async ({ principal, params, request }: { principal: Principal; params: { project_id: string }; request: Request }): Promise<never> => {
+    await resolveProject(deps, principal, params.project_id);
+    throw methodNotAllowed(request.method);
+  };

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Deps } from '../../deps';
-import { AppError, methodNotAllowed } from '../../errors';
-import { authPlugin, resolveProject } from '../../http/auth';
+import { AppError } from '../../errors';
+import { authPlugin, resolveProject, refuseMethod } from '../../http/auth';
 import { paginate, parsePage } from '../../http/pagination';
 import { Envelope, ErrorBody, PageQuery, authErrors } from '../../http/schemas';
 import {
@@ -74,10 +74,7 @@ export const cohortsModule = (deps: Deps) => {
     )
     .delete(
       '/:id/',
-      async ({ principal, params }) => {
-        await resolveProject(deps, principal, params.project_id);
-        throw methodNotAllowed('DELETE');
-      },
+      refuseMethod(deps),
       { auth: true, params: CohortIdParams, response: { 405: ErrorBody, ...authErrors }, detail: { summary: 'Refused: PATCH `deleted: true` instead' } },
     )
     .get(

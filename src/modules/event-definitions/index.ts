@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Deps } from '../../deps';
-import { AppError, methodNotAllowed } from '../../errors';
-import { authPlugin, resolveProject } from '../../http/auth';
+import { AppError } from '../../errors';
+import { authPlugin, resolveProject, refuseMethod } from '../../http/auth';
 import { paginate, parsePage } from '../../http/pagination';
 import { Envelope, ErrorBody, authErrors } from '../../http/schemas';
 import { DefinitionIdParams, DefinitionListQuery, DefinitionParams, DefinitionPatchBody, EventDefinition } from './model';
@@ -40,10 +40,7 @@ export const eventDefinitionsModule = (deps: Deps) => {
     )
     .post(
       '/',
-      async ({ principal, params }) => {
-        await resolveProject(deps, principal, params.project_id);
-        throw methodNotAllowed('POST');
-      },
+      refuseMethod(deps),
       { auth: true, params: DefinitionParams, response: { 405: ErrorBody, ...authErrors }, detail: { summary: 'Refused: ingestion creates definitions' } },
     )
     .get(
@@ -76,10 +73,7 @@ export const eventDefinitionsModule = (deps: Deps) => {
     )
     .delete(
       '/:id/',
-      async ({ principal, params }) => {
-        await resolveProject(deps, principal, params.project_id);
-        throw methodNotAllowed('DELETE');
-      },
+      refuseMethod(deps),
       { auth: true, params: DefinitionIdParams, response: { 405: ErrorBody, ...authErrors }, detail: { summary: 'Refused: definitions are not deleted' } },
     );
 };

@@ -1,7 +1,6 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
-import { methodNotAllowed } from '../../errors';
-import { authPlugin, resolveProject } from '../../http/auth';
+import { authPlugin, refuseMethod, resolveProject } from '../../http/auth';
 import { ErrorBody, authErrors } from '../../http/schemas';
 import { EventParams, EventRetrieveQuery, EventValuesQuery, EventsListQuery, EventsPage, EventsParams, SelectPage, StoredEvent, ValuesResponse } from './model';
 import { createEventsService } from './service';
@@ -15,10 +14,7 @@ const errors = { 400: ErrorBody, ...authErrors, 405: ErrorBody, 504: ErrorBody }
 export const eventsModule = (deps: Deps) => {
   const events = createEventsService(deps);
   const project = (principal: Parameters<typeof resolveProject>[1], id: string) => resolveProject(deps, principal, id);
-  const refuse = async ({ principal, params, request }: { principal: Parameters<typeof resolveProject>[1]; params: { project_id: string }; request: Request }) => {
-    await project(principal, params.project_id);
-    throw methodNotAllowed(request.method);
-  };
+  const refuse = refuseMethod(deps);
   // Read-only, as in PostHog: writes are a 405 (after authentication, as DRF orders it).
   const refused = { auth: true, response: { 405: ErrorBody, ...authErrors }, detail: { hide: true } } as const;
   return new Elysia({ name: 'events', prefix: '/api/projects/:project_id/events', detail: { tags: ['events'] } })

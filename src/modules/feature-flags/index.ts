@@ -1,7 +1,6 @@
 import { Elysia, t, type Static } from 'elysia';
 import type { Deps } from '../../deps';
-import { methodNotAllowed } from '../../errors';
-import { authPlugin, resolveProject } from '../../http/auth';
+import { authPlugin, resolveProject, refuseMethod } from '../../http/auth';
 import { paginate, parsePage } from '../../http/pagination';
 import { Envelope, ErrorBody, PageQuery, authErrors } from '../../http/schemas';
 import type { Principal, Project } from '../../storage';
@@ -88,10 +87,7 @@ export const featureFlagsModule = (deps: Deps) => {
     .put(`${BASE}/:id/`, update, { ...updateHook, detail: { summary: 'Update a feature flag' } })
     .delete(
       `${BASE}/:id/`,
-      async ({ principal, params }) => {
-        await resolveProject(deps, principal, params.project_id);
-        throw methodNotAllowed('DELETE');
-      },
+      refuseMethod(deps),
       { auth: true, params: FlagParams, response: { 405: ErrorBody, ...authErrors }, detail: { summary: 'Not allowed: soft-delete with PATCH {"deleted": true}' } },
     )
     .get(
