@@ -2,7 +2,9 @@ import { decodePayload } from '../../core/ingest/decode-payload';
 import { extractEvents } from '../../core/ingest/extract-events';
 import { distinctIdsNamed } from '../../core/ingest/normalize-event';
 import type { Deps } from '../../deps';
-import { projectForKey } from './authenticate';
+import { projectForPublicKey } from '../../http/project-key';
+
+const NO_KEY = 'API key not provided. You can find your project API key in PostHog project settings.';
 
 export interface IngestRequest {
   body: Uint8Array;
@@ -29,7 +31,7 @@ export async function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutc
   const maxBytes = deps.config.MAX_BODY_BYTES;
   const decoded = decodePayload({ body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query, maxBytes });
   const extracted = extractEvents(decoded.payload, { hints: decoded.hints, engage: req.engage });
-  const project = await projectForKey(deps, extracted.token, extracted.projectId);
+  const project = await projectForPublicKey(deps, extracted.token, extracted.projectId, NO_KEY);
   if (extracted.events.length === 0) return { logged: 0 };
   const distinctIds: string[] = [];
   for (const raw of extracted.events) distinctIdsNamed(raw, distinctIds);

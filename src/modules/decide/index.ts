@@ -7,7 +7,7 @@ import { corsHeaders, preflightResponse } from '../../http/cors';
 import { readBodyCapped } from '../../http/read-body';
 import { ErrorBody } from '../../http/schemas';
 import type { Project } from '../../storage';
-import { projectForFlags } from './authenticate';
+import { projectForPublicKey } from '../../http/project-key';
 import { evaluateRequest, type FlagsOutcome } from './evaluate';
 import { planFor } from './flag-plan';
 import { DecideResponse, FlagsResponse, PublicErrors, RemoteConfigResponse, TokenParams } from './model';
@@ -22,6 +22,8 @@ import {
   remoteConfig,
   remoteConfigScript,
 } from './responses';
+
+const NO_KEY = 'No project API key provided. You can find your project API key in PostHog project settings.';
 
 const MISSING_DISTINCT_ID = 'Decide requires a distinct_id.';
 
@@ -82,7 +84,7 @@ export const decideModule = (deps: Deps) => {
   const check = async (request: Request, query: URLSearchParams, respond: (project: Project, outcome: FlagsOutcome) => Response | Promise<Response>) => {
     const req = parseRequest(request, query, await readBodyCapped(request, max));
     const found = req.token === null ? null : await deps.storage.projectByToken(req.token);
-    const project = found ?? (await projectForFlags(deps, req.token, req.projectId));
+    const project = found ?? (await projectForPublicKey(deps, req.token, req.projectId, NO_KEY));
     if (req.distinctId === null && !req.disableFlags) throw new AppError('required', MISSING_DISTINCT_ID, 'distinct_id');
     const outcome = evaluateRequest(deps, project, req);
     return respond(project, outcome instanceof Promise ? await outcome : outcome);

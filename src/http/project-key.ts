@@ -1,16 +1,16 @@
-import type { Deps } from '../../deps';
-import { AppError } from '../../errors';
-import type { Project } from '../../storage';
+import type { Deps } from '../deps';
+import { AppError } from '../errors';
+import type { Project } from '../storage';
 
-const NO_KEY = 'No project API key provided. You can find your project API key in PostHog project settings.';
 const INVALID_PROJECT_KEY = 'Project API key invalid. You can find your project API key in PostHog project settings.';
 
 /**
- * The project a flag check is for, as the spec allows: a project key (`phc_…`, from the cache), or
- * a personal key (`phx_…`) with `project_id` naming one of its owner's projects.
+ * The project a public request (capture, flag checks) is for. A project key (`phc_…`, from the
+ * cache) names it; the spec also lets a personal key (`phx_…`) stand in, with `project_id`
+ * naming one of its owner's projects. `missingKey` is the endpoint's own wording for no key.
  */
-export async function projectForFlags(deps: Deps, token: string | null, projectId: string | null): Promise<Project> {
-  if (!token) throw new AppError('missing_api_key', NO_KEY);
+export async function projectForPublicKey(deps: Deps, token: string | null, projectId: string | null, missingKey: string): Promise<Project> {
+  if (!token) throw new AppError('missing_api_key', missingKey);
   const project = await deps.storage.projectByToken(token);
   if (project) return project;
   if (!token.startsWith('phx_')) throw new AppError('invalid_api_key', INVALID_PROJECT_KEY);
