@@ -1,5 +1,6 @@
 import { BENCH_KEYS, apiJson, median, runLoad, startBareServer, startRealServer, type LoadRequest, type LoadResult } from './_http';
 import type { BenchRow, Benchmark } from './types';
+import { seeded } from './_events';
 
 /**
  * `/decide/?v=2` and `/flags/?v=2` of the real server with 20 flags (rollouts, multivariate,
@@ -9,17 +10,6 @@ import type { BenchRow, Benchmark } from './types';
 
 const USERS = 400;
 const PLANS = ['free', 'pro', 'enterprise'];
-
-function seeded(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const rollout = (key: string, pct: number) => ({ key, filters: { groups: [{ properties: [], rollout_percentage: pct }] } });
 

@@ -12,6 +12,7 @@ import { openStorage, type Storage } from '../src/storage';
 import type { SqlParam } from '../src/storage/db';
 import { startServer, TEST_KEYS } from '../test/helpers/server-process';
 import type { BenchRow, Benchmark } from './types';
+import { seeded } from './_events';
 
 /**
  * The stored-events API on a realistic project: N generated events (seeded; a month of
@@ -43,14 +44,7 @@ async function readMarker(file: string, total: number): Promise<{ teamId: number
 }
 
 function createGenerator(seed: number, total: number, endMs: number, teams: [number, number]) {
-  let s = seed >>> 0;
-  const rand = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rand = seeded(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
   const hex = (n: number) => {
     let out = '';
