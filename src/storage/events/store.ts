@@ -15,7 +15,7 @@ import { eventMigrations } from './schema';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, ReplayResult } from './types';
-import { encodeFrame, frameLines, intakeMaxBytes, scanFrames, type IntakeParts } from './wal-format';
+import { encodeFrame, frameLines, intakeParts, scanFrames } from './wal-format';
 import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
 const statfsAsync = promisify(statfs);
@@ -176,8 +176,8 @@ class DuckDbEventStore implements EventStore {
    */
   async appendIntake(input: IntakeInput): Promise<void> {
     // Encoded by the group commit, many requests into one buffer (see encodeIntakeFrames).
-    const parts: IntakeParts = { ctx: `${JSON.stringify(input.context)}\n`, body: input.bytes ?? input.text, events: input.events };
-    const bytes = intakeMaxBytes(parts);
+    const parts = intakeParts(input.context, input.bytes ?? input.text, input.events);
+    const bytes = parts.maxBytes;
     this.admit(bytes);
     const seq = ++this.intakeSeq;
     this.trackPending(input.context.teamId, input.distinctIds, seq);

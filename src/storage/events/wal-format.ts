@@ -154,22 +154,25 @@ export interface IntakeParts {
   /** The decoded body: its UTF-8 bytes when the request carried them exactly, else the text. */
   body: Uint8Array | string;
   events: number;
+  /** Bytes the frame may take (exact for byte bodies; a bound for text), reckoned once. */
+  maxBytes: number;
 }
 
 /** A fixed-width header (`\x1dI1 <10-digit length> <8-hex crc> <10-digit events>\n`): written after its payload. */
 const INTAKE_HEADER_BYTES = 35;
 const pad = (n: number, width: number, radix = 10) => n.toString(radix).padStart(width, '0');
 
-/** Bytes an intake frame may take (exact for byte bodies; a bound for text). */
-export function intakeMaxBytes(p: IntakeParts): number {
-  const body = typeof p.body === 'string' ? (p.body.length > 65_536 ? Buffer.byteLength(p.body) : p.body.length * 3) : p.body.length;
-  return INTAKE_HEADER_BYTES + p.ctx.length * 3 + body;
+/** An intake frame's parts, for the group commit to encode. */
+export function intakeParts(ctx: IntakeContext, body: Uint8Array | string, events: number): IntakeParts {
+  const line = `${JSON.stringify(ctx)}\n`;
+  const bodyBytes = typeof body === 'string' ? (body.length > 65_536 ? Buffer.byteLength(body) : body.length * 3) : body.length;
+  return { ctx: line, body, events, maxBytes: INTAKE_HEADER_BYTES + line.length * 3 + bodyBytes };
 }
 
 /** Write intake frames back to back into one buffer (one allocation for a whole group). */
 export function encodeIntakeFrames(frames: readonly IntakeParts[]): Buffer {
   let cap = 0;
-  for (const f of frames) cap += intakeMaxBytes(f);
+  for (const f of frames) cap += f.maxBytes;
   const buf = Buffer.allocUnsafe(cap);
   let o = 0;
   for (const f of frames) {
@@ -185,11 +188,6 @@ export function encodeIntakeFrames(frames: readonly IntakeParts[]): Buffer {
     buf.write(`${INTAKE_MAGIC}${pad(payload.length, 10)} ${pad(Bun.hash.crc32(payload), 8, 16)} ${pad(f.events, 10)}\n`, start, 'latin1');
   }
   return buf.subarray(0, o);
-}
-
-/** One intake frame: the context line and the decoded body text, `events` events in it. */
-export function encodeIntakeFrame(ctx: IntakeContext, text: string, events: number): Buffer {
-  return encodeIntakeFrames([{ ctx: `${JSON.stringify(ctx)}\n`, body: text, events }]);
 }
 
 /** The context and body of an intake frame found by `scanFrames`. */

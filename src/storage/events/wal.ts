@@ -1,7 +1,7 @@
 import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, writev } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { encodeIntakeFrames, intakeMaxBytes, type IntakeParts } from './wal-format';
+import { encodeIntakeFrames, type IntakeParts } from './wal-format';
 import { promisify } from 'node:util';
 
 const openAsync = promisify(open);
@@ -148,7 +148,7 @@ export class WalWriter {
     return new Promise<void>((resolve, reject) => {
       const g = this.group;
       g.items.push(frame);
-      const bytes = Buffer.isBuffer(frame) ? frame.length : intakeMaxBytes(frame);
+      const bytes = Buffer.isBuffer(frame) ? frame.length : frame.maxBytes;
       g.bytes += bytes;
       g.rows += rows;
       for (const [team, n] of teams) g.teams.set(team, (g.teams.get(team) ?? 0) + n);

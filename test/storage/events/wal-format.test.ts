@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hotValuesOf } from '../../../src/core/events/columns';
-import { decodeIntakeFrame, encodeFrame, encodeIntakeFrame, encodeIntakeFrames, readWalSql, scanFrames, WAL_TO_EVENT_SELECT } from '../../../src/storage/events/wal-format';
+import { decodeIntakeFrame, encodeFrame, encodeIntakeFrames, intakeParts, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext } from '../../../src/storage/events/wal-format';
 import { makeEvent } from './helpers';
 
 async function readBack(bytes: Uint8Array) {
@@ -91,15 +91,17 @@ describe('WAL frames', () => {
   });
 });
 
+const encodeIntakeFrame = (c: IntakeContext, text: string, events: number) => encodeIntakeFrames([intakeParts(c, text, events)]);
+
 describe('intake frames', () => {
-  const ctx = { teamId: 7, receivedAt: Date.UTC(2025, 5, 1), ip: '10.0.0.1', anonymizeIps: false, sentAt: null, engage: false };
+  const ctx: IntakeContext = { teamId: 7, receivedAt: Date.UTC(2025, 5, 1), ip: '10.0.0.1', anonymizeIps: false, sentAt: null, engage: false };
   const texts = ['{"event":"a","distinct_id":"x"}', '[{"event":"ü ✓ 😀","distinct_id":"\\n\\u001f"}]', '{\n  "batch": []\n}'];
 
   test('a group of intake frames (text and byte bodies) and row frames scans back to each context and body', () => {
     const group = encodeIntakeFrames([
-      { ctx: `${JSON.stringify(ctx)}\n`, body: texts[0], events: 1 },
-      { ctx: `${JSON.stringify({ ...ctx, teamId: 8 })}\n`, body: new TextEncoder().encode(texts[1]), events: 1 },
-      { ctx: `${JSON.stringify({ ...ctx, engage: true })}\n`, body: texts[2], events: 0 },
+      intakeParts(ctx, texts[0], 1),
+      intakeParts({ ...ctx, teamId: 8 }, new TextEncoder().encode(texts[1]), 1),
+      intakeParts({ ...ctx, engage: true }, texts[2], 0),
     ]);
     const rows = encodeFrame([makeEvent(1)]);
     const data = Buffer.concat([group, rows, encodeIntakeFrame(ctx, texts[0], 1)]);
