@@ -82,6 +82,8 @@ class DuckDbEventStore implements EventStore {
   private pendingIds = new Map<number, Map<string, number>>();
   private pendingCount = 0;
   private overflowSeq = 0;
+  /** The latest capture request's sequence number per project. */
+  private lastSeqOfTeam = new Map<number, number>();
   private arrivals = 0;
   private lastWindow = 0;
   private windowStart = 0;
@@ -217,6 +219,7 @@ class DuckDbEventStore implements EventStore {
   }
 
   private trackPending(teamId: number, distinctIds: readonly string[], seq: number): void {
+    this.lastSeqOfTeam.set(teamId, seq);
     if (this.pendingCount + distinctIds.length > MAX_PENDING_IDS) {
       this.sweepPending();
       if (this.pendingCount + distinctIds.length > MAX_PENDING_IDS) {
@@ -269,9 +272,10 @@ class DuckDbEventStore implements EventStore {
     let target = this.overflowSeq > done ? this.overflowSeq : 0;
     const ids = teamId === null ? undefined : this.pendingIds.get(teamId);
     if (teamId === null) target = this.intakeSeq > done ? this.intakeSeq : target;
-    else if (ids && distinctIds === null) {
-      for (const seq of ids.values()) if (seq > done && seq > target) target = seq;
-    } else if (ids && distinctIds) {
+    else if (distinctIds === null) {
+      const seq = this.lastSeqOfTeam.get(teamId) ?? 0;
+      if (seq > done && seq > target) target = seq;
+    } else if (ids) {
       for (const id of distinctIds) {
         const seq = ids.get(id);
         if (seq !== undefined && seq > done && seq > target) target = seq;
