@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { hashFlag } from '../../src/core/flags/rollout-hash';
 import type { PersonEvent } from '../../src/core/ingest/person-updates';
 import { createTestApp, type TestApp } from '../helpers/test-app';
+import { personEvent } from '../helpers/person-event';
 
 /**
  * Flags that read stored data: person properties, groups, continuity hash keys, cohorts. Persons
@@ -14,20 +15,10 @@ let teamId: number;
 let n = 0;
 
 function ingest(event: string, distinctId: string, extra: Partial<PersonEvent> = {}) {
-  t.deps.storage.persons.processEvent(teamId, {
-    uuid: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
-    event,
-    distinctId,
-    properties: {},
-    timestamp: Date.now(),
-    set: {},
-    setOnce: {},
-    unset: [],
-    anonDistinctId: null,
-    alias: null,
-    processPerson: true,
-    ...extra,
-  });
+  t.deps.storage.persons.processEvent(
+    teamId,
+    personEvent({ uuid: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`, event, distinctId, timestamp: Date.now(), ...extra }),
+  );
 }
 
 const createFlag = async (body: Record<string, unknown>) => {

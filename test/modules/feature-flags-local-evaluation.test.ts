@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { NOT_AUTHENTICATED, NOT_FOUND, createOtherAccount, createTestApp, errorOf, type TestApp } from '../helpers/test-app';
+import { personEvent } from '../helpers/person-event';
 
 let t: TestApp;
 let token: string;
@@ -34,19 +35,15 @@ beforeAll(async () => {
   await t.json('PATCH', `/api/projects/@current/feature_flags/${flagIds.removed}/`, { body: { deleted: true } });
   // A group type, as ingestion records it.
   await t.deps.storage.persons.ensureLoaded(t.account.project.id);
-  t.deps.storage.persons.processEvent(t.account.project.id, {
-    uuid: '00000000-0000-4000-8000-000000000001',
-    event: '$groupidentify',
-    distinctId: 'someone',
-    properties: { $group_type: 'company', $group_key: 'acme', $group_set: { name: 'Acme' } },
-    timestamp: Date.now(),
-    set: {},
-    setOnce: {},
-    unset: [],
-    anonDistinctId: null,
-    alias: null,
-    processPerson: true,
-  });
+  t.deps.storage.persons.processEvent(
+    t.account.project.id,
+    personEvent({
+      event: '$groupidentify',
+      distinctId: 'someone',
+      properties: { $group_type: 'company', $group_key: 'acme', $group_set: { name: 'Acme' } },
+      timestamp: Date.now(),
+    }),
+  );
 });
 afterAll(() => t.close());
 

@@ -1,24 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import { applyPersonOperations, emptyPersonState, lookupIn, type PersonState } from '../../../src/core/ingest/person-state';
 import { isIllegalDistinctId, planPersonUpdates, type PersonEvent, type PersonPlan } from '../../../src/core/ingest/person-updates';
+import { personEvent } from '../../helpers/person-event';
 
 const T0 = Date.parse('2024-06-01T00:00:00Z');
 const T1 = Date.parse('2024-06-02T00:00:00Z');
 
-const event = (overrides: Partial<PersonEvent>): PersonEvent => ({
-  uuid: 'event-uuid',
-  event: 'e',
-  distinctId: 'user',
-  properties: {},
-  timestamp: T1,
-  set: {},
-  setOnce: {},
-  unset: [],
-  anonDistinctId: null,
-  alias: null,
-  processPerson: true,
-  ...overrides,
-});
+const event = (overrides: Partial<PersonEvent>): PersonEvent => personEvent({ uuid: 'event-uuid', timestamp: T1, ...overrides });
 
 const identify = (anon: string, overrides: Partial<PersonEvent> = {}) => event({ event: '$identify', anonDistinctId: anon, properties: { $anon_distinct_id: anon }, ...overrides });
 

@@ -7,6 +7,7 @@ import { planPersonUpdates, type PersonEvent } from '../../../src/core/ingest/pe
 import { openDatabase, type Database } from '../../../src/storage/db';
 import { migrate } from '../../../src/storage/migrations';
 import { createPersonStore } from '../../../src/storage/persons/person-store';
+import { personEvent } from '../../helpers/person-event';
 
 let dir: string;
 let db: Database;
@@ -21,20 +22,8 @@ afterEach(async () => {
 });
 
 let n = 0;
-const ev = (event: string, distinctId: string, extra: Partial<PersonEvent> = {}): PersonEvent => ({
-  uuid: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
-  event,
-  distinctId,
-  properties: {},
-  timestamp: 1_700_000_000_000 + n,
-  set: {},
-  setOnce: {},
-  unset: [],
-  anonDistinctId: null,
-  alias: null,
-  processPerson: true,
-  ...extra,
-});
+const ev = (event: string, distinctId: string, extra: Partial<PersonEvent> = {}): PersonEvent =>
+  personEvent({ uuid: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`, event, distinctId, timestamp: 1_700_000_000_000 + n, ...extra });
 
 const SEQUENCE: PersonEvent[] = [
   ev('$pageview', 'anon-1', { set: { $browser: 'Chrome' }, setOnce: { $initial_browser: 'Chrome' } }),
