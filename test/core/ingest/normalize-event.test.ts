@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { normalizeEvent, type NormalizeContext, type NormalizedEvent } from '../../../src/core/ingest/normalize-event';
 import type { RawEvent } from '../../../src/core/ingest/extract-events';
+import { personEvent } from '../../helpers/person-event';
 
 const NOW = '2024-06-01T12:00:00.000Z';
 const GENERATED = '00000000-0000-4000-8000-00000000000a';
@@ -14,22 +15,7 @@ const ctx = (overrides: Partial<NormalizeContext> = {}): NormalizeContext => ({
 });
 
 const normalized = (overrides: Partial<NormalizedEvent>): { ok: NormalizedEvent } => ({
-  ok: {
-    uuid: GENERATED,
-    event: 'e',
-    distinctId: 'u',
-    properties: {},
-    timestamp: Date.parse(NOW),
-    elementsChain: '',
-    set: {},
-    setOnce: {},
-    unset: [],
-    anonDistinctId: null,
-    alias: null,
-    processPerson: true,
-    groups: {},
-    ...overrides,
-  },
+  ok: { ...personEvent({ uuid: GENERATED, distinctId: 'u', timestamp: Date.parse(NOW) }), elementsChain: '', groups: {}, ...overrides },
 });
 
 const ok = (raw: RawEvent, context = ctx()): NormalizedEvent => {
