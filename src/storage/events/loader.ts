@@ -80,10 +80,12 @@ const ROWS_PER_FRAME = 2000;
 const SLICE_MS = 4;
 
 /**
- * While capture requests are arriving faster than they are answered, processing takes a slice
- * and then steps aside for a while (a 4 ms slice every 40 ms: 10% of the main thread): the log absorbs the burst and
- * acknowledgements keep their pace; the backlog is worked off as soon as the load eases, and the
- * store's byte caps answer 503 if it never does.
+ * While capture requests are arriving faster than they are answered (`busy`), processing steps
+ * aside: the log absorbs the burst and acknowledgements keep their pace. It does nothing at all
+ * while the unprocessed backlog is under `deferProcessingBytes` and nobody waits for it; past
+ * that, or while a flag check or a query waits for its events, it takes a 4 ms slice every 40 ms
+ * (10% of the main thread). The backlog is worked off as soon as the load eases, and the store's
+ * byte caps answer 503 if it never does.
  */
 const BUSY_PAUSE_MS = 36;
 
@@ -202,9 +204,17 @@ export class SegmentLoader {
       });
   }
 
-  private yieldToRequests(): Promise<void> {
-    if (this.busy()) return Bun.sleep(BUSY_PAUSE_MS);
-    return new Promise<void>((resolve) => setImmediate(resolve));
+  private async yieldToRequests(): Promise<void> {
+    if (!this.busy()) return new Promise<void>((resolve) => setImmediate(resolve));
+    await Bun.sleep(BUSY_PAUSE_MS);
+    while (this.busy() && !this.processedWaiters.waiting && this.unprocessedBytes() < this.s.deferProcessingBytes) await Bun.sleep(BUSY_PAUSE_MS);
+  }
+
+  /** Logged bytes not yet processed: sealed segments waiting for it and the active one. */
+  private unprocessedBytes(): number {
+    let n = this.activeSegment?.()?.bytes ?? 0;
+    for (const seg of this.intake) n += seg.bytes;
+    return n;
   }
 
   private advance(seq: number): void {
@@ -518,6 +528,10 @@ export class SegmentLoader {
 /** Waiters for a mark (a segment id, a sequence number) that only grows; each waits at most its timeout. */
 class MarkWaiters {
   private list: Array<{ mark: number; resolve(): void }> = [];
+
+  get waiting(): boolean {
+    return this.list.length > 0;
+  }
 
   async wait(mark: number, timeoutMs: number): Promise<void> {
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -44,7 +44,11 @@ const toRow = (ctx: IntakeContext, e: Raw, i: number): StoredEventRow => {
   };
 };
 
+/** Main-thread time each processed request costs (a busy wait), for the saturation tests. */
+let costMs = 0;
+
 const processIntake: NonNullable<NonNullable<EventStoreOptions['hooks']>['processIntake']> = async (ctx, parsed, text) => {
+  for (const until = performance.now() + costMs; performance.now() < until; );
   const events = (parsed ?? (JSON.parse(text ?? '') as { batch: Raw[] }).batch) as Raw[];
   calls.push({ fromMemo: parsed !== null, events: events.length });
   if (failOn && events.some((e) => e.distinct_id === failOn)) throw new Error(`cannot process ${failOn}`);
@@ -135,5 +139,73 @@ describe('intake', () => {
     expect(await readdir(walDir)).not.toContain(`${segment}.proc`); // the derived copy went with it
     await h.store.replayDeadLetters();
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4, 10].map(uuid));
+  });
+
+  /**
+   * Saturation: rounds of 50 concurrent one-event requests every ~10 ms for `ms` (several times
+   * the 100 requests per 100 ms that count as saturated). Returns how many requests were processed at the start
+   * (after the first round) and at the end of the load, and how many were sent.
+   */
+  async function saturate(hh: Harness, ms: number, during?: () => void): Promise<{ atStart: number; atEnd: number; sent: number }> {
+    let sent = 0;
+    let atStart = -1;
+    const until = performance.now() + ms;
+    for (let round = 0; round < 1000 && performance.now() < until; round++) {
+      await Promise.all(Array.from({ length: 50 }, (_, i) => capture(hh, rawEvents(sent + i, 1))));
+      sent += 50;
+      await Bun.sleep(8);
+      if (round === 1) {
+        atStart = calls.length;
+        during?.();
+      }
+    }
+    return { atStart, atEnd: calls.length, sent };
+  }
+
+  test('while capture requests saturate the server, processing waits for them (small backlog, nobody waiting), then catches up', async () => {
+    calls.length = 0;
+    costMs = 1;
+    try {
+      h = await open({ bufferMaxAgeMs: 60_000 });
+      const load = await saturate(h, 500);
+      // Without the deferral it would take a 4 ms slice every 40 ms: ~40 more requests here.
+      expect(load.atEnd - load.atStart).toBeLessThanOrEqual(4);
+      // The load over, the backlog is worked off.
+      await h.store.awaitIntake(1, null, 20_000);
+      expect(calls.length).toBe(load.sent);
+      expect((await uuidsOf(h)).length).toBe(load.sent);
+    } finally {
+      costMs = 0;
+    }
+  });
+
+  test('under saturation processing still takes its slices past the backlog threshold, or while a flag check waits', async () => {
+    calls.length = 0;
+    costMs = 1;
+    try {
+      h = await open({ bufferMaxAgeMs: 60_000, deferProcessingBytes: 0 });
+      const overThreshold = await saturate(h, 500);
+      expect(overThreshold.atEnd - overThreshold.atStart).toBeGreaterThanOrEqual(5);
+      await h.store.awaitIntake(1, null, 20_000);
+      await h.cleanup();
+
+      calls.length = 0;
+      h = await open({ bufferMaxAgeMs: 60_000 });
+      const hh = h;
+      let waited: Promise<void> | null = null;
+      let answeredAt = 0;
+      const load = await saturate(h, 700, () => {
+        // A flag check for the user of a request not yet processed: processing goes on until it is.
+        const asked = performance.now();
+        waited = hh.store.awaitIntake(1, ['u-20'], 5_000).then(() => void (answeredAt = performance.now() - asked));
+      });
+      await waited;
+      expect(load.atStart).toBeLessThan(20);
+      expect(answeredAt).toBeGreaterThan(0);
+      expect(answeredAt).toBeLessThan(600); // before the load ends
+      expect(load.atEnd).toBeGreaterThanOrEqual(21);
+    } finally {
+      costMs = 0;
+    }
   });
 });
