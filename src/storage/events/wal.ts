@@ -1,4 +1,4 @@
-import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, writev } from 'node:fs';
+import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, writev, writevSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeIntakeFrames, type IntakeParts } from './wal-format';
@@ -105,10 +105,12 @@ interface Active extends SealedSegment {
 const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, waiters: [] });
 
 /**
- * The append-only log with group commit: appends arriving while a write is in flight form the
- * next group, written with one write. Durability is a second, pipelined stage: one fdatasync
- * covers every group written before it started, then all those appends resolve; meanwhile the
- * next groups are already being written (the copy to the page cache overlaps the disk flush).
+ * The append-only log with group commit. Durable mode: one fdatasync at a time; the appends
+ * arriving while it runs form the next group, which is written (one writev, straight from the
+ * main thread when small: a copy to the page cache costs microseconds, a trip through the
+ * thread pool a good part of a millisecond) the moment the flush ends, and flushed at once. So
+ * every request waits for one to two flushes, and each flush (~160 µs of kernel CPU here) covers
+ * as many requests as arrived during the one before. Relaxed mode: a group resolves once written.
  * One loop owns the file descriptor (writes, rotation); a segment is closed only once the sync
  * stage has drained, so nothing closes a file under an in-flight write or sync.
  */
@@ -213,6 +215,8 @@ export class WalWriter {
       for (;;) {
         if (this.group.waiters.length > 0) {
           if (this.options.groupCommitMs > 0) await Bun.sleep(this.options.groupCommitMs);
+          // Gather while the disk flushes: the group is written once the flush in flight ends.
+          while (this.syncing) await this.syncing;
           const g = this.group;
           this.group = newGroup();
           await this.commit(g);
@@ -245,7 +249,8 @@ export class WalWriter {
       const bufs = encodeGroup(items);
       for (const b of bufs) written += b.length;
       a = this.active ?? (await this.openSegment());
-      await writeFully(a.fd, bufs, a.bytes);
+      if (written <= SYNC_WRITE_MAX_BYTES) writeFullySync(a.fd, bufs, a.bytes);
+      else await writeFully(a.fd, bufs, a.bytes);
     } catch (error) {
       this.queuedBytes -= g.bytes;
       // Cut what may have been written so the segment ends at its last whole frame; if even
@@ -354,6 +359,32 @@ function encodeGroup(items: ReadonlyArray<Buffer | IntakeParts>): Buffer[] {
 /** Linux's limit on buffers per writev. */
 const IOV_MAX = 1024;
 
+/** Groups up to this size are written from the main thread (a page-cache copy); larger ones in the thread pool. */
+const SYNC_WRITE_MAX_BYTES = 1024 * 1024;
+
+/** `writeFully` without the thread pool, for small groups. */
+function writeFullySync(fd: number, bufs: readonly Buffer[], position: number): void {
+  let pending = bufs.slice();
+  let at = position;
+  while (pending.length > 0) {
+    const chunk = pending.length > IOV_MAX ? pending.slice(0, IOV_MAX) : pending;
+    const written = writevSync(fd, chunk, at);
+    if (written <= 0) throw new Error('short write to the event log');
+    at += written;
+    pending = dropWritten(pending, written);
+  }
+}
+
+/** The buffers still to write after `written` bytes: whole ones dropped, a partly written one cut. */
+function dropWritten(pending: Buffer[], written: number): Buffer[] {
+  let left = written;
+  let i = 0;
+  while (i < pending.length && left >= pending[i].length) left -= pending[i++].length;
+  const rest = pending.slice(i);
+  if (left > 0) rest[0] = rest[0].subarray(left);
+  return rest;
+}
+
 /**
  * Write the group's frames in order with writev: one syscall for many requests' frames and no
  * concatenated copy (copying a large group cost more main-thread time than the write itself).
@@ -366,11 +397,6 @@ async function writeFully(fd: number, bufs: readonly Buffer[], position: number)
     const written = chunk.length === 1 ? (await writeAsync(fd, chunk[0], 0, chunk[0].length, at)).bytesWritten : await writevAsync(fd, chunk, at);
     if (written <= 0) throw new Error('short write to the event log');
     at += written;
-    // Drop the buffers written whole; keep the unwritten tail of a partly written one.
-    let left = written;
-    let i = 0;
-    while (i < pending.length && left >= pending[i].length) left -= pending[i++].length;
-    pending = pending.slice(i);
-    if (left > 0) pending[0] = pending[0].subarray(left);
+    pending = dropWritten(pending, written);
   }
 }
