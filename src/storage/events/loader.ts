@@ -80,9 +80,9 @@ const ROWS_PER_FRAME = 2000;
 const SLICE_MS = 4;
 
 /**
- * While capture requests are arriving faster than they are answered (`busy`), processing steps
+ * While appends arrive faster than they are answered (`busy`), processing (and loading) step
  * aside: the log absorbs the burst and acknowledgements keep their pace. It does nothing at all
- * while the unprocessed backlog is under `deferProcessingBytes` and nobody waits for it; past
+ * while the unprocessed backlog is under `deferBytes` and nobody waits for it; past
  * that, or while a flag check or a query waits for its events, it takes a 4 ms slice every 40 ms
  * (10% of the main thread). The backlog is worked off as soon as the load eases, and the store's
  * byte caps answer 503 if it never does.
@@ -207,7 +207,7 @@ export class SegmentLoader {
   private async yieldToRequests(): Promise<void> {
     if (!this.busy()) return new Promise<void>((resolve) => setImmediate(resolve));
     await Bun.sleep(BUSY_PAUSE_MS);
-    while (this.busy() && !this.processedWaiters.waiting && this.unprocessedBytes() < this.s.deferProcessingBytes) await Bun.sleep(BUSY_PAUSE_MS);
+    while (this.busy() && !this.processedWaiters.waiting && this.unprocessedBytes() < this.s.deferBytes) await Bun.sleep(BUSY_PAUSE_MS);
   }
 
   /** Logged bytes not yet processed: sealed segments waiting for it and the active one. */
@@ -356,15 +356,28 @@ export class SegmentLoader {
     this.counters.deadLetters++;
   }
 
-  kick(): void {
+  /**
+   * Start loading what is processed, unless a load runs or the last one failed recently; while
+   * appends saturate the store, loads wait (as processing does) until `deferBytes` of the log are
+   * behind or someone waits for them, unless `force`d.
+   */
+  kick(force = false): void {
     this.kickProcess();
     if (this.running || this.queue.length === 0 || Date.now() < this.nextAt) return;
+    if (!force && this.busy() && !this.waiters.waiting && this.queuedBytes() < this.s.deferBytes) return;
     this.running = this.loadBatch()
       .catch((error) => this.s.log.error('event load failed', { error: String(error) }))
       .finally(() => {
         this.running = null;
         if (this.queue.length > 0 && Date.now() >= this.nextAt) this.kick();
       });
+  }
+
+  /** Bytes processed but not loaded. */
+  private queuedBytes(): number {
+    let n = 0;
+    for (const seg of this.queue) n += seg.bytes;
+    return n;
   }
 
   /** Process and load every queued segment; returns once each is loaded or dead-lettered. */
@@ -379,7 +392,7 @@ export class SegmentLoader {
       if (!this.running) {
         const wait = this.nextAt - Date.now();
         if (wait > 0) await Bun.sleep(wait);
-        this.kick();
+        this.kick(true);
       }
       if (this.running) await this.running;
     }
@@ -388,7 +401,7 @@ export class SegmentLoader {
   /** Resolves once segment `seg` is done (or after `timeoutMs`). */
   async waitFor(seg: number, timeoutMs: number): Promise<void> {
     if (seg <= this.done) return;
-    this.kick();
+    this.kick(true);
     await this.waiters.wait(seg, timeoutMs);
   }
 

@@ -25,6 +25,7 @@ const MAX_PENDING_IDS = 500_000;
 const PENDING_SWEEP_AT = 50_000;
 /** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
 const BUSY_PER_WINDOW = 100;
+const BUSY_BYTES_PER_WINDOW = 4 * 1024 * 1024;
 
 /**
  * The life of an event: `append` encodes the rows as one WAL frame and hands it to the group
@@ -85,7 +86,9 @@ class DuckDbEventStore implements EventStore {
   /** The latest capture request's sequence number per project. */
   private lastSeqOfTeam = new Map<number, number>();
   private arrivals = 0;
+  private arrivedBytes = 0;
   private lastWindow = 0;
+  private lastWindowBytes = 0;
   private windowStart = 0;
   private diskCheckedAt = 0;
   private closed = false;
@@ -162,6 +165,7 @@ class DuckDbEventStore implements EventStore {
       else if (r.timestamp > span[1]) span[1] = r.timestamp;
     }
     this.admit(frame.length);
+    this.noteArrival(frame.length);
     try {
       await this.wal.append(frame, rows.length, teams, { spans });
     } catch (error) {
@@ -183,7 +187,7 @@ class DuckDbEventStore implements EventStore {
     this.admit(bytes);
     const seq = ++this.intakeSeq;
     this.trackPending(input.context.teamId, input.distinctIds, seq);
-    this.noteArrival();
+    this.noteArrival(bytes);
     let memo: IntakeMemo | null = null;
     if (input.parsed && this.loader.memoBytes + bytes <= this.s.maxMemoBytes) {
       memo = { context: input.context, events: input.parsed, bytes, seq };
@@ -199,23 +203,32 @@ class DuckDbEventStore implements EventStore {
   }
 
   /**
-   * Capture requests per 100 ms window: at a sustained rate (≥ BUSY_PER_WINDOW a window) the
-   * front end is taken to be saturated and processing steps aside (loader.ts).
+   * Appends and their bytes per 100 ms window: at a sustained rate (≥ BUSY_PER_WINDOW appends or
+   * BUSY_BYTES_PER_WINDOW bytes a window) the store is taken to be saturated, and processing and
+   * loading step aside while the backlog allows (loader.ts).
    */
-  private noteArrival(): void {
+  private noteArrival(bytes: number): void {
     const now = performance.now();
     if (now - this.windowStart >= 100) {
-      this.lastWindow = now - this.windowStart >= 200 ? 0 : this.arrivals;
+      const stale = now - this.windowStart >= 200;
+      this.lastWindow = stale ? 0 : this.arrivals;
+      this.lastWindowBytes = stale ? 0 : this.arrivedBytes;
       this.arrivals = 0;
+      this.arrivedBytes = 0;
       this.windowStart = now;
     }
     this.arrivals++;
+    this.arrivedBytes += bytes;
   }
 
   private busy(): boolean {
     const now = performance.now();
     if (now - this.windowStart >= 200) return false;
-    return Math.max(this.arrivals, now - this.windowStart >= 100 ? 0 : this.lastWindow) >= BUSY_PER_WINDOW;
+    const current = now - this.windowStart < 100;
+    return (
+      Math.max(this.arrivals, current ? this.lastWindow : 0) >= BUSY_PER_WINDOW ||
+      Math.max(this.arrivedBytes, current ? this.lastWindowBytes : 0) >= BUSY_BYTES_PER_WINDOW
+    );
   }
 
   private trackPending(teamId: number, distinctIds: readonly string[], seq: number): void {

@@ -87,4 +87,38 @@ describe('backpressure', () => {
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).kind).toBe('unavailable');
   });
+
+  /** Rows loaded into DuckDB so far (hot table and Parquet). */
+  const loaded = (hh: Harness) => hh.store.stats().hotRows + hh.store.stats().parquetRows;
+
+  /** Rounds of 50 concurrent one-row appends every ~10 ms for `ms`: saturating (≥ 100 appends per 100 ms). */
+  async function saturate(hh: Harness, ms: number): Promise<{ atStart: number; atEnd: number; sent: number }> {
+    let sent = 0;
+    let atStart = -1;
+    const until = performance.now() + ms;
+    for (let round = 0; round < 1000 && performance.now() < until; round++) {
+      await Promise.all(Array.from({ length: 50 }, (_, i) => hh.store.append([makeEvent(sent + i)])));
+      sent += 50;
+      await Bun.sleep(8);
+      if (round === 3) atStart = loaded(hh);
+    }
+    return { atStart, atEnd: loaded(hh), sent };
+  }
+
+  test('while appends saturate the store, sealed segments wait to be loaded (small backlog, no query waiting); a query or the end of the load brings them in', async () => {
+    h = await openHarness({ bufferMaxAgeMs: 20 });
+    const load = await saturate(h, 600);
+    expect(load.atEnd).toBe(load.atStart);
+    expect(h.store.stats().walSegments).toBeGreaterThan(3); // sealed every 20 ms, waiting
+    // A query waits for its rows: they are loaded at once, the load still on or not.
+    expect((await uuidsOf(h)).length).toBe(load.sent);
+    expect(loaded(h)).toBe(load.sent);
+  });
+
+  test('past the backlog threshold segments are loaded under saturation too', async () => {
+    h = await openHarness({ bufferMaxAgeMs: 20, deferBytes: 0 });
+    const load = await saturate(h, 600);
+    expect(load.atEnd).toBeGreaterThan(load.atStart);
+    expect((await uuidsOf(h)).length).toBe(load.sent);
+  });
 });

@@ -183,7 +183,7 @@ describe('intake', () => {
     calls.length = 0;
     costMs = 1;
     try {
-      h = await open({ bufferMaxAgeMs: 60_000, deferProcessingBytes: 0 });
+      h = await open({ bufferMaxAgeMs: 60_000, deferBytes: 0 });
       const overThreshold = await saturate(h, 500);
       expect(overThreshold.atEnd - overThreshold.atStart).toBeGreaterThanOrEqual(5);
       await h.store.awaitIntake(1, null, 20_000);
