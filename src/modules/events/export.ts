@@ -14,7 +14,7 @@ import {
 } from './export-queries';
 import { findKeys, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
 import type { ExportFormat, ListRequest } from './params';
-import { afterKey, allOf, type Order } from './queries';
+import { afterKey, allOf, asEvents, type Order } from './queries';
 
 export interface ExportContext extends ListContext {
   logger: Logger;
@@ -23,6 +23,7 @@ export interface ExportContext extends ListContext {
 /** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */
 const SLICE_ROWS = 100_000;
 const FILE_CHUNK = 1 << 20;
+const SLICES_AHEAD = 1;
 const encoder = new TextEncoder();
 
 /**
@@ -115,13 +116,41 @@ async function eventChunks(ctx: ExportContext, req: ListRequest, format: ExportF
   if (format === 'json') return jsonSlices(ctx, scope, req.order, slices);
   const lo = Math.min(...slices.map((s) => s.from));
   const hi = Math.max(...slices.map((s) => s.to));
-  const keyRows = await ctx.runner.rows(propertyKeysStatement(await relationFor(ctx, scope.person, lo, hi), ctx.teamId, scope.where), 'properties');
-  if (keyRows.length > MAX_CSV_PROPERTY_KEYS) {
+  const keys = await exportPropertyKeys(ctx, req, scope, lo, hi);
+  if (keys.size > MAX_CSV_PROPERTY_KEYS) {
     throw new AppError('invalid_input', `These events have more than ${MAX_CSV_PROPERTY_KEYS} property keys: choose the columns with select.`, 'format');
   }
-  const columns = eventCsvColumns(keyRows.map((r) => String(r.key)));
+  const columns = eventCsvColumns(keys);
   await ctx.flushPersons();
   return csvSlices(ctx, scope, req.order, slices, columns);
+}
+
+/**
+ * The property keys of the rows in [lo, hi) that the export's conditions select: the header. When
+ * nothing but time filters the export, a file lying wholly inside the window contributes all its
+ * rows, so its keys come from storage's per-file list when that is known; only the hot rows, the
+ * files a bound cuts through and files not yet listed are read (every row's JSON keys).
+ */
+async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: Scope, lo: number, hi: number): Promise<Set<string>> {
+  const keys = new Set<string>();
+  const scan = async (relation: string) => {
+    for (const r of await ctx.runner.rows(propertyKeysStatement(relation, ctx.teamId, scope.where), 'properties')) keys.add(String(r.key));
+  };
+  const onlyTime = !scope.person && scope.conditions.sql.trim() === '' && !req.cursor && req.offset === 0;
+  if (!onlyTime) {
+    await scan(await relationFor(ctx, scope.person, lo, hi));
+    return keys;
+  }
+  const relation = await ctx.runner.relation(ctx.teamId, { from: lo, to: hi });
+  const rest: string[] = [];
+  for (const f of relation.files) {
+    // A millisecond to spare on either side: the manifest keeps milliseconds, a bound may not.
+    const inside = f.minTs > lo && f.maxTs < hi - 1 && (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
+    if (inside && f.propertyKeys) for (const k of f.propertyKeys) keys.add(k);
+    else rest.push(f.id);
+  }
+  await scan(asEvents(relation.parts(rest, true)));
+  return keys;
 }
 
 /**
@@ -161,7 +190,8 @@ async function* emptyExport(format: ExportFormat): AsyncGenerator<Uint8Array> {
 async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[], columns: ReturnType<typeof eventCsvColumns>): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
   const prefix = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}`);
-  // DuckDB writes slice k+1 while slice k is sent; at most two slice files exist at a time.
+  // DuckDB writes the next slice while slice k is sent; at most SLICES_AHEAD + 1 slice files exist
+  // at a time. (Two ahead measured ~15% faster alone, but two sorts at once raise the memory.)
   const write = async (i: number): Promise<string> => {
     const slice = slices[i] as Slice;
     const file = `${prefix}-${i}.csv`;
@@ -169,21 +199,29 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
     await ctx.runner.rows(csvSliceCopyStatement(relation, ctx.teamId, scope.where, columns, order, slice.limit, file), 'properties');
     return file;
   };
-  let pending: Promise<string> | null = write(0);
+  const pending: Array<Promise<string>> = [];
+  let started = 0;
+  const startNext = () => {
+    while (started < slices.length && pending.length < SLICES_AHEAD) {
+      const p = write(started++);
+      p.catch(() => undefined);
+      pending.push(p);
+    }
+  };
   const files: string[] = [];
   try {
+    startNext();
     for (let i = 0; i < slices.length; i++) {
-      const file: string = await (pending as Promise<string>);
+      const file: string = await (pending.shift() as Promise<string>);
       files.push(file);
-      pending = i + 1 < slices.length ? write(i + 1) : null;
-      pending?.catch(() => undefined);
+      startNext();
       // Large reads: each pull of the response is one chunk, so fewer, bigger chunks cost less.
       const blob = Bun.file(file);
       for (let at = 0; at < blob.size; at += FILE_CHUNK) yield new Uint8Array(await blob.slice(at, at + FILE_CHUNK).arrayBuffer());
       await rm(file, { force: true });
     }
   } finally {
-    if (pending) await pending.then((f) => files.push(f)).catch(() => undefined);
+    for (const p of pending) await p.then((f) => files.push(f)).catch(() => undefined);
     await Promise.all(files.map((f) => rm(f, { force: true })));
   }
 }

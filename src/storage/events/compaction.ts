@@ -68,11 +68,27 @@ export async function mergeFiles(db: Database, root: string, files: readonly Par
     const source = dups > 0
       ? `(SELECT * FROM read_parquet(${list}, filename = true, file_row_number = true) QUALIFY row_number() OVER (PARTITION BY uuid ORDER BY filename, file_row_number) = 1)`
       : `read_parquet(${list})`;
-    return writeParquet(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source} ORDER BY team_id, timestamp DESC`, tag);
+    const written = await writeParquet(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source} ORDER BY team_id, timestamp DESC`, tag);
+    // Without duplicates the merged rows are exactly the inputs' rows: so are their property keys.
+    const keys = dups === 0 ? unionKeys(files) : null;
+    return keys ? written.map((f) => ({ ...f, propertyKeys: keys })) : written;
   });
   await db.transaction(async (tx) => {
-    for (const f of files) await tx.run('DELETE FROM event_parquet_files WHERE path = ?', [f.path]);
+    for (const f of files) {
+      await tx.run('DELETE FROM event_file_property_keys WHERE path = ?', [f.path]);
+      await tx.run('DELETE FROM event_parquet_files WHERE path = ?', [f.path]);
+    }
     await registerFiles(tx, merged);
   });
   return merged;
+}
+
+/** The sorted union of the files' property keys, or null when a file's are not known. */
+function unionKeys(files: readonly ParquetFile[]): string[] | null {
+  const keys = new Set<string>();
+  for (const f of files) {
+    if (!f.propertyKeys) return null;
+    for (const k of f.propertyKeys) keys.add(k);
+  }
+  return [...keys].sort();
 }

@@ -2,7 +2,7 @@ import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Database } from '../db';
 import { compactHot, mergeFiles, pickMerge } from './compaction';
-import { deleteTeamFiles, parquetRoot, type ParquetFile } from './parquet';
+import { deleteTeamFiles, indexPropertyKeys, parquetRoot, type ParquetFile } from './parquet';
 import type { Counters, Settings } from './settings';
 import type { Tiers } from './tiers';
 
@@ -11,15 +11,24 @@ import type { Tiers } from './tiers';
  * into Parquet (by size or age), merging each team-day's small files, purging hot copies and
  * merged-away files once the grace period has passed (a relation built a moment before the
  * change may still name them), and DuckDB checkpoints, which the store runs itself (DuckDB's
- * automatic ones stall whatever statement crosses the threshold).
+ * automatic ones stall whatever statement crosses the threshold). When nothing else is due, it
+ * lists the property keys of files not yet indexed (a bounded batch at a time, spaced out), which
+ * CSV exports then take instead of reading every row's JSON for their header.
  */
+/** Property-key indexing: rows read per batch, and the pause after one (it yields to the rest). */
+const INDEX_BATCH_ROWS = 300_000;
+const INDEX_SPACING_MS = 1_000;
+
 export class Maintenance {
   private chain: Promise<unknown> = Promise.resolve();
   private busy = false;
   private purges: Array<{ seg: number; at: number }> = [];
   private retired: Array<{ files: readonly ParquetFile[]; at: number }> = [];
   private lastWalCheck = 0;
+  private lastIndex = 0;
   private readonly root: string;
+  /** True while appends saturate the store: indexing (a read of every row's JSON) waits. */
+  saturated: () => boolean = () => false;
 
   constructor(
     private readonly db: Database,
@@ -55,12 +64,14 @@ export class Maintenance {
     const merge = this.s.autoCompact ? pickMerge(this.tiers.snapshot.files, this.s.merge, now) : null;
     // Small loads land in DuckDB's own WAL: look at its size now and then.
     const walCheck = now - this.lastWalCheck >= 5_000;
-    if (!compactDue && !purgeDue && !merge && !walCheck) return;
+    const index = !compactDue && !merge && !this.saturated() && now - this.lastIndex >= INDEX_SPACING_MS ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
+    if (!compactDue && !purgeDue && !merge && !walCheck && index.length === 0) return;
     this.lastWalCheck = now;
     this.busy = true;
     void this.exclusive(async () => {
       if (compactDue) await this.compactHot();
       if (merge) await this.merge(merge);
+      if (index.length) await this.indexKeys(index);
       const purged = await this.purgeDue();
       await this.checkpoint(purged);
     })
@@ -76,6 +87,7 @@ export class Maintenance {
         await this.compactHot();
         const policy = { ...this.s.merge, minAgeMs: 0, minFiles: 2 };
         for (let m = pickMerge(this.tiers.snapshot.files, policy); m; m = pickMerge(this.tiers.snapshot.files, policy)) await this.merge(m);
+        for (let batch = this.tiers.unindexedFiles(INDEX_BATCH_ROWS); batch.length; batch = this.tiers.unindexedFiles(INDEX_BATCH_ROWS)) await this.indexKeys(batch);
         await this.purgeDue();
         await this.checkpoint(true);
       } finally {
@@ -107,6 +119,15 @@ export class Maintenance {
     this.tiers.replaceFiles(files, merged);
     this.retired.push({ files, at: Date.now() + this.s.purgeGraceMs });
     this.counters.merges++;
+  }
+
+  /** Files merged away meanwhile are skipped by `indexPropertyKeys` and by the swap. */
+  private async indexKeys(files: ParquetFile[]): Promise<void> {
+    this.lastIndex = Date.now(); // a failing batch is retried after the pause, not on every tick
+    const registered = new Set(this.tiers.snapshot.files.map((f) => f.path));
+    const indexed = await indexPropertyKeys(this.db, this.root, files.filter((f) => registered.has(f.path)));
+    this.tiers.setPropertyKeys(indexed);
+    this.lastIndex = Date.now();
   }
 
   /** Returns whether hot rows were deleted (their space comes back at the next checkpoint). */

@@ -26,6 +26,11 @@ export interface ParquetFile {
   bytes: number;
   /** Epoch ms when the file was registered (dedupe window, merge age). */
   createdAt: number;
+  /**
+   * The property keys occurring in the file's rows (sorted), once the background indexing has
+   * listed them (`event_file_property_keys`); undefined until then.
+   */
+  propertyKeys?: readonly string[];
 }
 
 export const parquetRoot = (dataDir: string): string => join(dataDir, 'events', 'parquet');
@@ -34,10 +39,23 @@ const PARTITION_RE = /team_id=(\d+)[/\\]_day=(\d{4}-\d{2}-\d{2})[/\\][^/\\]+\.pa
 
 
 export async function loadManifest(db: Database): Promise<ParquetFile[]> {
-  const rows = await db.query<{ path: string; team_id: number; day: string; min_ts: number; max_ts: number; rows: number; bytes: number; created: number }>(
-    `SELECT path, team_id, strftime(day, '%Y-%m-%d') AS day, epoch_ms(min_ts) AS min_ts, epoch_ms(max_ts) AS max_ts, rows, bytes, epoch_ms(created_at) AS created FROM event_parquet_files ORDER BY team_id, min_ts`,
+  // Sidecar entries of files no longer registered (a crash between the two deletes) go first.
+  await db.run('DELETE FROM event_file_property_keys WHERE path NOT IN (SELECT path FROM event_parquet_files)');
+  const rows = await db.query<{ path: string; team_id: number; day: string; min_ts: number; max_ts: number; rows: number; bytes: number; created: number; keys: string[] | null }>(
+    `SELECT f.path, team_id, strftime(day, '%Y-%m-%d') AS day, epoch_ms(min_ts) AS min_ts, epoch_ms(max_ts) AS max_ts, rows, bytes, epoch_ms(created_at) AS created, k.keys ` +
+      `FROM event_parquet_files f LEFT JOIN event_file_property_keys k ON k.path = f.path ORDER BY team_id, min_ts`,
   );
-  return rows.map((r) => ({ path: r.path, teamId: r.team_id, day: r.day, minTs: r.min_ts, maxTs: r.max_ts, rows: r.rows, bytes: r.bytes, createdAt: r.created }));
+  return rows.map((r) => ({
+    path: r.path,
+    teamId: r.team_id,
+    day: r.day,
+    minTs: r.min_ts,
+    maxTs: r.max_ts,
+    rows: r.rows,
+    bytes: r.bytes,
+    createdAt: r.created,
+    ...(r.keys ? { propertyKeys: [...r.keys].sort() } : {}),
+  }));
 }
 
 /** Remove temporary directories and files the manifest does not know (crash leftovers). */
@@ -109,21 +127,51 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
   }
 }
 
+/** Register files in the manifest (and their property keys, when already known). */
 export async function registerFiles(tx: Tx, files: readonly ParquetFile[]): Promise<void> {
   for (const f of files) {
     await tx.run(
       `INSERT INTO event_parquet_files VALUES (?, ?, CAST(? AS DATE), make_timestamp(?::BIGINT * 1000), make_timestamp(?::BIGINT * 1000), ?, ?, make_timestamp(?::BIGINT * 1000))`,
       [f.path, f.teamId, f.day, f.minTs, f.maxTs, f.rows, f.bytes, f.createdAt],
     );
+    if (f.propertyKeys) await tx.run(KEYS_INSERT, [f.path, JSON.stringify(f.propertyKeys), f.path]);
   }
 }
+
+const KEYS_INSERT =
+  `INSERT OR REPLACE INTO event_file_property_keys SELECT ?, from_json(CAST(? AS JSON), '["VARCHAR"]') WHERE EXISTS (SELECT 1 FROM event_parquet_files WHERE path = ?)`;
 
 export const fileList = (root: string, files: readonly ParquetFile[]): string => `[${files.map((f) => sqlString(join(root, f.path))).join(', ')}]`;
 
 /** Unregister and delete every Parquet file of a team. */
 export async function deleteTeamFiles(db: Database, dataDir: string, teamId: number, manifest: readonly ParquetFile[]): Promise<void> {
   const files = manifest.filter((f) => f.teamId === teamId);
-  await db.run('DELETE FROM event_parquet_files WHERE team_id = ?', [teamId]);
+  await db.transaction(async (tx) => {
+    await tx.run('DELETE FROM event_file_property_keys WHERE path IN (SELECT path FROM event_parquet_files WHERE team_id = ?)', [teamId]);
+    await tx.run('DELETE FROM event_parquet_files WHERE team_id = ?', [teamId]);
+  });
   for (const f of files) await rm(join(parquetRoot(dataDir), f.path), { force: true });
   await rm(join(parquetRoot(dataDir), String(teamId)), { recursive: true, force: true });
+}
+
+/**
+ * List the property keys of each given file (a `json_keys` pass over their rows, on a reader, so
+ * loads are not held up) and record them in the sidecar, each only if its file is still
+ * registered. Returns the files with their keys as recorded.
+ */
+export async function indexPropertyKeys(db: Database, root: string, files: readonly ParquetFile[]): Promise<ParquetFile[]> {
+  if (files.length === 0) return [];
+  const found = await db.withReader(async (c) =>
+    (
+      await c.runAndReadAll(
+        `SELECT filename AS file, list(DISTINCT k) AS keys FROM (SELECT filename, unnest(json_keys(properties)) AS k FROM read_parquet(${fileList(root, files)}, filename = true)) GROUP BY filename`,
+      )
+    ).getRowObjectsJS() as Array<{ file: string; keys: string[] }>,
+  );
+  const byFile = new Map(found.map((r) => [r.file, r.keys]));
+  const out = files.map((f) => ({ ...f, propertyKeys: [...(byFile.get(join(root, f.path)) ?? [])].sort() }));
+  await db.transaction(async (tx) => {
+    for (const f of out) await tx.run(KEYS_INSERT, [f.path, JSON.stringify(f.propertyKeys), f.path]);
+  });
+  return out;
 }

@@ -32,6 +32,8 @@ export interface RelationFile {
   /** Epoch ms of the file's oldest and newest row. */
   minTs: number;
   maxTs: number;
+  /** The property keys of the file's rows, when the sidecar knows them (see `indexPropertyKeys`). */
+  propertyKeys?: readonly string[];
 }
 
 export interface TimeRange {
@@ -89,7 +91,7 @@ export function buildEventsRelation(
   return {
     sql: union([...paths.keys()], true, ''),
     params: [],
-    files: files.map((f) => ({ id: join(parquetRoot, f.path), rows: f.rows, minTs: f.minTs, maxTs: f.maxTs })),
+    files: files.map((f) => ({ id: join(parquetRoot, f.path), rows: f.rows, minTs: f.minTs, maxTs: f.maxTs, ...(f.propertyKeys ? { propertyKeys: f.propertyKeys } : {}) })),
     parts: (fileIds, withHot) => union(fileIds.filter((id) => paths.has(id)), withHot, ', filename AS _file'),
   };
 }

@@ -12,6 +12,11 @@ import type { Migration } from '../migrations';
  * - `event_store_state`: one row of watermarks. `applied_segment` is updated in the same
  *   transaction that inserts a segment's rows (exactly-once replay); `compacted_segment` in the
  *   transaction that registers its Parquet files; `purged_segment` once hot copies are deleted.
+ * - `event_file_property_keys`: a sidecar of the manifest, the property keys (`json_keys`) that
+ *   occur in a registered file. Files never change, so an entry stays true for the file's life;
+ *   entries are made in the background (off the write path) and removed with the file's manifest
+ *   row. A file without an entry is simply read (a CSV export's header pass scans it), so a
+ *   missing or lost entry costs time, never a wrong answer.
  */
 export const eventMigrations: Migration[] = [
   {
@@ -52,5 +57,10 @@ export const eventMigrations: Migration[] = [
       )`,
       `INSERT INTO event_store_state VALUES (1, 0, 0, 0)`,
     ],
+  },
+  {
+    version: 201,
+    name: 'event store: property keys per parquet file',
+    statements: [`CREATE TABLE event_file_property_keys (path VARCHAR PRIMARY KEY, keys VARCHAR[] NOT NULL)`],
   },
 ];

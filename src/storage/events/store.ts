@@ -107,6 +107,7 @@ class DuckDbEventStore implements EventStore {
     this.loader.activeSegment = () => this.wal.activeSegment;
     this.loader.busy = () => this.busy();
     this.upkeep = new Maintenance(db, s, tiers, this.counters, () => this.loader.done);
+    this.upkeep.saturated = () => this.busy();
     this.wal = new WalWriter(
       {
         dir: join(s.dataDir, 'events', 'wal'),
