@@ -181,7 +181,8 @@ const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(s.length * p))] ?? 0;
 };
-const rssMb = () => Math.round(process.memoryUsage().rss / 1024 / 1024);
+// memoryUsage.rss() only: the full memoryUsage() (heap statistics) blocked the main thread for ms under load.
+const rssMb = () => Math.round(process.memoryUsage.rss() / 1024 / 1024);
 
 function rssSampler() {
   let peak = rssMb();

@@ -58,7 +58,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     autoCompact: o.autoCompact ?? true,
     visibilityTimeoutMs: o.visibilityTimeoutMs ?? 15_000,
     maxMemoBytes: o.maxMemoBytes ?? 16 * MiB,
-    deferBytes: o.deferBytes ?? 256 * MiB,
+    deferBytes: o.deferBytes ?? (o.maxPendingBytes ?? 1024 * MiB) / 2,
     directMinRows: o.directMinRows ?? 50_000,
     dedupeWindowMs: o.dedupeWindowMs ?? 60_000,
     dedupeWindowRows: o.dedupeWindowRows ?? 2_000_000,

@@ -87,7 +87,7 @@ export interface EventStoreOptions {
   logger?: EventStoreLogger;
   /** Intake bodies kept parsed in memory for processing, at most, counted as logged bytes (parsed they take several times that; beyond: parsed again from the log). Default 16 MiB. */
   maxMemoBytes?: number;
-  /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default 256 MiB. */
+  /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default half of maxPendingBytes (512 MiB). */
   deferBytes?: number;
   /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
   hooks?: {
