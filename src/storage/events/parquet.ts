@@ -79,6 +79,14 @@ export async function removeOrphans(dataDir: string, manifest: readonly ParquetF
 }
 
 /**
+ * Rows per Parquet row group. A list page fetches its rows by time, and DuckDB decompresses the
+ * whole row group of each (its ~1 KB properties): 100 rows cost 31 ms at 16,384 rows a group and
+ * 10 ms at 4,096 (measured here), for +3% file size, the same write speed, and a full column scan
+ * ~1.5× slower (2.9 ms per 200k rows).
+ */
+const ROW_GROUP_ROWS = 4096;
+
+/**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, already ordered by team and time) as
  * partitioned Parquet, and move the files into place. `tag` makes the names unique. The files
  * are not registered: the caller does that in its own transaction.
@@ -89,7 +97,7 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
   await mkdir(root, { recursive: true });
   try {
     await c.run(
-      `COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
+      `COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
     );
     let written: Array<{ filename: string; rows: bigint; lo: bigint; hi: bigint }> = [];
     try {
