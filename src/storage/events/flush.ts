@@ -38,6 +38,12 @@ export interface PriorRows {
   older: readonly ParquetFile[];
   /** The load's event-time span (epoch ms); null reads the older files whole. */
   span: readonly [number, number] | null;
+  /**
+   * The load's uuids are certainly new to the recent rows (recent-uuids.ts): no repeats among
+   * them, none in the recent files (then `recent` is empty). The hot table and `older` are
+   * checked as always.
+   */
+  fresh?: boolean;
 }
 
 const NO_PRIOR: PriorRows = { recent: [], older: [], span: null };
@@ -69,6 +75,11 @@ function dedupedSource(source: string, prior: PriorRows, root: string, filter: b
 
 async function countDuplicates(c: DuckDBConnection, source: string, prior: PriorRows, root: string): Promise<number> {
   const rel = priorUuids(root, prior);
+  if (prior.fresh) {
+    const inOlder = rel ? ` + (SELECT count(*) FROM n SEMI JOIN ${rel} p ON p.uuid = n.uuid)` : '';
+    const sql = `WITH n AS MATERIALIZED (SELECT uuid FROM ${source}) SELECT (SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)${inOlder}`;
+    return Number((await c.runAndReadAll(sql)).getRowsJS()[0][0]);
+  }
   const inRecent = rel ? ` + (SELECT count(*) FROM n SEMI JOIN ${rel} p ON p.uuid = n.uuid)` : '';
   const sql =
     `WITH n AS MATERIALIZED (SELECT uuid FROM ${source}) SELECT (SELECT count(*) - count(DISTINCT uuid) FROM n)` +

@@ -4,6 +4,7 @@ import type { Database } from '../db';
 import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
 import { syncFile } from './fs-sync';
 import { join } from 'node:path';
+import { RecentUuids } from './recent-uuids';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
 import { ANY_TEAM } from './recovery';
@@ -30,12 +31,14 @@ interface ProcState {
   spans: Map<number, TimeSpan> | undefined;
   /** Frames whose processing threw while the segment was active: dead-lettered when finished. */
   failed: Array<{ index: number; error: unknown }>;
+  /** Some row made so far may repeat one taken lately (see RecentUuids). */
+  mayRepeat: boolean;
   add(rows: readonly StoredEventRow[]): void;
   addFrame(frame: Buffer, rows: number): void;
   flush(): void;
 }
 
-function newProcState(): ProcState {
+function newProcState(recent: RecentUuids): ProcState {
   let pending: StoredEventRow[] = [];
   const st: ProcState = {
     next: 0,
@@ -43,7 +46,10 @@ function newProcState(): ProcState {
     rows: 0,
     spans: new Map(),
     failed: [],
+    mayRepeat: false,
     add(rows) {
+      // Tested in log order, as processing goes: an earlier request's rows are in the filter.
+      if (recent.addAll(rows.map((r) => r.uuid))) st.mayRepeat = true;
       for (const r of rows) pending.push(r);
       if (pending.length >= ROWS_PER_FRAME) st.flush();
     },
@@ -122,6 +128,8 @@ export class SegmentLoader {
   memoBytes = 0;
   /** Called for each intake frame; without it a segment holding intake frames cannot be loaded. */
   process: ProcessIntake | null = null;
+  /** The uuids taken lately: processed rows are added as they are made (the store adds row frames'). */
+  recent: RecentUuids;
   private nextAt = 0;
   private failures = 0;
   private waiters = new MarkWaiters();
@@ -138,6 +146,7 @@ export class SegmentLoader {
     appliedSegment: number,
   ) {
     this.done = appliedSegment;
+    this.recent = new RecentUuids(s.dedupeFilterRows, 8, s.dedupeWindowMs);
   }
 
   get segments(): readonly Queued[] {
@@ -225,7 +234,7 @@ export class SegmentLoader {
 
   private stateOf(segId: number): ProcState {
     let st = this.states.get(segId);
-    if (!st) this.states.set(segId, (st = newProcState()));
+    if (!st) this.states.set(segId, (st = newProcState(this.recent)));
     return st;
   }
 
@@ -324,6 +333,7 @@ export class SegmentLoader {
     await writeFile(seg.loadPath, st.out.length === 1 ? st.out[0] : Buffer.concat(st.out));
     seg.rows = st.rows;
     seg.spans = st.spans;
+    seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat || !this.recent.warm;
     if (st.spans) seg.teams = new Map([...st.spans.keys()].map((team) => [team, 1]));
   }
 
@@ -461,7 +471,9 @@ export class SegmentLoader {
 
   /** Large loads go straight to Parquet; uuids are checked against the files a retry's original may be in. */
   private options(batch: readonly SealedSegment[], rows: number): LoadOptions {
-    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior: this.prior(batch) };
+    const fresh = batch.every((seg) => seg.mayRepeat === false);
+    if (fresh) this.counters.freshLoads++;
+    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior: this.prior(batch, fresh) };
   }
 
   /**
@@ -470,7 +482,7 @@ export class SegmentLoader {
    * its original's uuid and timestamp, so however late it comes its original is in one of them.
    * Segments whose teams or spans are unknown (recovery, dead-letter replays) check every file.
    */
-  private prior(batch: readonly SealedSegment[]): PriorRows {
+  private prior(batch: readonly SealedSegment[], fresh = false): PriorRows {
     let spans: Map<number, TimeSpan> | undefined = new Map();
     for (const seg of batch) spans = seg.teams.has(ANY_TEAM) ? undefined : mergeSpans(spans, seg.spans);
     const teams = spans ? new Set(spans.keys()) : null;
@@ -484,7 +496,8 @@ export class SegmentLoader {
     });
     let span: [number, number] | null = null;
     if (spans) for (const [lo, hi] of spans.values()) span = span ? [Math.min(span[0], lo), Math.max(span[1], hi)] : [lo, hi];
-    return { recent, older, span };
+    // Certainly new to the recent rows: the recent files need no reading.
+    return fresh ? { recent: [], older, span, fresh } : { recent, older, span };
   }
 
   private failed(error: unknown): void {
@@ -513,6 +526,9 @@ export class SegmentLoader {
   private async loaded(batch: Queued[], result: LoadResult, rows: number, started: number): Promise<void> {
     const watermark = batch[batch.length - 1].id;
     this.tiers.addFiles(result.files);
+    // Rows the recent-uuid filter never saw are now in the recent files: it may not vouch for
+    // them, so it is cold until they have left the recent window.
+    if (batch.some((seg) => seg.unfiltered)) this.recent.restart();
     if (result.inserted > 0 && result.files.length === 0) this.tiers.hot.push({ seg: watermark, rows: result.inserted, at: Date.now() });
     this.queue = this.queue.filter((x) => !batch.includes(x));
     this.failures = 0;

@@ -26,6 +26,7 @@ export interface Settings {
   visibilityTimeoutMs: number;
   maxMemoBytes: number;
   deferBytes: number;
+  dedupeFilterRows: number;
   directMinRows: number;
   dedupeWindowMs: number;
   dedupeWindowRows: number;
@@ -59,6 +60,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     visibilityTimeoutMs: o.visibilityTimeoutMs ?? 15_000,
     maxMemoBytes: o.maxMemoBytes ?? 16 * MiB,
     deferBytes: o.deferBytes ?? (o.maxPendingBytes ?? 1024 * MiB) / 2,
+    dedupeFilterRows: o.dedupeFilterRows ?? 1_000_000,
     directMinRows: o.directMinRows ?? 50_000,
     dedupeWindowMs: o.dedupeWindowMs ?? 60_000,
     dedupeWindowRows: o.dedupeWindowRows ?? 2_000_000,
@@ -79,6 +81,7 @@ export function newCounters() {
     rejectedAppends: 0,
     flushedRows: 0,
     duplicateRowsSkipped: 0,
+    freshLoads: 0,
     flushes: 0,
     flushFailures: 0,
     lastFlushError: null as string | null,

@@ -125,6 +125,8 @@ class DuckDbEventStore implements EventStore {
   }
 
   async start(state: { hotRows: number; purgePending: number | null; segments: SealedSegment[]; deadLetters: number }): Promise<void> {
+    const files = this.tiers.snapshot.files;
+    this.loader.recent.startAfter(files.reduce<number | null>((at, f) => (at === null || f.createdAt > at ? f.createdAt : at), null));
     if (state.hotRows > 0) this.tiers.hot.push({ seg: this.loader.done, rows: state.hotRows, at: Date.now() });
     if (state.purgePending !== null) this.upkeep.schedulePurge(state.purgePending);
     this.counters.deadLetters = state.deadLetters;
@@ -167,8 +169,13 @@ class DuckDbEventStore implements EventStore {
     }
     this.admit(frame.length);
     this.noteArrival(frame.length);
+    // Certainly new rows let their load skip reading the recent uuids (recent-uuids.ts). Rows are
+    // tested in log order: while a capture request logged before them is unprocessed, its rows
+    // are not in the filter yet, so these count as possible repeats.
+    const seen = this.loader.recent.addAll(rows.map((r) => r.uuid));
+    const mayRepeat = seen || !this.loader.recent.warm || this.intakeSeq > this.loader.processedSeq;
     try {
-      await this.wal.append(frame, rows.length, teams, { spans });
+      await this.wal.append(frame, rows.length, teams, { spans, mayRepeat });
     } catch (error) {
       this.writeFailed(error);
     }

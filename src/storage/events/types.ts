@@ -89,6 +89,8 @@ export interface EventStoreOptions {
   maxMemoBytes?: number;
   /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default half of maxPendingBytes (512 MiB). */
   deferBytes?: number;
+  /** Uuids per generation of the recent-uuid filter (6 generations; see recent-uuids.ts). Default 1M. */
+  dedupeFilterRows?: number;
   /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
   hooks?: {
     beforeLoad?(segments: readonly SealedSegment[]): void | Promise<void>;
@@ -109,6 +111,8 @@ export interface EventStoreStats {
   rejectedAppends: number;
   flushedRows: number;
   duplicateRowsSkipped: number;
+  /** Loads whose uuids were certainly new, which skipped reading the recent uuids (recent-uuids.ts). */
+  freshLoads: number;
   flushes: number;
   flushFailures: number;
   lastFlushError: string | null;

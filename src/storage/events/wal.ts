@@ -41,6 +41,14 @@ export interface SealedSegment {
   memos?: unknown[];
   /** The highest intake sequence number in the segment (0: none). */
   lastSeq: number;
+  /**
+   * False when every row of the segment was certainly new when it was logged (recent-uuids.ts);
+   * true or absent (recovery, replays): its load takes the full dedupe check. Intake frames
+   * count as new here: their rows are tested when they are processed.
+   */
+  mayRepeat?: boolean;
+  /** Some rows reached the log without passing through that filter (recovery, dead-letter replays). */
+  unfiltered?: boolean;
 }
 
 /** What an append may carry besides the frame. */
@@ -48,6 +56,8 @@ export interface AppendExtra {
   spans?: ReadonlyMap<number, TimeSpan>;
   /** An intake frame: its decoded form (or null when not kept) and its sequence number. */
   intake?: { memo: unknown; seq: number };
+  /** A row frame's uuids, tested against the recent-uuid filter: false when certainly new. Absent: not tested (a replay). */
+  mayRepeat?: boolean;
 }
 
 export type TimeSpan = [lo: number, hi: number];
@@ -93,6 +103,8 @@ interface Group {
   intake: number;
   memos: unknown[];
   lastSeq: number;
+  mayRepeat: boolean;
+  unfiltered: boolean;
   waiters: Waiter[];
 }
 
@@ -102,7 +114,7 @@ interface Active extends SealedSegment {
   dirty: boolean;
 }
 
-const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, waiters: [] });
+const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, unfiltered: false, waiters: [] });
 
 /**
  * The append-only log with group commit. Durable mode: one fdatasync at a time; the appends
@@ -163,6 +175,8 @@ export class WalWriter {
       } else {
         g.memos.push(null);
         g.spans = mergeSpans(g.spans, extra.spans);
+        if (extra.mayRepeat !== false) g.mayRepeat = true;
+        if (extra.mayRepeat === undefined) g.unfiltered = true;
       }
       g.waiters.push({ resolve, reject });
       this.queuedBytes += bytes;
@@ -266,6 +280,8 @@ export class WalWriter {
     a.spans = mergeSpans(a.spans, g.spans);
     a.intake += g.intake;
     a.lastSeq = Math.max(a.lastSeq, g.lastSeq);
+    a.mayRepeat = a.mayRepeat || g.mayRepeat;
+    a.unfiltered = a.unfiltered || g.unfiltered;
     if (this.options.durable) {
       this.unsynced.push({ g, a });
       this.startSync();
@@ -323,7 +339,7 @@ export class WalWriter {
     } finally {
       closeSync(dirFd);
     }
-    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, openedAt: Date.now(), dirty: false };
+    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, unfiltered: false, openedAt: Date.now(), dirty: false };
     return this.active;
   }
 
@@ -335,7 +351,7 @@ export class WalWriter {
     this.active = null;
     if (a.dirty) await fdatasyncAsync(a.fd).catch(() => undefined);
     await closeAsync(a.fd).catch(() => undefined);
-    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq });
+    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, unfiltered: a.unfiltered });
   }
 }
 

@@ -1,0 +1,34 @@
+import { describe, expect, test } from 'bun:test';
+import { RecentUuids } from '../../../src/storage/events/recent-uuids';
+
+const uuid = (n: number) => `0190a000-0000-7000-8000-${n.toString(16).padStart(12, '0')}`;
+const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => uuid(from + i));
+
+describe('recent uuids', () => {
+  test('new uuids are reported new; any one seen before (or repeated in the same call) is reported seen', () => {
+    const r = new RecentUuids(10_000, 4);
+    expect(r.addAll(range(0, 5_000))).toBe(false);
+    expect(r.addAll(range(5_000, 1_000))).toBe(false);
+    expect(r.addAll([uuid(123)])).toBe(true);
+    expect(r.addAll([...range(20_000, 50), uuid(4_999)])).toBe(true);
+    expect(r.addAll([uuid(90_000), uuid(90_001), uuid(90_000)])).toBe(true);
+  });
+
+  test('across rotations every uuid of the covered span is known, and fresh batches are never taken for repeats', () => {
+    const r = new RecentUuids(10_000, 4);
+    for (let batch = 0; batch < 60; batch++) {
+      expect(r.addAll(range(batch * 1_000, 1_000))).toBe(false);
+      // Everything among the last 30,000 (3 full generations) is still known.
+      for (let n = Math.max(0, batch * 1_000 - 29_000); n < batch * 1_000 + 1_000; n += 997) expect(r.addAll([uuid(n)])).toBe(true);
+    }
+  });
+
+  test('cold after a (re)start until the recent window has passed', async () => {
+    const r = new RecentUuids(1_000, 4, 100);
+    expect(r.warm).toBe(false);
+    await Bun.sleep(120);
+    expect(r.warm).toBe(true);
+    r.restart();
+    expect(r.warm).toBe(false);
+  });
+});
