@@ -471,7 +471,8 @@ export class SegmentLoader {
 
   /** Large loads go straight to Parquet; uuids are checked against the files a retry's original may be in. */
   private options(batch: readonly SealedSegment[], rows: number): LoadOptions {
-    const fresh = batch.every((seg) => seg.mayRepeat === false);
+    // Warm still: an unfiltered load since these rows were tested makes the filter unable to vouch.
+    const fresh = this.recent.warm && batch.every((seg) => seg.mayRepeat === false);
     if (fresh) this.counters.freshLoads++;
     return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior: this.prior(batch, fresh) };
   }
