@@ -67,6 +67,29 @@ describe('dead letters', () => {
     expect((await uuidsOf(h)).length).toBe(51);
   });
 
+  test('rows replayed from the dead letters are deduplicated against while the recent-uuid filter cannot vouch for them', async () => {
+    let broken = true;
+    const hooks = {
+      beforeLoad() {
+        if (broken) throw new Error('disk I/O error');
+      },
+    };
+    h = await openHarness({ maxFlushAttempts: 1, flushRetryMs: 5, directMinRows: 1, dedupeWindowMs: 300, hooks });
+    await h.store.append(Array.from({ length: 20 }, (_, n) => makeEvent(n)));
+    await h.store.flush();
+    const [letter] = await listDeadLetters(h.dir);
+    broken = false;
+    // A restart empties the filter; once warm, the replayed rows reach the recent files unseen by it.
+    await h.reopen({ maxFlushAttempts: 1, flushRetryMs: 5, directMinRows: 1, dedupeWindowMs: 300, hooks: {} });
+    await Bun.sleep(350);
+    await replayDeadLetters(h.store, [letter.id]);
+    expect((await uuidsOf(h)).length).toBe(20);
+    // A client retry of replayed rows: the load takes the full check, which finds them.
+    await h.store.append([makeEvent(3), makeEvent(4), makeEvent(500)]);
+    expect(await uuidsOf(h)).toEqual([...Array.from({ length: 20 }, (_, n) => n), 500].map((n) => makeEvent(n).uuid));
+    expect(h.store.stats().freshLoads).toBe(0);
+  });
+
   test('a torn log tail after a crash is cut into the dead letters, the whole frames kept', async () => {
     const { appendFile } = await import('node:fs/promises');
     h = await openHarness({ bufferMaxAgeMs: 60_000, hooks: { beforeLoad: () => new Promise(() => undefined) } });
