@@ -75,15 +75,12 @@ function dedupedSource(source: string, prior: PriorRows, root: string, filter: b
 
 async function countDuplicates(c: DuckDBConnection, source: string, prior: PriorRows, root: string): Promise<number> {
   const rel = priorUuids(root, prior);
-  if (prior.fresh) {
-    const inOlder = rel ? ` + (SELECT count(*) FROM n SEMI JOIN ${rel} p ON p.uuid = n.uuid)` : '';
-    const sql = `WITH n AS MATERIALIZED (SELECT uuid FROM ${source}) SELECT (SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)${inOlder}`;
-    return Number((await c.runAndReadAll(sql)).getRowsJS()[0][0]);
-  }
-  const inRecent = rel ? ` + (SELECT count(*) FROM n SEMI JOIN ${rel} p ON p.uuid = n.uuid)` : '';
+  // A fresh load has no repeats among its rows (the filter saw them all): that count is skipped.
+  const repeats = prior.fresh ? '' : '(SELECT count(*) - count(DISTINCT uuid) FROM n) + ';
+  const inPrior = rel ? ` + (SELECT count(*) FROM n SEMI JOIN ${rel} p ON p.uuid = n.uuid)` : '';
   const sql =
-    `WITH n AS MATERIALIZED (SELECT uuid FROM ${source}) SELECT (SELECT count(*) - count(DISTINCT uuid) FROM n)` +
-    ` + (SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)${inRecent}`;
+    `WITH n AS MATERIALIZED (SELECT uuid FROM ${source}) SELECT ${repeats}` +
+    `(SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)${inPrior}`;
   return Number((await c.runAndReadAll(sql)).getRowsJS()[0][0]);
 }
 
