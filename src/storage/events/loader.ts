@@ -1,4 +1,4 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { open, readFile, rm } from 'node:fs/promises';
 import type { StoredEventRow } from '../../core/events/columns';
 import type { Database } from '../db';
 import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
@@ -330,7 +330,7 @@ export class SegmentLoader {
     seg.memos = undefined;
     this.states.delete(seg.id);
     seg.loadPath = `${seg.path}${PROCESSED_SUFFIX}`;
-    await writeFile(seg.loadPath, st.out.length === 1 ? st.out[0] : Buffer.concat(st.out));
+    await writeChunks(seg.loadPath, st.out);
     seg.rows = st.rows;
     seg.spans = st.spans;
     seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat || !this.recent.warm;
@@ -577,5 +577,21 @@ class MarkWaiters {
     const ready = this.list.filter((w) => w.mark <= upTo);
     this.list = this.list.filter((w) => w.mark > upTo);
     for (const w of ready) w.resolve();
+  }
+}
+
+/** Write the chunks to a new file one after another (no concatenated copy of a whole segment). */
+async function writeChunks(path: string, chunks: readonly Buffer[]): Promise<void> {
+  const file = await open(path, 'w');
+  try {
+    for (const chunk of chunks) {
+      for (let at = 0; at < chunk.length; ) {
+        const { bytesWritten } = await file.write(chunk, at, chunk.length - at);
+        if (bytesWritten <= 0) throw new Error(`short write to ${path}`);
+        at += bytesWritten;
+      }
+    }
+  } finally {
+    await file.close();
   }
 }
