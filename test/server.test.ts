@@ -39,6 +39,23 @@ describe('the server process', () => {
     expect(await server.stop('SIGINT')).toBe(0);
   });
 
+  test('$ip comes from the socket when no X-Forwarded-For says otherwise, and from the header when one does', async () => {
+    const dir = await newDataDir();
+    dirs.push(dir);
+    const server = await startServer({}, dir);
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    // One without a query string, one with (the handler parses the URL only then).
+    expect((await post('/e/', { api_key: TEST_KEYS.project, event: 'direct', distinct_id: 'ip-1' })).status).toBe(200);
+    expect((await post('/e/?ver=1.0', { api_key: TEST_KEYS.project, event: 'proxied', distinct_id: 'ip-2' }, { 'x-forwarded-for': '203.0.113.7, 10.0.0.1' })).status).toBe(200);
+    const list: any = await (await fetch(`${server.url}/api/projects/1/events/?select=${encodeURIComponent(JSON.stringify(['event', 'properties.$ip']))}&orderBy=${encodeURIComponent(JSON.stringify(['event']))}`, { headers: auth })).json();
+    expect(list.results).toEqual([
+      ['direct', '127.0.0.1'],
+      ['proxied', '203.0.113.7'],
+    ]);
+    expect(await server.stop('SIGTERM')).toBe(0);
+  });
+
   test('SIGTERM lets in-flight requests finish, then closes the database cleanly', async () => {
     const server = await startServer();
     dirs.push(server.dataDir);

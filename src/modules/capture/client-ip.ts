@@ -2,13 +2,13 @@
  * The client's address as PostHog records it in `$ip`: the first `X-Forwarded-For` entry with
  * any port removed (IPv6 kept whole), else the socket's address.
  */
-export function clientIp(headers: Headers, socketAddress: string | null): string | null {
+export function clientIp(headers: Headers, socketAddress: () => string | null): string | null {
   const forwarded = headers.get('x-forwarded-for');
   if (forwarded) {
     const first = forwarded.split(',')[0].trim();
     if (first) return stripPort(first);
   }
-  return socketAddress;
+  return socketAddress();
 }
 
 function stripPort(address: string): string {

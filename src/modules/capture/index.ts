@@ -10,6 +10,8 @@ import { ingest } from './ingest';
 export const CAPTURE_PATHS = ['/capture', '/batch', '/e', '/i/v0/e', '/track', '/engage'] as const;
 
 const OK_BODY = '{"status":1}';
+/** Read only (decoding never changes the query it is given). */
+const NO_QUERY = new URLSearchParams();
 
 const CaptureResponses = {
   200: t.Object({ status: t.Literal(1) }, { description: 'Received (exactly 200: posthog-js retries other 2xx).' }),
@@ -21,14 +23,15 @@ const CaptureResponses = {
 
 export const captureModule = (deps: Deps) => {
   const handle = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string) => {
-    const url = new URL(request.url);
+    // Most SDK posts carry no query string: skip parsing the URL then.
+    const query = request.url.includes('?') ? new URL(request.url).searchParams : NO_QUERY;
     const body = request.method === 'POST' ? await readBodyCapped(request, deps.config.MAX_BODY_BYTES) : new Uint8Array(0);
     await ingest(deps, {
       body,
       contentType: request.headers.get('content-type'),
       contentEncoding: request.headers.get('content-encoding'),
-      query: url.searchParams,
-      ip: clientIp(request.headers, server?.requestIP(request)?.address ?? null),
+      query,
+      ip: clientIp(request.headers, () => server?.requestIP(request)?.address ?? null),
       engage: path === '/engage',
     });
     return new Response(OK_BODY, { status: 200, headers: { 'content-type': 'application/json', ...corsHeaders(request) } });
