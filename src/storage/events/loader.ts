@@ -49,7 +49,7 @@ function newProcState(recent: RecentUuids): ProcState {
     mayRepeat: false,
     add(rows) {
       // Tested in log order, as processing goes: an earlier request's rows are in the filter.
-      if (recent.addAll(rows.map((r) => r.uuid))) st.mayRepeat = true;
+      if (recent.addAll(rows)) st.mayRepeat = true;
       for (const r of rows) pending.push(r);
       if (pending.length >= ROWS_PER_FRAME) st.flush();
     },
@@ -153,8 +153,9 @@ export class SegmentLoader {
     return [...this.intake, ...this.queue];
   }
 
+  /** Bytes of the sealed segments not yet loaded (every capture request asks: no arrays made). */
   get bytes(): number {
-    return this.segments.reduce((n, seg) => n + seg.bytes, 0);
+    return bytesOf(this.intake) + bytesOf(this.queue);
   }
 
   get rows(): number {
@@ -221,9 +222,7 @@ export class SegmentLoader {
 
   /** Logged bytes not yet processed: sealed segments waiting for it and the active one. */
   private unprocessedBytes(): number {
-    let n = this.activeSegment?.()?.bytes ?? 0;
-    for (const seg of this.intake) n += seg.bytes;
-    return n;
+    return (this.activeSegment?.()?.bytes ?? 0) + bytesOf(this.intake);
   }
 
   private advance(seq: number): void {
@@ -374,20 +373,13 @@ export class SegmentLoader {
   kick(force = false): void {
     this.kickProcess();
     if (this.running || this.queue.length === 0 || Date.now() < this.nextAt) return;
-    if (!force && this.busy() && !this.waiters.waiting && this.queuedBytes() < this.s.deferBytes) return;
+    if (!force && this.busy() && !this.waiters.waiting && bytesOf(this.queue) < this.s.deferBytes) return;
     this.running = this.loadBatch()
       .catch((error) => this.s.log.error('event load failed', { error: String(error) }))
       .finally(() => {
         this.running = null;
         if (this.queue.length > 0 && Date.now() >= this.nextAt) this.kick();
       });
-  }
-
-  /** Bytes processed but not loaded. */
-  private queuedBytes(): number {
-    let n = 0;
-    for (const seg of this.queue) n += seg.bytes;
-    return n;
   }
 
   /** Process and load every queued segment; returns once each is loaded or dead-lettered. */
@@ -594,4 +586,10 @@ async function writeChunks(path: string, chunks: readonly Buffer[]): Promise<voi
   } finally {
     await file.close();
   }
+}
+
+function bytesOf(segments: readonly SealedSegment[]): number {
+  let n = 0;
+  for (const seg of segments) n += seg.bytes;
+  return n;
 }

@@ -48,12 +48,12 @@ export class RecentUuids {
   }
 
   /**
-   * Add the uuids; true when any of them may have been added before (a repeat among them
+   * Add the rows' uuids; true when any of them may have been added before (a repeat among them
    * included), false when none certainly was.
    */
-  addAll(uuids: Iterable<string>): boolean {
+  addAll(rows: readonly { uuid: string }[]): boolean {
     let seen = false;
-    for (const uuid of uuids) {
+    for (const { uuid } of rows) {
       const at = Bun.hash.cityHash32(uuid) >>> 0;
       const fp = Bun.hash.murmur32v3(uuid) >>> 0 || 1; // 0 marks an empty slot
       for (const gen of this.gens) {

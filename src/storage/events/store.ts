@@ -172,7 +172,7 @@ class DuckDbEventStore implements EventStore {
     // Certainly new rows let their load skip reading the recent uuids (recent-uuids.ts). Rows are
     // tested in log order: while a capture request logged before them is unprocessed, its rows
     // are not in the filter yet, so these count as possible repeats.
-    const seen = this.loader.recent.addAll(rows.map((r) => r.uuid));
+    const seen = this.loader.recent.addAll(rows);
     const mayRepeat = seen || !this.loader.recent.warm || this.intakeSeq > this.loader.processedSeq;
     try {
       await this.wal.append(frame, rows.length, teams, { spans, mayRepeat });
