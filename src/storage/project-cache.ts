@@ -35,41 +35,43 @@ const READS = new Set<keyof ManagementStore>([
 ]);
 
 class Expiring<V> {
-  private entries = new Map<string, { value: V; at: number }>();
+  private entries = new Map<string, { value: V; until: number }>();
+  /** Bumped by `clear`: an answer fetched before a write is not remembered after it. */
+  private generation = 0;
 
-  get(key: string, ttlMs: number): V | undefined {
+  /** The remembered answer for `key`, else `fetch`'s, remembered for `ttlMs(answer)` (0: not at all). */
+  async through(key: string, fetch: () => Promise<V>, ttlMs: (value: V) => number): Promise<V> {
     const hit = this.entries.get(key);
-    return hit && Date.now() - hit.at < ttlMs ? hit.value : undefined;
-  }
-
-  set(key: string, value: V): void {
-    if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
-    this.entries.set(key, { value, at: Date.now() });
+    if (hit && Date.now() < hit.until) return hit.value;
+    const generation = this.generation;
+    const value = await fetch();
+    const ttl = ttlMs(value);
+    if (ttl > 0 && generation === this.generation) {
+      if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+      this.entries.set(key, { value, until: Date.now() + ttl });
+    }
+    return value;
   }
 
   clear(): void {
     this.entries.clear();
+    this.generation++;
   }
 }
 
 export function createProjectCache(management: ManagementStore): { cache: ProjectCache; management: ManagementStore } {
-  const byToken = new Expiring<Project | null>();
-  const principals = new Expiring<Principal>();
+  const tokens = new Expiring<Project | null>();
+  const principals = new Expiring<Principal | null>();
   const projects = new Expiring<Project | null>();
   const clear = () => {
-    byToken.clear();
+    tokens.clear();
     principals.clear();
     projects.clear();
   };
 
   const cache: ProjectCache = {
-    async byToken(token) {
-      const hit = byToken.get(token, Number.POSITIVE_INFINITY);
-      if (hit || (hit === null && byToken.get(token, NEGATIVE_TTL_MS) === null)) return hit;
-      const project = await management.findProjectByToken(token);
-      byToken.set(token, project);
-      return project;
-    },
+    // A known token stays until a write clears it; an unknown one is remembered briefly.
+    byToken: (token) => tokens.through(token, () => management.findProjectByToken(token), (p) => (p ? Number.POSITIVE_INFINITY : NEGATIVE_TTL_MS)),
     invalidate: clear,
   };
 
@@ -86,21 +88,9 @@ export function createProjectCache(management: ManagementStore): { cache: Projec
   }
   const reads: Pick<ManagementStore, 'authenticateKey' | 'getProject'> = {
     // The key's last use is recorded when the database is asked: at most once per TTL per key.
-    async authenticateKey(secret) {
-      const hit = principals.get(secret, TTL_MS);
-      if (hit) return hit;
-      const principal = await management.authenticateKey(secret);
-      if (principal) principals.set(secret, principal);
-      return principal;
-    },
-    async getProject(id, organizationIds) {
-      const key = `${id}\u0000${[...organizationIds].sort().join('\u0000')}`;
-      const hit = projects.get(key, TTL_MS);
-      if (hit !== undefined) return hit;
-      const project = await management.getProject(id, organizationIds);
-      projects.set(key, project);
-      return project;
-    },
+    authenticateKey: (secret) => principals.through(secret, () => management.authenticateKey(secret), (p) => (p ? TTL_MS : 0)),
+    getProject: (id, organizationIds) =>
+      projects.through(`${id}\u0000${[...organizationIds].sort().join('\u0000')}`, () => management.getProject(id, organizationIds), () => TTL_MS),
   };
   return { cache, management: { ...(wrapped as unknown as ManagementStore), ...reads } };
 }

@@ -65,4 +65,22 @@ describe('management cache', () => {
     expect(await management.authenticateKey('phx_unknown')).toBeNull();
     expect(f.reads.authenticateKey).toBe(2);
   });
+
+  test('an answer fetched while a write happens is not remembered past the write', async () => {
+    const f = fakeStore();
+    const { management } = createProjectCache(f.store);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const authenticate = f.store.authenticateKey.bind(f.store);
+    (f.store as { authenticateKey: ManagementStore['authenticateKey'] }).authenticateKey = async (secret) => {
+      const answer = await authenticate(secret); // read before the revoke…
+      await gate; // …answered after it
+      return answer;
+    };
+    const inFlight = management.authenticateKey('phx_good');
+    await management.revokePersonalApiKey('k1');
+    release();
+    expect(await inFlight).not.toBeNull(); // that request raced the revoke
+    expect(await management.authenticateKey('phx_good')).toBeNull(); // the next one sees it
+  });
 });
