@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { AppError } from '../../../src/errors';
 import type { StoredEventRow } from '../../../src/core/events/columns';
-import { makeEvent, openHarness, uuidsOf, type Harness } from './helpers';
+import { makeEvent, openHarness, saturate, uuidsOf, type Harness } from './helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -91,23 +91,12 @@ describe('backpressure', () => {
   /** Rows loaded into DuckDB so far (hot table and Parquet). */
   const loaded = (hh: Harness) => hh.store.stats().hotRows + hh.store.stats().parquetRows;
 
-  /** Rounds of 50 concurrent one-row appends every ~10 ms for `ms`: saturating (≥ 100 appends per 100 ms). */
-  async function saturate(hh: Harness, ms: number): Promise<{ atStart: number; atEnd: number; sent: number }> {
-    let sent = 0;
-    let atStart = -1;
-    const until = performance.now() + ms;
-    for (let round = 0; round < 1000 && performance.now() < until; round++) {
-      await Promise.all(Array.from({ length: 50 }, (_, i) => hh.store.append([makeEvent(sent + i)])));
-      sent += 50;
-      await Bun.sleep(8);
-      if (round === 3) atStart = loaded(hh);
-    }
-    return { atStart, atEnd: loaded(hh), sent };
-  }
+  /** Saturation by one-row appends; progress = rows loaded (read after a few rounds, once sealing has begun). */
+  const saturateAppends = (hh: Harness, ms: number) => saturate(ms, (i) => hh.store.append([makeEvent(i)]), () => loaded(hh), { startRound: 3 });
 
   test('while appends saturate the store, sealed segments wait to be loaded (small backlog, no query waiting); a query or the end of the load brings them in', async () => {
     h = await openHarness({ bufferMaxAgeMs: 20 });
-    const load = await saturate(h, 600);
+    const load = await saturateAppends(h, 600);
     expect(load.atEnd).toBe(load.atStart);
     expect(h.store.stats().walSegments).toBeGreaterThan(3); // sealed every 20 ms, waiting
     // A query waits for its rows: they are loaded at once, the load still on or not.
@@ -117,7 +106,7 @@ describe('backpressure', () => {
 
   test('past the backlog threshold segments are loaded under saturation too', async () => {
     h = await openHarness({ bufferMaxAgeMs: 20, deferBytes: 0 });
-    const load = await saturate(h, 600);
+    const load = await saturateAppends(h, 600);
     expect(load.atEnd).toBeGreaterThan(load.atStart);
     expect((await uuidsOf(h)).length).toBe(load.sent);
   });

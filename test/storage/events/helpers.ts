@@ -63,3 +63,29 @@ export async function uuidsOf(h: Harness, teamId = 1): Promise<string[]> {
   const rows = await h.db.query<{ uuid: string }>(`SELECT uuid FROM ${rel.sql} AS events ORDER BY uuid`, rel.params);
   return rows.map((r) => r.uuid);
 }
+
+/**
+ * Saturating load on a store: rounds of 50 concurrent `send(i)` every ~10 ms for `ms` (several
+ * times the 100 appends per 100 ms that count as saturated). `progress()` is read after round
+ * `startRound` (when `during` runs too) and at the end; returns those readings and how many were sent.
+ */
+export async function saturate(
+  ms: number,
+  send: (i: number) => Promise<void>,
+  progress: () => number,
+  { startRound = 1, during }: { startRound?: number; during?: () => void } = {},
+): Promise<{ atStart: number; atEnd: number; sent: number }> {
+  let sent = 0;
+  let atStart = -1;
+  const until = performance.now() + ms;
+  for (let round = 0; round < 1000 && performance.now() < until; round++) {
+    await Promise.all(Array.from({ length: 50 }, (_, i) => send(sent + i)));
+    sent += 50;
+    await Bun.sleep(8);
+    if (round === startRound) {
+      atStart = progress();
+      during?.();
+    }
+  }
+  return { atStart, atEnd: progress(), sent };
+}

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
 import type { IntakeContext } from '../../../src/storage/events/wal-format';
 import type { EventStoreOptions } from '../../../src/storage/events';
-import { openHarness, uuidsOf, type Harness } from './helpers';
+import { openHarness, saturate, uuidsOf, type Harness } from './helpers';
 
 /**
  * Capture requests logged as intake frames: answered once durable, turned into rows behind the
@@ -141,33 +141,16 @@ describe('intake', () => {
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4, 10].map(uuid));
   });
 
-  /**
-   * Saturation: rounds of 50 concurrent one-event requests every ~10 ms for `ms` (several times
-   * the 100 requests per 100 ms that count as saturated). Returns how many requests were processed at the start
-   * (after the first round) and at the end of the load, and how many were sent.
-   */
-  async function saturate(hh: Harness, ms: number, during?: () => void): Promise<{ atStart: number; atEnd: number; sent: number }> {
-    let sent = 0;
-    let atStart = -1;
-    const until = performance.now() + ms;
-    for (let round = 0; round < 1000 && performance.now() < until; round++) {
-      await Promise.all(Array.from({ length: 50 }, (_, i) => capture(hh, rawEvents(sent + i, 1))));
-      sent += 50;
-      await Bun.sleep(8);
-      if (round === 1) {
-        atStart = calls.length;
-        during?.();
-      }
-    }
-    return { atStart, atEnd: calls.length, sent };
-  }
+  /** Saturation by one-event capture requests; progress = requests processed. */
+  const saturateCapture = (hh: Harness, ms: number, during?: () => void) =>
+    saturate(ms, (i) => capture(hh, rawEvents(i, 1)), () => calls.length, { during });
 
   test('while capture requests saturate the server, processing waits for them (small backlog, nobody waiting), then catches up', async () => {
     calls.length = 0;
     costMs = 1;
     try {
       h = await open({ bufferMaxAgeMs: 60_000 });
-      const load = await saturate(h, 500);
+      const load = await saturateCapture(h, 500);
       // Without the deferral it would take a 4 ms slice every 40 ms: ~40 more requests here.
       expect(load.atEnd - load.atStart).toBeLessThanOrEqual(4);
       // The load over, the backlog is worked off.
@@ -184,7 +167,7 @@ describe('intake', () => {
     costMs = 1;
     try {
       h = await open({ bufferMaxAgeMs: 60_000, deferBytes: 0 });
-      const overThreshold = await saturate(h, 500);
+      const overThreshold = await saturateCapture(h, 500);
       expect(overThreshold.atEnd - overThreshold.atStart).toBeGreaterThanOrEqual(5);
       await h.store.awaitIntake(1, null, 20_000);
       await h.cleanup();
@@ -194,7 +177,7 @@ describe('intake', () => {
       const hh = h;
       let waited: Promise<void> | null = null;
       let answeredAt = 0;
-      const load = await saturate(h, 700, () => {
+      const load = await saturateCapture(h, 700, () => {
         // A flag check for the user of a request not yet processed: processing goes on until it is.
         const asked = performance.now();
         waited = hh.store.awaitIntake(1, ['u-20'], 5_000).then(() => void (answeredAt = performance.now() - asked));
