@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { ConfigError, loadConfig } from '../src/config';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, describeConfig, loadConfig } from '../src/config';
 
 describe('config', () => {
   test('defaults', () => {
@@ -38,5 +40,12 @@ describe('config', () => {
     const keys = (error as ConfigError).problems.map((p) => p.split(':')[0]).sort();
     expect(keys).toEqual(['BOOTSTRAP_PERSONAL_API_KEY', 'DUCKDB_MEMORY_LIMIT', 'DURABILITY', 'LOG_LEVEL', 'MAX_BODY_BYTES', 'PORT']);
     expect((error as Error).message).toContain('PORT: expected an integer, got "eighty"');
+  });
+
+  test("the README's configuration table is the schema's: every setting, its default and its meaning", () => {
+    const readme = readFileSync(join(import.meta.dir, '..', 'README.md'), 'utf8');
+    const rows = [...readme.matchAll(/^\| `([A-Z_]+)` \| (?:`([^`]*)`|\(unset\)) \| (.*) \|$/gm)]
+      .map((m) => ({ key: m[1], default: m[2] ?? '', description: m[3] }));
+    expect(rows).toEqual(describeConfig());
   });
 });

@@ -84,12 +84,6 @@ function linePrefix(r: StoredEventRow, h: HotValues): string {
 const hotOf = (r: StoredEventRow): HotValues => r.hot ?? hotValuesOf(JSON.parse(r.properties) as Record<string, unknown>);
 const propsField = (p: string): string => (CONTROL.test(p) ? field(p) : p);
 
-/** One WAL line (with its newline) for a row. */
-export function encodeLine(r: StoredEventRow): string {
-  checkRow(r);
-  return linePrefix(r, hotOf(r)) + propsField(r.properties) + '\n';
-}
-
 /** Encode rows as one frame (header + lines), ready to append to a segment. */
 export function encodeFrame(rows: readonly StoredEventRow[]): Buffer {
   let buf: Buffer = Buffer.allocUnsafe(64 + estimateChars(rows));
