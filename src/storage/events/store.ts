@@ -15,7 +15,7 @@ import { eventMigrations } from './schema';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, ReplayResult } from './types';
-import { encodeFrame, frameLines, intakeParts, scanFrames } from './wal-format';
+import { encodeFrame, frameEstimate, frameLines, intakeParts, scanFrames } from './wal-format';
 import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
 const statfsAsync = promisify(statfs);
@@ -24,6 +24,15 @@ const DISK_CHECK_MS = 1000;
 const MAX_PENDING_IDS = 500_000;
 const PENDING_SWEEP_AT = 50_000;
 /** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
+/** Rows a store append encodes before letting the event loop run (~7 ms of encoding). */
+const ENCODE_SLICE_ROWS = 2048;
+const NO_TEAMS: ReadonlyMap<number, number> = new Map();
+/** A reused encoding buffer: a slice of ~1 KB rows fits; bigger rows get a buffer of their own. */
+const SCRATCH_BYTES = 4 * 1024 * 1024;
+/** Scratch buffers kept between appends (≤ 64 MiB). */
+const SCRATCH_KEEP = 16;
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 const BUSY_PER_WINDOW = 100;
 const BUSY_BYTES_PER_WINDOW = 4 * 1024 * 1024;
 
@@ -79,6 +88,10 @@ class DuckDbEventStore implements EventStore {
   private readonly root: string;
   private diskLow = false;
   private intakeSeq = 0;
+  /** Encoding buffers for store appends, reused: see `encodeFrame`. */
+  private scratch: Buffer[] = [];
+  /** The store append encoding now (appends encode one at a time, in call order). */
+  private encoding: Promise<void> = Promise.resolve();
   /** Distinct ids named by capture requests not yet processed: team → id → latest sequence number. */
   private pendingIds = new Map<number, Map<string, number>>();
   private pendingCount = 0;
@@ -157,29 +170,78 @@ class DuckDbEventStore implements EventStore {
   async append(rows: readonly StoredEventRow[]): Promise<void> {
     if (rows.length === 0) return;
     this.admit(0);
-    const frame = encodeFrame(rows);
-    const teams = new Map<number, number>();
-    const spans = new Map<number, TimeSpan>();
-    for (const r of rows) {
-      teams.set(r.teamId, (teams.get(r.teamId) ?? 0) + 1);
-      const span = spans.get(r.teamId);
-      if (!span) spans.set(r.teamId, [r.timestamp, r.timestamp]);
-      else if (r.timestamp < span[0]) span[0] = r.timestamp;
-      else if (r.timestamp > span[1]) span[1] = r.timestamp;
-    }
-    this.admit(frame.length);
-    this.noteArrival(frame.length);
+    const { frames, lent, teams, spans, bytes } = await this.encodeInTurn(rows);
+    this.admit(bytes);
+    this.noteArrival(bytes);
     // Certainly new rows let their load skip reading the recent uuids (recent-uuids.ts). Rows are
-    // tested in log order: while a capture request logged before them is unprocessed, its rows
-    // are not in the filter yet, so these count as possible repeats.
+    // tested in log order (so the test and the appends below stay in one synchronous block):
+    // while a capture request logged before them is unprocessed, its rows are not in the filter
+    // yet, so these count as possible repeats.
     const seen = this.loader.recent.addAll(rows);
     const mayRepeat = seen || !this.loader.recent.warm || this.intakeSeq > this.loader.processedSeq;
-    try {
-      await this.wal.append(frame, rows.length, teams, { spans, mayRepeat });
-    } catch (error) {
-      this.writeFailed(error);
-    }
+    // The frames join one group (appended together), so they settle together: written (and
+    // flushed) or failed, after which the log holds no reference to them and the scratch
+    // buffers go back. The team counts ride on the first frame.
+    const settled = await Promise.allSettled(
+      frames.map((frame, k) => {
+        const n = Math.min(ENCODE_SLICE_ROWS, rows.length - k * ENCODE_SLICE_ROWS);
+        return this.wal.append(frame, n, k === 0 ? teams : NO_TEAMS, { spans, mayRepeat });
+      }),
+    );
+    this.returnScratch(lent);
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) this.writeFailed(failed.reason);
     this.counters.appendedRows += rows.length;
+  }
+
+  /**
+   * Encode an append's rows as frames of `ENCODE_SLICE_ROWS`, letting the event loop run between
+   * slices: the log's writes and flushes complete (and the next group starts) while a large
+   * batch is encoded, instead of waiting behind tens of milliseconds of it. Appends encode one
+   * at a time, in call order: interleaved, every batch would finish late and the disk idle
+   * meanwhile.
+   */
+  private async encodeInTurn(rows: readonly StoredEventRow[]) {
+    const turn = this.encoding;
+    let done!: () => void;
+    this.encoding = new Promise<void>((resolve) => (done = resolve));
+    const frames: Buffer[] = [];
+    const lent: Buffer[] = [];
+    const teams = new Map<number, number>();
+    const spans = new Map<number, TimeSpan>();
+    let bytes = 0;
+    try {
+      await turn;
+      for (let i = 0; i < rows.length; i += ENCODE_SLICE_ROWS) {
+        if (i > 0) await yieldToEventLoop();
+        const slice = rows.length <= ENCODE_SLICE_ROWS ? rows : rows.slice(i, i + ENCODE_SLICE_ROWS);
+        // Only a slice that fills a good part of a scratch buffer borrows one (a small append
+        // must not hold 4 MiB until it is durable; small allocations reuse memory anyway).
+        const estimate = frameEstimate(slice);
+        const scratch = estimate >= SCRATCH_BYTES / 4 && estimate <= SCRATCH_BYTES ? (this.scratch.pop() ?? Buffer.allocUnsafe(SCRATCH_BYTES)) : undefined;
+        if (scratch) lent.push(scratch);
+        const frame = encodeFrame(slice, scratch);
+        frames.push(frame);
+        bytes += frame.length;
+        for (const r of slice) {
+          teams.set(r.teamId, (teams.get(r.teamId) ?? 0) + 1);
+          const span = spans.get(r.teamId);
+          if (!span) spans.set(r.teamId, [r.timestamp, r.timestamp]);
+          else if (r.timestamp < span[0]) span[0] = r.timestamp;
+          else if (r.timestamp > span[1]) span[1] = r.timestamp;
+        }
+      }
+    } catch (error) {
+      this.returnScratch(lent);
+      throw error;
+    } finally {
+      done();
+    }
+    return { frames, lent, teams, spans, bytes };
+  }
+
+  private returnScratch(bufs: Buffer[]): void {
+    for (const b of bufs) if (this.scratch.length < SCRATCH_KEEP) this.scratch.push(b);
   }
 
   /**

@@ -157,7 +157,7 @@ export class WalWriter {
     return this.active;
   }
 
-  append(frame: Buffer | IntakeParts, rows: number, teams: Map<number, number>, extra: AppendExtra = {}): Promise<void> {
+  append(frame: Buffer | IntakeParts, rows: number, teams: ReadonlyMap<number, number>, extra: AppendExtra = {}): Promise<void> {
     if (this.closed) return Promise.reject(new Error('The event log is closed.'));
     return new Promise<void>((resolve, reject) => {
       const g = this.group;
