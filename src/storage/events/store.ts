@@ -23,7 +23,6 @@ const DISK_CHECK_MS = 1000;
 /** Distinct ids remembered for `awaitIntake` at most (beyond: wait for everything logged). */
 const MAX_PENDING_IDS = 500_000;
 const PENDING_SWEEP_AT = 50_000;
-/** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
 /** Rows a store append encodes before letting the event loop run (~7 ms of encoding). */
 const ENCODE_SLICE_ROWS = 2048;
 const NO_TEAMS: ReadonlyMap<number, number> = new Map();
@@ -33,12 +32,13 @@ const SCRATCH_BYTES = 4 * 1024 * 1024;
 const SCRATCH_KEEP = 16;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
 const BUSY_PER_WINDOW = 100;
 const BUSY_BYTES_PER_WINDOW = 4 * 1024 * 1024;
 
 /**
- * The life of an event: `append` encodes the rows as one WAL frame and hands it to the group
- * commit (`wal.ts`), which writes every frame that arrived meanwhile with one write and one
+ * The life of an event: `append` encodes the rows as WAL frames (one per 2,048 rows) and hands
+ * them to the group commit (`wal.ts`), which writes every frame that arrived meanwhile with one write and one
  * fdatasync, then resolves them all: that is the 200. Segments of the log are sealed by size or
  * age and loaded into DuckDB by the loader (`loader.ts`, `flush.ts`): large loads straight to
  * Parquet, small ones into the hot table, each with its watermark in one transaction. Background
