@@ -83,8 +83,7 @@ export const decideModule = (deps: Deps) => {
    */
   const check = async (request: Request, query: URLSearchParams, respond: (project: Project, outcome: FlagsOutcome) => Response | Promise<Response>) => {
     const req = parseRequest(request, query, await readBodyCapped(request, max));
-    const found = req.token === null ? null : await deps.storage.projectByToken(req.token);
-    const project = found ?? (await projectForPublicKey(deps, req.token, req.projectId, NO_KEY));
+    const project = await projectForPublicKey(deps, req.token, req.projectId, NO_KEY);
     if (req.distinctId === null && !req.disableFlags) throw new AppError('required', MISSING_DISTINCT_ID, 'distinct_id');
     const outcome = evaluateRequest(deps, project, req);
     return respond(project, outcome instanceof Promise ? await outcome : outcome);

@@ -15,7 +15,7 @@ import { eventMigrations } from './schema';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, ReplayResult } from './types';
-import { encodeFrame, frameEstimate, frameLines, intakeParts, scanFrames } from './wal-format';
+import { encodeFrame, frameLines, intakeParts, scanFrames } from './wal-format';
 import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
 const statfsAsync = promisify(statfs);
@@ -25,7 +25,6 @@ const MAX_PENDING_IDS = 500_000;
 const PENDING_SWEEP_AT = 50_000;
 /** Rows a store append encodes before letting the event loop run (~7 ms of encoding). */
 const ENCODE_SLICE_ROWS = 2048;
-const NO_TEAMS: ReadonlyMap<number, number> = new Map();
 /** A reused encoding buffer: a slice of ~1 KB rows fits; bigger rows get a buffer of their own. */
 const SCRATCH_BYTES = 4 * 1024 * 1024;
 /** Scratch buffers kept between appends (≤ 64 MiB). */
@@ -179,18 +178,14 @@ class DuckDbEventStore implements EventStore {
     // yet, so these count as possible repeats.
     const seen = this.loader.recent.addAll(rows);
     const mayRepeat = seen || !this.loader.recent.warm || this.intakeSeq > this.loader.processedSeq;
-    // The frames join one group (appended together), so they settle together: written (and
-    // flushed) or failed, after which the log holds no reference to them and the scratch
-    // buffers go back. The team counts ride on the first frame.
-    const settled = await Promise.allSettled(
-      frames.map((frame, k) => {
-        const n = Math.min(ENCODE_SLICE_ROWS, rows.length - k * ENCODE_SLICE_ROWS);
-        return this.wal.append(frame, n, k === 0 ? teams : NO_TEAMS, { spans, mayRepeat });
-      }),
-    );
-    this.returnScratch(lent);
-    const failed = settled.find((r) => r.status === 'rejected');
-    if (failed) this.writeFailed(failed.reason);
+    try {
+      await this.wal.append(frames, rows.length, teams, { spans, mayRepeat });
+    } catch (error) {
+      this.writeFailed(error);
+    } finally {
+      // Written (and flushed) or failed: the log holds no reference to the frames any more.
+      this.returnScratch(lent);
+    }
     this.counters.appendedRows += rows.length;
   }
 
@@ -215,12 +210,7 @@ class DuckDbEventStore implements EventStore {
       for (let i = 0; i < rows.length; i += ENCODE_SLICE_ROWS) {
         if (i > 0) await yieldToEventLoop();
         const slice = rows.length <= ENCODE_SLICE_ROWS ? rows : rows.slice(i, i + ENCODE_SLICE_ROWS);
-        // Only a slice that fills a good part of a scratch buffer borrows one (a small append
-        // must not hold 4 MiB until it is durable; small allocations reuse memory anyway).
-        const estimate = frameEstimate(slice);
-        const scratch = estimate >= SCRATCH_BYTES / 4 && estimate <= SCRATCH_BYTES ? (this.scratch.pop() ?? Buffer.allocUnsafe(SCRATCH_BYTES)) : undefined;
-        if (scratch) lent.push(scratch);
-        const frame = encodeFrame(slice, scratch);
+        const frame = encodeFrame(slice, (estimate) => this.borrowScratch(estimate, lent));
         frames.push(frame);
         bytes += frame.length;
         for (const r of slice) {
@@ -238,6 +228,18 @@ class DuckDbEventStore implements EventStore {
       done();
     }
     return { frames, lent, teams, spans, bytes };
+  }
+
+  /**
+   * A reused buffer for a frame of about `estimate` bytes, noted in `lent`; none for a small
+   * frame (it must not hold 4 MiB until it is durable, and small allocations reuse memory anyway)
+   * or one that would not fit.
+   */
+  private borrowScratch(estimate: number, lent: Buffer[]): Buffer | undefined {
+    if (estimate < SCRATCH_BYTES / 4 || estimate > SCRATCH_BYTES) return undefined;
+    const buf = this.scratch.pop() ?? Buffer.allocUnsafe(SCRATCH_BYTES);
+    lent.push(buf);
+    return buf;
   }
 
   private returnScratch(bufs: Buffer[]): void {
@@ -475,12 +477,12 @@ class DuckDbEventStore implements EventStore {
         // replay repeated after a crash harmless. Framed payloads (a whole segment, a capture
         // request) go back frame by frame as they are; bare rows get a frame.
         const frames = payload[0] === 0x1d ? scanFrames(payload).frames : null;
-        if (!frames) await this.wal.append(frameLines(payload, entry.rows), entry.rows, new Map([[ANY_TEAM, entry.rows]]));
+        if (!frames) await this.wal.append([frameLines(payload, entry.rows)], entry.rows, new Map([[ANY_TEAM, entry.rows]]));
         else {
           for (const f of frames) {
             const bytes = payload.subarray(f.start, f.end);
             const extra = f.kind === 'intake' ? { intake: { memo: null, seq: ++this.intakeSeq } } : {};
-            await this.wal.append(bytes, f.rows, new Map([[ANY_TEAM, f.rows]]), extra);
+            await this.wal.append([bytes], f.rows, new Map([[ANY_TEAM, f.rows]]), extra);
           }
         }
       }

@@ -85,12 +85,13 @@ const hotOf = (r: StoredEventRow): HotValues => r.hot ?? hotValuesOf(JSON.parse(
 const propsField = (p: string): string => (CONTROL.test(p) ? field(p) : p);
 
 /**
- * Encode rows as one frame (header + lines), ready to append to a segment. With `scratch`, the
- * frame is written into it when the rows' estimate fits (a reused buffer: fresh pages cost a
- * fault each, about half a microsecond a row here); the result may still be a new buffer.
+ * Encode rows as one frame (header + lines), ready to append to a segment. `borrow` may lend a
+ * reused buffer for the rows' estimated size (fresh pages cost a fault each, about half a
+ * microsecond a row here); the frame is written into it when it fits, else into a new one.
  */
-export function encodeFrame(rows: readonly StoredEventRow[], scratch?: Buffer): Buffer {
+export function encodeFrame(rows: readonly StoredEventRow[], borrow?: (estimate: number) => Buffer | undefined): Buffer {
   const estimate = frameEstimate(rows);
+  const scratch = borrow?.(estimate);
   let buf: Buffer = scratch && scratch.length >= estimate ? scratch : Buffer.allocUnsafe(estimate);
   let o = 64; // room for the header, written last
   for (const r of rows) {
@@ -122,7 +123,7 @@ export function frameLines(payload: Buffer, rows: number): Buffer {
 }
 
 /** Bytes `encodeFrame` starts with for these rows (ASCII-sized, with a margin). */
-export function frameEstimate(rows: readonly StoredEventRow[]): number {
+function frameEstimate(rows: readonly StoredEventRow[]): number {
   let n = 0;
   for (const r of rows) n += r.properties.length + r.uuid.length + r.event.length + r.distinctId.length + 200;
   return 64 + Math.ceil(n * 1.1);

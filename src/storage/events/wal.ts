@@ -157,12 +157,22 @@ export class WalWriter {
     return this.active;
   }
 
-  append(frame: Buffer | IntakeParts, rows: number, teams: ReadonlyMap<number, number>, extra: AppendExtra = {}): Promise<void> {
+  /** Append one request's frames (one intake frame, or row frames written back to back in one group). */
+  append(frames: readonly Buffer[] | IntakeParts, rows: number, teams: ReadonlyMap<number, number>, extra: AppendExtra = {}): Promise<void> {
     if (this.closed) return Promise.reject(new Error('The event log is closed.'));
     return new Promise<void>((resolve, reject) => {
       const g = this.group;
-      g.items.push(frame);
-      const bytes = Buffer.isBuffer(frame) ? frame.length : frame.maxBytes;
+      let bytes = 0;
+      if (Array.isArray(frames)) {
+        for (const f of frames) {
+          g.items.push(f);
+          bytes += f.length;
+        }
+      } else {
+        const intake = frames as IntakeParts;
+        g.items.push(intake);
+        bytes = intake.maxBytes;
+      }
       g.bytes += bytes;
       g.rows += rows;
       for (const [team, n] of teams) g.teams.set(team, (g.teams.get(team) ?? 0) + n);
@@ -263,8 +273,7 @@ export class WalWriter {
       const bufs = encodeGroup(items);
       for (const b of bufs) written += b.length;
       a = this.active ?? (await this.openSegment());
-      if (written <= SYNC_WRITE_MAX_BYTES) writeFullySync(a.fd, bufs, a.bytes);
-      else await writeFully(a.fd, bufs, a.bytes);
+      await writeFully(a.fd, bufs, a.bytes, written <= SYNC_WRITE_MAX_BYTES);
     } catch (error) {
       this.queuedBytes -= g.bytes;
       // Cut what may have been written so the segment ends at its last whole frame; if even
@@ -378,19 +387,6 @@ const IOV_MAX = 1024;
 /** Groups up to this size are written from the main thread (a page-cache copy); larger ones in the thread pool. */
 const SYNC_WRITE_MAX_BYTES = 1024 * 1024;
 
-/** `writeFully` without the thread pool, for small groups. */
-function writeFullySync(fd: number, bufs: readonly Buffer[], position: number): void {
-  let pending = bufs.slice();
-  let at = position;
-  while (pending.length > 0) {
-    const chunk = pending.length > IOV_MAX ? pending.slice(0, IOV_MAX) : pending;
-    const written = writevSync(fd, chunk, at);
-    if (written <= 0) throw new Error('short write to the event log');
-    at += written;
-    pending = dropWritten(pending, written);
-  }
-}
-
 /** The buffers still to write after `written` bytes: whole ones dropped, a partly written one cut. */
 function dropWritten(pending: Buffer[], written: number): Buffer[] {
   let left = written;
@@ -404,13 +400,18 @@ function dropWritten(pending: Buffer[], written: number): Buffer[] {
 /**
  * Write the group's frames in order with writev: one syscall for many requests' frames and no
  * concatenated copy (copying a large group cost more main-thread time than the write itself).
+ * `inline` writes from the main thread (small groups), else in the thread pool.
  */
-async function writeFully(fd: number, bufs: readonly Buffer[], position: number): Promise<void> {
+async function writeFully(fd: number, bufs: readonly Buffer[], position: number, inline: boolean): Promise<void> {
   let pending = bufs.slice();
   let at = position;
   while (pending.length > 0) {
     const chunk = pending.length > IOV_MAX ? pending.slice(0, IOV_MAX) : pending;
-    const written = chunk.length === 1 ? (await writeAsync(fd, chunk[0], 0, chunk[0].length, at)).bytesWritten : await writevAsync(fd, chunk, at);
+    const written = inline
+      ? writevSync(fd, chunk, at)
+      : chunk.length === 1
+        ? (await writeAsync(fd, chunk[0], 0, chunk[0].length, at)).bytesWritten
+        : await writevAsync(fd, chunk, at);
     if (written <= 0) throw new Error('short write to the event log');
     at += written;
     pending = dropWritten(pending, written);
