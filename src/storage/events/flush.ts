@@ -18,7 +18,9 @@ import { FIELD, NULL_MARK, QUOTE, readWalSql, WAL_COLUMNS, WAL_TO_EVENT_SELECT }
  *
  * Dedupe (client retries): a cheap first pass over the uuid column counts uuids repeated within
  * the load, already in the hot table, or in recently written Parquet files (the dedupe window);
- * only when it finds any does the load take the filtering plan (DISTINCT ON + anti-joins).
+ * only when it finds any does the load take the filtering plan (DISTINCT ON + anti-joins). What
+ * the recent-uuid filter vouches for is not read (`PriorRows.fresh`, `hotCovered`, `uuidGen` of
+ * the files): under steady ingestion, usually the whole pass.
  */
 export interface LoadOptions {
   /** Write Parquet files instead of inserting into the hot table. */
@@ -44,6 +46,8 @@ export interface PriorRows {
    * checked as always.
    */
   fresh?: boolean;
+  /** Fresh, and every row of the hot table was added to the filter in a generation it still holds: no need to read it. */
+  hotCovered?: boolean;
 }
 
 const NO_PRIOR: PriorRows = { recent: [], older: [], span: null };
@@ -75,12 +79,14 @@ function dedupedSource(source: string, prior: PriorRows, root: string, filter: b
 
 async function countDuplicates(c: DuckDBConnection, source: string, prior: PriorRows, root: string): Promise<number> {
   const rel = priorUuids(root, prior);
+  // Nothing the filter cannot vouch for: not even the load's own uuids need reading.
+  if (prior.fresh && prior.hotCovered && !rel) return 0;
   // A fresh load has no repeats among its rows (the filter saw them all): that count is skipped.
-  const repeats = prior.fresh ? '' : '(SELECT count(*) - count(DISTINCT uuid) FROM n) + ';
-  const inPrior = rel ? ` + (SELECT count(*) FROM n SEMI JOIN ${rel} p ON p.uuid = n.uuid)` : '';
-  const sql =
-    `WITH n AS MATERIALIZED (SELECT uuid FROM ${source}) SELECT ${repeats}` +
-    `(SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)${inPrior}`;
+  const counts: string[] = [];
+  if (!prior.fresh) counts.push('(SELECT count(*) - count(DISTINCT uuid) FROM n)');
+  if (!prior.hotCovered) counts.push('(SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)');
+  if (rel) counts.push(`(SELECT count(*) FROM n SEMI JOIN ${rel} p ON p.uuid = n.uuid)`);
+  const sql = `WITH n AS MATERIALIZED (SELECT uuid FROM ${source}) SELECT ${counts.join(' + ')}`;
   return Number((await c.runAndReadAll(sql)).getRowsJS()[0][0]);
 }
 

@@ -33,6 +33,8 @@ interface ProcState {
   failed: Array<{ index: number; error: unknown }>;
   /** Some row made so far may repeat one taken lately (see RecentUuids). */
   mayRepeat: boolean;
+  /** The oldest filter generation the rows made so far were added in (Infinity: none yet). */
+  uuidGen: number;
   add(rows: readonly StoredEventRow[]): void;
   addFrame(frame: Buffer, rows: number): void;
   flush(): void;
@@ -47,8 +49,10 @@ function newProcState(recent: RecentUuids): ProcState {
     spans: new Map(),
     failed: [],
     mayRepeat: false,
+    uuidGen: Infinity,
     add(rows) {
       // Tested in log order, as processing goes: an earlier request's rows are in the filter.
+      st.uuidGen = Math.min(st.uuidGen, recent.generation);
       if (recent.addAll(rows)) st.mayRepeat = true;
       for (const r of rows) pending.push(r);
       if (pending.length >= ROWS_PER_FRAME) st.flush();
@@ -333,6 +337,7 @@ export class SegmentLoader {
     seg.rows = st.rows;
     seg.spans = st.spans;
     seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat || !this.recent.warm;
+    seg.uuidGen = Math.min(seg.uuidGen ?? -Infinity, st.uuidGen);
     if (st.spans) seg.teams = new Map([...st.spans.keys()].map((team) => [team, 1]));
   }
 
@@ -466,7 +471,9 @@ export class SegmentLoader {
     // Warm still: an unfiltered load since these rows were tested makes the filter unable to vouch.
     const fresh = this.recent.warm && batch.every((seg) => seg.mayRepeat === false);
     if (fresh) this.counters.freshLoads++;
-    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior: this.prior(batch, fresh) };
+    const prior = this.prior(batch, fresh);
+    this.counters.priorFilesRead += prior.recent.length + prior.older.length;
+    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior };
   }
 
   /**
@@ -489,8 +496,12 @@ export class SegmentLoader {
     });
     let span: [number, number] | null = null;
     if (spans) for (const [lo, hi] of spans.values()) span = span ? [Math.min(span[0], lo), Math.max(span[1], hi)] : [lo, hi];
-    // Certainly new to the recent rows: the recent files need no reading.
-    return fresh ? { recent: [], older, span, fresh } : { recent, older, span };
+    if (!fresh) return { recent, older, span };
+    // Certainly new to the rows the filter holds: the recent files need no reading, nor the older
+    // files whose every row was added to the filter in a generation it still holds.
+    const oldest = this.recent.oldestGeneration;
+    const hotCovered = this.tiers.hotGens.every((h) => h.uuidGen >= oldest);
+    return { recent: [], older: older.filter((f) => !((f.uuidGen ?? -Infinity) >= oldest)), span, fresh, hotCovered };
   }
 
   private failed(error: unknown): void {
@@ -518,11 +529,15 @@ export class SegmentLoader {
 
   private async loaded(batch: Queued[], result: LoadResult, rows: number, started: number): Promise<void> {
     const watermark = batch[batch.length - 1].id;
-    this.tiers.addFiles(result.files);
+    const uuidGen = Math.min(...batch.map((seg) => seg.uuidGen ?? -Infinity));
+    this.tiers.addFiles(result.files.map((f) => ({ ...f, uuidGen })));
     // Rows the recent-uuid filter never saw are now in the recent files: it may not vouch for
     // them, so it is cold until they have left the recent window.
     if (batch.some((seg) => seg.unfiltered)) this.recent.restart();
-    if (result.inserted > 0 && result.files.length === 0) this.tiers.hot.push({ seg: watermark, rows: result.inserted, at: Date.now() });
+    if (result.inserted > 0 && result.files.length === 0) {
+      this.tiers.hot.push({ seg: watermark, rows: result.inserted, at: Date.now() });
+      this.tiers.hotGens.push({ seg: watermark, uuidGen });
+    }
     this.queue = this.queue.filter((x) => !batch.includes(x));
     this.failures = 0;
     this.nextAt = 0;

@@ -115,7 +115,8 @@ export class Maintenance {
   }
 
   private async merge(files: ParquetFile[]): Promise<void> {
-    const merged = await mergeFiles(this.db, this.root, files, `m${Date.now()}`);
+    const uuidGen = Math.min(...files.map((f) => f.uuidGen ?? -Infinity));
+    const merged = (await mergeFiles(this.db, this.root, files, `m${Date.now()}`)).map((f) => ({ ...f, uuidGen }));
     this.tiers.replaceFiles(files, merged);
     this.retired.push({ files, at: Date.now() + this.s.purgeGraceMs });
     this.counters.merges++;
@@ -145,6 +146,7 @@ export class Maintenance {
       await tx.run(`UPDATE event_store_state SET purged_segment = greatest(purged_segment, ${seg}::BIGINT) WHERE id = 1`);
     });
     this.purges = this.purges.filter((p) => p.seg > seg);
+    this.tiers.purged(seg);
     return true;
   }
 

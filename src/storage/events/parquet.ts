@@ -31,6 +31,11 @@ export interface ParquetFile {
    * listed them (`event_file_property_keys`); undefined until then.
    */
   propertyKeys?: readonly string[];
+  /**
+   * The oldest recent-uuid filter generation its rows were added in (RecentUuids), known for
+   * files written in this process from filtered rows; absent otherwise (then never "covered").
+   */
+  uuidGen?: number;
 }
 
 export const parquetRoot = (dataDir: string): string => join(dataDir, 'events', 'parquet');

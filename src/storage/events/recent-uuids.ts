@@ -16,6 +16,8 @@
  */
 export class RecentUuids {
   private gens: Uint32Array[] = [];
+  /** Generations made so far (the newest is number `made - 1`). */
+  private made = 0;
   private filled = 0;
   private readonly mask: number;
 
@@ -35,6 +37,20 @@ export class RecentUuids {
   /** True once it covers as many uuids as it promises (not after a restart until then). */
   get warm(): boolean {
     return Date.now() >= this.coldUntil;
+  }
+
+  /** The number of the generation the next uuid goes to (numbers only grow). */
+  get generation(): number {
+    return this.gens.length === 0 || this.filled >= this.perGeneration ? this.made : this.made - 1;
+  }
+
+  /**
+   * The oldest generation still held: every uuid added in it or a later one is found by
+   * `addAll`. Rows added at generation `g ≥ oldestGeneration` are therefore covered, wherever
+   * they are now (see `ParquetFile.uuidGen`).
+   */
+  get oldestGeneration(): number {
+    return this.made - this.gens.length;
   }
 
   /** Rows went to the files without being added here: cold again for `minAgeMs`. */
@@ -84,6 +100,7 @@ export class RecentUuids {
 
   private rotate(): void {
     this.gens.push(new Uint32Array(this.mask + 1));
+    this.made++;
     if (this.gens.length > this.generations) this.gens.shift();
     this.filled = 0;
   }

@@ -82,6 +82,7 @@ export function newCounters() {
     flushedRows: 0,
     duplicateRowsSkipped: 0,
     freshLoads: 0,
+    priorFilesRead: 0,
     flushes: 0,
     flushFailures: 0,
     lastFlushError: null as string | null,

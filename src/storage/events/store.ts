@@ -29,6 +29,12 @@ const ENCODE_SLICE_ROWS = 2048;
 const SCRATCH_BYTES = 4 * 1024 * 1024;
 /** Scratch buffers kept between appends (≤ 64 MiB). */
 const SCRATCH_KEEP = 16;
+/**
+ * Encoding lets the event loop run once it has gone this long without (between appends): the
+ * log's write and flush completions are then handled while later appends encode. With 32
+ * appenders of 100 rows, durable: 211-250k rows/s instead of 157-190k.
+ */
+const ENCODE_YIELD_MS = 2;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
@@ -91,6 +97,8 @@ class DuckDbEventStore implements EventStore {
   private scratch: Buffer[] = [];
   /** The store append encoding now (appends encode one at a time, in call order). */
   private encoding: Promise<void> = Promise.resolve();
+  /** When encoding last let the event loop run. */
+  private lastYield = 0;
   /** Distinct ids named by capture requests not yet processed: team → id → latest sequence number. */
   private pendingIds = new Map<number, Map<string, number>>();
   private pendingCount = 0;
@@ -140,6 +148,8 @@ class DuckDbEventStore implements EventStore {
     const files = this.tiers.snapshot.files;
     this.loader.recent.startAfter(files.reduce<number | null>((at, f) => (at === null || f.createdAt > at ? f.createdAt : at), null));
     if (state.hotRows > 0) this.tiers.hot.push({ seg: this.loader.done, rows: state.hotRows, at: Date.now() });
+    // Rows in the hot table from before this start (compacted or not): the filter never saw them.
+    if (state.hotRows > 0 || state.purgePending !== null) this.tiers.hotGens.push({ seg: this.loader.done, uuidGen: -Infinity });
     if (state.purgePending !== null) this.upkeep.schedulePurge(state.purgePending);
     this.counters.deadLetters = state.deadLetters;
     for (const seg of state.segments) this.loader.enqueue(seg);
@@ -176,10 +186,11 @@ class DuckDbEventStore implements EventStore {
     // tested in log order (so the test and the appends below stay in one synchronous block):
     // while a capture request logged before them is unprocessed, its rows are not in the filter
     // yet, so these count as possible repeats.
+    const uuidGen = this.loader.recent.generation;
     const seen = this.loader.recent.addAll(rows);
     const mayRepeat = seen || !this.loader.recent.warm || this.intakeSeq > this.loader.processedSeq;
     try {
-      await this.wal.append(frames, rows.length, teams, { spans, mayRepeat });
+      await this.wal.append(frames, rows.length, teams, { spans, mayRepeat, uuidGen });
     } catch (error) {
       this.writeFailed(error);
     } finally {
@@ -208,7 +219,13 @@ class DuckDbEventStore implements EventStore {
     try {
       await turn;
       for (let i = 0; i < rows.length; i += ENCODE_SLICE_ROWS) {
-        if (i > 0) await yieldToEventLoop();
+        // Appends queued behind each other chain through promise callbacks, which run before
+        // any I/O completion: without a break, a flush that ended waits for every queued
+        // append's encoding, and the groups settle into 1 and 31 of 32 appenders.
+        if (i > 0 || performance.now() - this.lastYield >= ENCODE_YIELD_MS) {
+          await yieldToEventLoop();
+          this.lastYield = performance.now();
+        }
         const slice = rows.length <= ENCODE_SLICE_ROWS ? rows : rows.slice(i, i + ENCODE_SLICE_ROWS);
         const frame = encodeFrame(slice, (estimate) => this.borrowScratch(estimate, lent));
         frames.push(frame);

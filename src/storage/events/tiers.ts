@@ -15,6 +15,11 @@ export class Tiers {
   snapshot: TierSnapshot;
   /** Rows loaded into the hot table per segment watermark, not yet compacted. */
   hot: Array<{ seg: number; rows: number; at: number }> = [];
+  /**
+   * The hot table's rows up to segment `seg` (compacted or not, until purged), with the oldest
+   * recent-uuid generation among them (-Infinity: rows the filter never saw).
+   */
+  hotGens: Array<{ seg: number; uuidGen: number }> = [];
 
   constructor(snapshot: TierSnapshot) {
     this.snapshot = snapshot;
@@ -53,6 +58,11 @@ export class Tiers {
 
   dropTeam(teamId: number): void {
     this.snapshot = { ...this.snapshot, files: this.snapshot.files.filter((f) => f.teamId !== teamId) };
+  }
+
+  /** Hot rows up to `seg` were deleted. */
+  purged(seg: number): void {
+    this.hotGens = this.hotGens.filter((h) => h.seg > seg);
   }
 
   compacted(toSeg: number, files: readonly ParquetFile[]): void {

@@ -113,6 +113,8 @@ export interface EventStoreStats {
   duplicateRowsSkipped: number;
   /** Loads whose uuids were certainly new, which skipped reading the recent uuids (recent-uuids.ts). */
   freshLoads: number;
+  /** Parquet files whose uuids loads read to drop client retries (see `PriorRows`). */
+  priorFilesRead: number;
   flushes: number;
   flushFailures: number;
   lastFlushError: string | null;

@@ -49,6 +49,12 @@ export interface SealedSegment {
   mayRepeat?: boolean;
   /** Some rows reached the log without passing through that filter (recovery, dead-letter replays). */
   unfiltered?: boolean;
+  /**
+   * The oldest recent-uuid generation its rows were added to the filter in (`RecentUuids`);
+   * -Infinity or absent when some row was not added (recovery, replays), Infinity when none is
+   * known yet (intake frames count once processed).
+   */
+  uuidGen?: number;
 }
 
 /** What an append may carry besides the frame. */
@@ -58,6 +64,8 @@ export interface AppendExtra {
   intake?: { memo: unknown; seq: number };
   /** A row frame's uuids, tested against the recent-uuid filter: false when certainly new. Absent: not tested (a replay). */
   mayRepeat?: boolean;
+  /** The filter generation current when the row frame's uuids were added (absent: not added). */
+  uuidGen?: number;
 }
 
 export type TimeSpan = [lo: number, hi: number];
@@ -105,16 +113,18 @@ interface Group {
   lastSeq: number;
   mayRepeat: boolean;
   unfiltered: boolean;
+  uuidGen: number;
   waiters: Waiter[];
 }
 
 interface Active extends SealedSegment {
+  uuidGen: number;
   fd: number;
   openedAt: number;
   dirty: boolean;
 }
 
-const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, unfiltered: false, waiters: [] });
+const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, unfiltered: false, uuidGen: Infinity, waiters: [] });
 
 /**
  * The append-only log with group commit. Durable mode: one fdatasync at a time; the appends
@@ -187,6 +197,7 @@ export class WalWriter {
         g.spans = mergeSpans(g.spans, extra.spans);
         if (extra.mayRepeat !== false) g.mayRepeat = true;
         if (extra.mayRepeat === undefined) g.unfiltered = true;
+        g.uuidGen = Math.min(g.uuidGen, extra.uuidGen ?? -Infinity);
       }
       g.waiters.push({ resolve, reject });
       this.queuedBytes += bytes;
@@ -291,6 +302,7 @@ export class WalWriter {
     a.lastSeq = Math.max(a.lastSeq, g.lastSeq);
     a.mayRepeat = a.mayRepeat || g.mayRepeat;
     a.unfiltered = a.unfiltered || g.unfiltered;
+    a.uuidGen = Math.min(a.uuidGen, g.uuidGen);
     if (this.options.durable) {
       this.unsynced.push({ g, a });
       this.startSync();
@@ -348,7 +360,7 @@ export class WalWriter {
     } finally {
       closeSync(dirFd);
     }
-    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, unfiltered: false, openedAt: Date.now(), dirty: false };
+    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, unfiltered: false, uuidGen: Infinity, openedAt: Date.now(), dirty: false };
     return this.active;
   }
 
@@ -360,7 +372,7 @@ export class WalWriter {
     this.active = null;
     if (a.dirty) await fdatasyncAsync(a.fd).catch(() => undefined);
     await closeAsync(a.fd).catch(() => undefined);
-    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, unfiltered: a.unfiltered });
+    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, unfiltered: a.unfiltered, uuidGen: a.uuidGen });
   }
 }
 

@@ -23,6 +23,27 @@ describe('recent uuids', () => {
     }
   });
 
+  test('generation numbers: a uuid added at a generation the filter still holds is known; one from an older generation is forgotten', () => {
+    const r = new RecentUuids(100, 4);
+    const added: Array<{ gen: number; first: number }> = [];
+    for (let batch = 0; batch < 40; batch++) {
+      added.push({ gen: r.generation, first: batch * 30 });
+      r.addAll(range(batch * 30, 30));
+    }
+    expect(r.generation).toBe(12); // 1,200 uuids filled 0..11: the next goes to a new one
+    expect(r.oldestGeneration).toBe(8);
+    let known = 0;
+    let forgotten = 0;
+    for (const { gen, first } of added) {
+      const covered = gen >= r.oldestGeneration; // read before the call: checking adds the uuid
+      expect(r.addAll([uuid(first)])).toBe(covered);
+      if (covered) known++;
+      else forgotten++;
+    }
+    expect(known).toBeGreaterThan(5);
+    expect(forgotten).toBeGreaterThan(20);
+  });
+
   test('cold after a (re)start until the recent window has passed', async () => {
     const r = new RecentUuids(1_000, 4, 100);
     expect(r.warm).toBe(false);

@@ -217,6 +217,31 @@ describe.each(TARGETS)('idempotence, $name', ({ directMinRows }) => {
   });
 });
 
+describe.each(TARGETS)('idempotence, rows the uuid filter vouches for, $name', ({ directMinRows }) => {
+  test('a load of new rows skips older files (and hot rows) the filter still holds; once they have left it, they are read and a late retry is dropped', async () => {
+    h = await openHarness({ purgeGraceMs: 60_000, directMinRows, dedupeWindowMs: 0, dedupeFilterRows: 100 });
+    const files = directMinRows === 1 ? 2 : 0;
+    const other = (n: number) => makeEvent(n, { uuid: `00000000-0000-7000-9000-${String(n).padStart(12, '0')}` });
+    await h.store.append(range(0, 50).map((n) => makeEvent(n)));
+    await h.store.flush(); // file A (or hot rows): seconds 0..49
+    // New uuids at times A covers: A is a candidate, but every row of it is in the filter.
+    await h.store.append(range(10, 20).map(other));
+    await h.store.flush(); // file B: seconds 10..19
+    expect(h.store.stats()).toMatchObject({ freshLoads: 2, priorFilesRead: 0 });
+    // 1,000 later rows (8 generations of 100 are held): A's and B's uuids leave the filter.
+    await h.store.append(range(1000, 2000).map((n) => makeEvent(n)));
+    await h.store.flush();
+    expect(h.store.stats()).toMatchObject({ freshLoads: 3, priorFilesRead: 0 });
+    // A retry of row 5 now looks new to the filter: A and B are read, and the retry is dropped.
+    await h.store.append([makeEvent(5), other(30)]);
+    await h.store.flush();
+    expect(h.store.stats()).toMatchObject({ freshLoads: 4, priorFilesRead: files, duplicateRowsSkipped: 1 });
+    const ids = await uuidsOf(h);
+    const expected = [...range(0, 50).map((n) => makeEvent(n).uuid), ...range(10, 20).map((n) => other(n).uuid), other(30).uuid, ...range(1000, 2000).map((n) => makeEvent(n).uuid)];
+    expect(ids).toEqual(expected.sort());
+  });
+});
+
 describe('large appends', () => {
   // ~1 KB properties: a 2,048-row slice fills a reused encoding buffer (store.ts), so a buffer
   // handed back before its frame is on disk would show up here as rows carrying another's data.
