@@ -523,6 +523,7 @@ class DuckDbEventStore implements EventStore {
       pendingBytes: this.pendingBytes(),
       queuedBytes: this.wal.queuedBytes,
       walSegments: this.loader.segments.length + (active ? 1 : 0),
+      logWrites: this.wal.writes,
       ...this.counters,
       hotRows: this.tiers.hotRows,
       parquetFiles: files.length,

@@ -107,6 +107,8 @@ export interface EventStoreStats {
   pendingBytes: number;
   queuedBytes: number;
   walSegments: number;
+  /** Group commits to the log (each one write, and in durable mode one flush). */
+  logWrites: number;
   appendedRows: number;
   rejectedAppends: number;
   flushedRows: number;

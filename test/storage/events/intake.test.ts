@@ -84,6 +84,16 @@ describe('intake', () => {
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
   });
 
+  test('relaxed: requests made in one turn of the event loop (as one poll\'s requests are) share one write, and each is stored', async () => {
+    h = await open({ durability: 'relaxed', bufferMaxAgeMs: 60_000 });
+    const hh = h;
+    // Each request from its own callback, as the server runs each request read in one poll.
+    const requests = Array.from({ length: 20 }, (_, k) => new Promise<void>((resolve, reject) => setImmediate(() => capture(hh, rawEvents(k * 2, 2)).then(resolve, reject))));
+    await Promise.all(requests);
+    expect(hh.store.stats().logWrites).toBe(1);
+    expect(await uuidsOf(hh)).toEqual(Array.from({ length: 40 }, (_, n) => uuid(n)));
+  });
+
   test('without memos (memory budget 0) every request is parsed again from the log, same rows', async () => {
     calls.length = 0;
     h = await open({ bufferMaxAgeMs: 60_000, maxMemoBytes: 0 });
