@@ -35,7 +35,9 @@ export async function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutc
   if (extracted.events.length === 0) return { logged: 0 };
   const distinctIds: string[] = [];
   for (const raw of extracted.events) distinctIdsNamed(raw, distinctIds);
-  await deps.storage.events.appendIntake({
+  const logged = extracted.events.length;
+  // Returned, not awaited: this frame must not keep the parsed events alive until the flush.
+  return deps.storage.events.appendIntake({
     context: {
       teamId: project.id,
       receivedAt: deps.now().getTime(),
@@ -49,6 +51,5 @@ export async function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutc
     events: extracted.events.length,
     parsed: extracted.events,
     distinctIds,
-  });
-  return { logged: extracted.events.length };
+  }).then(() => ({ logged }));
 }

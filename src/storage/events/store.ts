@@ -269,26 +269,35 @@ class DuckDbEventStore implements EventStore {
    * distinct ids it names are remembered until then, so a flag check for one of them can wait
    * for its person changes (`awaitIntake`).
    */
-  async appendIntake(input: IntakeInput): Promise<void> {
-    // Encoded by the group commit, many requests into one buffer (see encodeIntakeFrames).
-    const parts = intakeParts(input.context, input.bytes ?? input.text, input.events);
-    const bytes = parts.maxBytes;
-    this.admit(bytes);
-    const seq = ++this.intakeSeq;
-    this.trackPending(input.context.teamId, input.distinctIds, seq);
-    this.noteArrival(bytes);
-    let memo: IntakeMemo | null = null;
-    if (input.parsed && this.loader.memoBytes + bytes <= this.s.maxMemoBytes) {
-      memo = { context: input.context, events: input.parsed, bytes, seq };
-      this.loader.memoBytes += bytes;
-    }
+  appendIntake(input: IntakeInput): Promise<void> {
+    // Not an async function: nothing here may keep the parsed events alive until the flush (a
+    // large batch's objects would outlive the young generation and be promoted), unless memo'd.
     try {
-      await this.wal.append(parts, input.events, new Map([[input.context.teamId, input.events]]), { intake: { memo, seq } });
+      // Encoded by the group commit, many requests into one buffer (see encodeIntakeFrames).
+      const parts = intakeParts(input.context, input.bytes ?? input.text, input.events);
+      const bytes = parts.maxBytes;
+      this.admit(bytes);
+      const seq = ++this.intakeSeq;
+      this.trackPending(input.context.teamId, input.distinctIds, seq);
+      this.noteArrival(bytes);
+      let memo: IntakeMemo | null = null;
+      if (input.parsed && this.loader.memoBytes + bytes <= this.s.maxMemoBytes) {
+        memo = { context: input.context, events: input.parsed, bytes, seq };
+        this.loader.memoBytes += bytes;
+      }
+      const events = input.events;
+      return this.wal.append(parts, events, new Map([[input.context.teamId, events]]), { intake: { memo, seq } }).then(
+        () => {
+          this.counters.appendedRows += events;
+        },
+        (error: unknown) => {
+          if (memo) this.loader.memoBytes -= memo.bytes;
+          this.writeFailed(error);
+        },
+      );
     } catch (error) {
-      if (memo) this.loader.memoBytes -= memo.bytes;
-      this.writeFailed(error);
+      return Promise.reject(error);
     }
-    this.counters.appendedRows += input.events;
   }
 
   /**

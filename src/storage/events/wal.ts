@@ -393,11 +393,11 @@ function encodeGroup(items: ReadonlyArray<Buffer | IntakeParts>): Buffer[] {
       run.push(item);
       continue;
     }
-    if (run.length) out.push(encodeIntakeFrames(run));
+    if (run.length) out.push(...encodeIntakeFrames(run));
     run = [];
     out.push(item);
   }
-  if (run.length) out.push(encodeIntakeFrames(run));
+  if (run.length) out.push(...encodeIntakeFrames(run));
   return out;
 }
 

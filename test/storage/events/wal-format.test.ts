@@ -91,27 +91,35 @@ describe('WAL frames', () => {
   });
 });
 
-const encodeIntakeFrame = (c: IntakeContext, text: string, events: number) => encodeIntakeFrames([intakeParts(c, text, events)]);
+const encodeIntakeFrame = (c: IntakeContext, text: string, events: number) => Buffer.concat(encodeIntakeFrames([intakeParts(c, text, events)]));
 
 describe('intake frames', () => {
   const ctx: IntakeContext = { teamId: 7, receivedAt: Date.UTC(2025, 5, 1), ip: '10.0.0.1', anonymizeIps: false, sentAt: null, engage: false };
   const texts = ['{"event":"a","distinct_id":"x"}', '[{"event":"ü ✓ 😀","distinct_id":"\\n\\u001f"}]', '{\n  "batch": []\n}'];
 
   test('a group of intake frames (text and byte bodies) and row frames scans back to each context and body', () => {
-    const group = encodeIntakeFrames([
+    // A byte body of 64 KiB or more is written from its own buffer (no copy): one in the middle.
+    const large = JSON.stringify({ batch: Array.from({ length: 1500 }, (_, i) => ({ event: 'e', distinct_id: `user-${i}`, properties: { pad: 'x'.repeat(30) } })) });
+    const parts = [
       intakeParts(ctx, texts[0], 1),
       intakeParts({ ...ctx, teamId: 8 }, new TextEncoder().encode(texts[1]), 1),
+      intakeParts({ ...ctx, teamId: 9 }, new TextEncoder().encode(large), 1500),
       intakeParts({ ...ctx, engage: true }, texts[2], 0),
-    ]);
+    ];
+    const buffers = encodeIntakeFrames(parts);
+    expect(buffers.length).toBe(3); // before the large body, the body itself, after it
+    expect(buffers[1].length).toBe(Buffer.byteLength(large));
+    const group = Buffer.concat(buffers);
     const rows = encodeFrame([makeEvent(1)]);
     const data = Buffer.concat([group, rows, encodeIntakeFrame(ctx, texts[0], 1)]);
     const scan = scanFrames(data);
     expect(scan.damaged).toEqual([]);
-    expect(scan.frames.map((f) => [f.kind, f.rows])).toEqual([['intake', 1], ['intake', 1], ['intake', 0], ['rows', 1], ['intake', 1]]);
+    expect(scan.frames.map((f) => [f.kind, f.rows])).toEqual([['intake', 1], ['intake', 1], ['intake', 1500], ['intake', 0], ['rows', 1], ['intake', 1]]);
     const intake = scan.frames.filter((f) => f.kind === 'intake').map((f) => decodeIntakeFrame(data, f));
     expect(intake).toEqual([
       { context: ctx, text: texts[0] },
       { context: { ...ctx, teamId: 8 }, text: texts[1] },
+      { context: { ...ctx, teamId: 9 }, text: large },
       { context: { ...ctx, engage: true }, text: texts[2] },
       { context: ctx, text: texts[0] },
     ]);
