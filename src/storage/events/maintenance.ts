@@ -29,6 +29,12 @@ export class Maintenance {
   private readonly root: string;
   /** True while appends saturate the store: indexing (a read of every row's JSON) waits. */
   saturated: () => boolean = () => false;
+  /**
+   * True while logged segments wait to be processed or loaded: indexing waits for that too (it
+   * parses every row's JSON again, ~10 µs a row here, and took as much time as the loads when it
+   * ran beside them).
+   */
+  backlog: () => boolean = () => false;
 
   constructor(
     private readonly db: Database,
@@ -64,7 +70,8 @@ export class Maintenance {
     const merge = this.s.autoCompact ? pickMerge(this.tiers.snapshot.files, this.s.merge, now) : null;
     // Small loads land in DuckDB's own WAL: look at its size now and then.
     const walCheck = now - this.lastWalCheck >= 5_000;
-    const index = !compactDue && !merge && !this.saturated() && now - this.lastIndex >= INDEX_SPACING_MS ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
+    const index =
+      !compactDue && !merge && !this.saturated() && !this.backlog() && now - this.lastIndex >= INDEX_SPACING_MS ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
     if (!compactDue && !purgeDue && !merge && !walCheck && index.length === 0) return;
     this.lastWalCheck = now;
     this.busy = true;

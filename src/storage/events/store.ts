@@ -128,6 +128,7 @@ class DuckDbEventStore implements EventStore {
     this.loader.busy = () => this.busy();
     this.upkeep = new Maintenance(db, s, tiers, this.counters, () => this.loader.done);
     this.upkeep.saturated = () => this.busy();
+    this.upkeep.backlog = () => this.loader.segments.length > 0;
     this.wal = new WalWriter(
       {
         dir: join(s.dataDir, 'events', 'wal'),

@@ -51,6 +51,35 @@ describe('property keys per Parquet file (sidecar)', () => {
     expect((await h.db.query<{ n: number }>('SELECT count(*)::INTEGER AS n FROM event_file_property_keys'))[0]!.n).toBe(1);
   });
 
+  test('the background listing waits while logged segments wait to be loaded, then lists the files', async () => {
+    let releaseA!: () => void;
+    let releaseB!: () => void;
+    const gateA = new Promise<void>((r) => (releaseA = r));
+    const gateB = new Promise<void>((r) => (releaseB = r));
+    let loads = 0;
+    h = await openHarness({ directMinRows: 1, bufferMaxRows: 10, hooks: { beforeLoad: () => (++loads === 1 ? gateA : gateB) } });
+    const hh = h;
+    const count = async (table: string) => (await hh.db.query<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM ${table}`))[0]!.n;
+    try {
+      await hh.store.append(Array.from({ length: 10 }, (_, n) => withKey(n, 'a'))); // segment A, sealed: its load waits at gate A
+      await hh.store.append(Array.from({ length: 10 }, (_, n) => withKey(100 + n, 'b'))); // segment B, queued behind it
+      releaseA();
+      for (let i = 0; i < 100 && (await count('event_parquet_files')) === 0; i++) await Bun.sleep(20);
+      expect(await count('event_parquet_files')).toBe(1);
+      // A's file is registered while B waits at gate B: well past the listing's 1 s spacing, it is not listed.
+      await Bun.sleep(1_500);
+      expect(await count('event_file_property_keys')).toBe(0);
+    } finally {
+      releaseA();
+      releaseB();
+    }
+    await hh.store.flush();
+    for (let i = 0; i < 50 && (await count('event_file_property_keys')) < 2; i++) await Bun.sleep(100);
+    const files = await keysOf(hh);
+    expect(files.length).toBe(2);
+    for (const f of files) expect(f.reported).toEqual(f.scanned);
+  });
+
   test('a lost or stale sidecar is never used: missing entries are listed again, unknown ones dropped at start', async () => {
     h = await openHarness();
     await h.store.append(Array.from({ length: 20 }, (_, n) => withKey(n, 'a', n % 2)));
