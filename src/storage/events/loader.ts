@@ -1,4 +1,4 @@
-import { open, readFile, rm } from 'node:fs/promises';
+import { open, readFile, rm, type FileHandle } from 'node:fs/promises';
 import type { StoredEventRow } from '../../core/events/columns';
 import type { Database } from '../db';
 import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
@@ -23,10 +23,67 @@ export interface IntakeMemo {
   seq: number;
 }
 
-/** A segment's processing so far: the next frame, the encoded output, and the event-time spans. */
+/**
+ * A segment's processed copy, written as it is made: each frame is appended after the one before
+ * (in the thread pool), so a segment's output is never held whole in memory, and encoding reuses
+ * a few buffers instead of faulting in fresh pages for every frame.
+ */
+class ProcWriter {
+  private tail: Promise<void> = Promise.resolve();
+  private file: FileHandle | null = null;
+  private error: unknown = null;
+
+  constructor(readonly path: string) {}
+
+  /** Queue `frame` for writing; `done` runs once it is written (or given up on). */
+  append(frame: Buffer, done?: () => void): void {
+    this.tail = this.tail
+      .then(async () => {
+        if (this.error) return;
+        try {
+          this.file ??= await open(this.path, 'w');
+          for (let at = 0; at < frame.length; ) {
+            const { bytesWritten } = await this.file.write(frame, at, frame.length - at);
+            if (bytesWritten <= 0) throw new Error(`short write to ${this.path}`);
+            at += bytesWritten;
+          }
+        } catch (error) {
+          this.error = error;
+        }
+      })
+      .finally(() => done?.());
+  }
+
+  /** Everything appended is written and the file closed (made empty if nothing was); throws the first failure. */
+  async finish(): Promise<void> {
+    await this.tail;
+    if (!this.error && !this.file) this.file = await open(this.path, 'w').catch((error) => ((this.error = error), null));
+    await this.close();
+    if (this.error) throw this.error;
+  }
+
+  /** Given up (the state is discarded): the writes in flight end, the file is closed. */
+  async abandon(): Promise<void> {
+    this.error ??= new Error('abandoned');
+    await this.tail;
+    await this.close();
+  }
+
+  private async close(): Promise<void> {
+    const file = this.file;
+    this.file = null;
+    await file?.close().catch(() => undefined);
+  }
+}
+
+/** Encoding buffers for processed frames, reused once their frame is written. */
+const PROC_SCRATCH_BYTES = 8 * MiB;
+const PROC_SCRATCH_KEEP = 4;
+
+/** A segment's processing so far: the next frame, the copy being written, and the event-time spans. */
 interface ProcState {
   next: number;
-  out: Buffer[];
+  writer: ProcWriter;
   rows: number;
   spans: Map<number, TimeSpan> | undefined;
   /** Frames whose processing threw while the segment was active: dead-lettered when finished. */
@@ -40,11 +97,11 @@ interface ProcState {
   flush(): void;
 }
 
-function newProcState(recent: RecentUuids): ProcState {
+function newProcState(recent: RecentUuids, path: string, scratch: Buffer[]): ProcState {
   let pending: StoredEventRow[] = [];
   const st: ProcState = {
     next: 0,
-    out: [],
+    writer: new ProcWriter(path),
     rows: 0,
     spans: new Map(),
     failed: [],
@@ -59,13 +116,17 @@ function newProcState(recent: RecentUuids): ProcState {
     },
     addFrame(frame, rows) {
       st.flush();
-      st.out.push(frame);
+      st.writer.append(frame);
       st.rows += rows;
       st.spans = undefined; // a row frame's times are not recorded here
     },
     flush() {
       if (pending.length === 0) return;
-      st.out.push(encodeFrame(pending));
+      let lent: Buffer | undefined;
+      const frame = encodeFrame(pending, (estimate) => (estimate <= PROC_SCRATCH_BYTES ? (lent = scratch.pop() ?? Buffer.allocUnsafe(PROC_SCRATCH_BYTES)) : undefined));
+      st.writer.append(frame, () => {
+        if (lent && scratch.length < PROC_SCRATCH_KEEP) scratch.push(lent);
+      });
       st.rows += pending.length;
       const spans = st.spans;
       if (spans) {
@@ -118,6 +179,8 @@ export class SegmentLoader {
   private processAgain = false;
   /** Processing progress of segments begun from memory (the active one, or just sealed). */
   private states = new Map<number, ProcState>();
+  /** Reused encoding buffers of processed frames (see ProcWriter). */
+  private procScratch: Buffer[] = [];
   /** The log's segment being written, for processing frames as they become durable. */
   activeSegment: (() => Readonly<SealedSegment> | null) | null = null;
   /** True while capture requests arrive at a saturating rate: processing backs off (see BUSY_PAUSE_MS). */
@@ -235,10 +298,17 @@ export class SegmentLoader {
     this.processedWaiters.release(seq);
   }
 
-  private stateOf(segId: number): ProcState {
-    let st = this.states.get(segId);
-    if (!st) this.states.set(segId, (st = newProcState(this.recent)));
+  private stateOf(seg: Readonly<SealedSegment>): ProcState {
+    let st = this.states.get(seg.id);
+    if (!st) this.states.set(seg.id, (st = newProcState(this.recent, `${seg.path}${PROCESSED_SUFFIX}`, this.procScratch)));
     return st;
+  }
+
+  /** Discard a segment's processing so far (its copy is written again from the start). */
+  private async dropState(segId: number): Promise<void> {
+    const st = this.states.get(segId);
+    this.states.delete(segId);
+    await st?.writer.abandon();
   }
 
   /**
@@ -250,7 +320,7 @@ export class SegmentLoader {
   private async processActive(seg: Readonly<SealedSegment>): Promise<void> {
     const memos = seg.memos;
     if (!memos) return;
-    const st = this.stateOf(seg.id);
+    const st = this.stateOf(seg);
     let sliceStart = performance.now();
     while (st.next < memos.length) {
       const memo = memos[st.next] as IntakeMemo | null;
@@ -287,13 +357,13 @@ export class SegmentLoader {
     if (!this.process) throw new Error('The event store has no intake processor.');
     const data = await readFile(seg.path);
     const scan = scanFrames(data);
-    let st = this.stateOf(seg.id);
+    let st = this.stateOf(seg);
     const memos = seg.memos && seg.memos.length === scan.frames.length ? seg.memos : null;
     if (!memos && st.next > 0) {
       // The file and the memos disagree (a failed sync rotated the segment): start over from
       // the file. Person changes are idempotent; rows made so far were never loaded.
-      this.states.delete(seg.id);
-      st = this.stateOf(seg.id);
+      await this.dropState(seg.id);
+      st = this.stateOf(seg);
     }
     for (const failure of st.failed) {
       const f = scan.frames[failure.index];
@@ -331,9 +401,10 @@ export class SegmentLoader {
     st.flush();
     if (seg.memos) for (const m of seg.memos) if (m) this.memoBytes -= (m as IntakeMemo).bytes;
     seg.memos = undefined;
+    // Done with this state whatever happens: a failed copy is made again from the start.
     this.states.delete(seg.id);
-    seg.loadPath = `${seg.path}${PROCESSED_SUFFIX}`;
-    await writeChunks(seg.loadPath, st.out);
+    await st.writer.finish();
+    seg.loadPath = st.writer.path;
     seg.rows = st.rows;
     seg.spans = st.spans;
     seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat || !this.recent.warm;
@@ -350,9 +421,9 @@ export class SegmentLoader {
       seg.bytes,
     );
     // Moved: from here on the segment is the dead letter's. A processed copy is only derived.
+    await this.dropState(seg.id);
     await rm(`${seg.path}${PROCESSED_SUFFIX}`, { recursive: true, force: true }).catch(() => undefined);
     if (seg.memos) for (const m of seg.memos) if (m) this.memoBytes -= (m as IntakeMemo).bytes;
-    this.states.delete(seg.id);
     this.counters.deadLetters++;
     // Not marked done: segments before it may still be loading. Queries stop waiting for it
     // (it is no longer queued), and the next load's watermark passes it.
@@ -584,22 +655,6 @@ class MarkWaiters {
     const ready = this.list.filter((w) => w.mark <= upTo);
     this.list = this.list.filter((w) => w.mark > upTo);
     for (const w of ready) w.resolve();
-  }
-}
-
-/** Write the chunks to a new file one after another (no concatenated copy of a whole segment). */
-async function writeChunks(path: string, chunks: readonly Buffer[]): Promise<void> {
-  const file = await open(path, 'w');
-  try {
-    for (const chunk of chunks) {
-      for (let at = 0; at < chunk.length; ) {
-        const { bytesWritten } = await file.write(chunk, at, chunk.length - at);
-        if (bytesWritten <= 0) throw new Error(`short write to ${path}`);
-        at += bytesWritten;
-      }
-    }
-  } finally {
-    await file.close();
   }
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
 import type { IntakeContext } from '../../../src/storage/events/wal-format';
 import type { EventStoreOptions } from '../../../src/storage/events';
-import { openHarness, saturate, uuidsOf, type Harness } from './helpers';
+import { makeEvent, openHarness, saturate, uuidsOf, type Harness } from './helpers';
 
 /**
  * Capture requests logged as intake frames: answered once durable, turned into rows behind the
@@ -92,6 +92,26 @@ describe('intake', () => {
     await Promise.all(requests);
     expect(hh.store.stats().logWrites).toBe(1);
     expect(await uuidsOf(hh)).toEqual(Array.from({ length: 40 }, (_, n) => uuid(n)));
+  });
+
+  test('a segment of many frames (processed rows and logged row frames between them) is copied whole, in order, with each row its own data', async () => {
+    h = await open({ bufferMaxAgeMs: 60_000, maxMemoBytes: 64 * 1024 });
+    const hh = h;
+    // 6 requests of 1,000 events: 3 frames of processed rows (2,000 a frame, encoded into reused
+    // buffers), some parsed again from the log past the memo budget; row frames logged between.
+    for (let k = 0; k < 6; k++) {
+      await capture(hh, rawEvents(k * 1000, 1000));
+      if (k % 2 === 0) await hh.store.append([makeEvent(90_000 + k, { uuid: uuid(90_000 + k) })]);
+    }
+    await hh.store.flush();
+    const rel = await hh.store.eventsRelation(1);
+    const rows = await hh.db.query<{ uuid: string; properties: string }>(`SELECT uuid, properties FROM ${rel.sql} AS events ORDER BY uuid`, rel.params);
+    const expected = [...Array.from({ length: 6000 }, (_, n) => uuid(n)), uuid(90_000), uuid(90_002), uuid(90_004)];
+    expect(rows.map((r) => r.uuid)).toEqual(expected);
+    for (const r of rows.slice(0, 6000)) {
+      const n = Number(r.uuid.slice(-12));
+      expect(JSON.parse(r.properties)).toEqual({ i: n % 1000, via: 'intake' });
+    }
   });
 
   test('without memos (memory budget 0) every request is parsed again from the log, same rows', async () => {
