@@ -5,6 +5,7 @@ import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-le
 import { syncFile } from './fs-sync';
 import { join } from 'node:path';
 import { RecentUuids } from './recent-uuids';
+import { ScratchPool } from './scratch';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
 import { ANY_TEAM } from './recovery';
@@ -76,9 +77,6 @@ class ProcWriter {
   }
 }
 
-/** Encoding buffers for processed frames, reused once their frame is written. */
-const PROC_SCRATCH_BYTES = 8 * MiB;
-const PROC_SCRATCH_KEEP = 4;
 
 /** A segment's processing so far: the next frame, the copy being written, and the event-time spans. */
 interface ProcState {
@@ -97,7 +95,7 @@ interface ProcState {
   flush(): void;
 }
 
-function newProcState(recent: RecentUuids, path: string, scratch: Buffer[]): ProcState {
+function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): ProcState {
   let pending: StoredEventRow[] = [];
   const st: ProcState = {
     next: 0,
@@ -122,11 +120,9 @@ function newProcState(recent: RecentUuids, path: string, scratch: Buffer[]): Pro
     },
     flush() {
       if (pending.length === 0) return;
-      let lent: Buffer | undefined;
-      const frame = encodeFrame(pending, (estimate) => (estimate <= PROC_SCRATCH_BYTES ? (lent = scratch.pop() ?? Buffer.allocUnsafe(PROC_SCRATCH_BYTES)) : undefined));
-      st.writer.append(frame, () => {
-        if (lent && scratch.length < PROC_SCRATCH_KEEP) scratch.push(lent);
-      });
+      const lent: Buffer[] = [];
+      const frame = encodeFrame(pending, (estimate) => scratch.borrow(estimate, lent));
+      st.writer.append(frame, () => scratch.giveBack(lent));
       st.rows += pending.length;
       const spans = st.spans;
       if (spans) {
@@ -179,8 +175,8 @@ export class SegmentLoader {
   private processAgain = false;
   /** Processing progress of segments begun from memory (the active one, or just sealed). */
   private states = new Map<number, ProcState>();
-  /** Reused encoding buffers of processed frames (see ProcWriter). */
-  private procScratch: Buffer[] = [];
+  /** Encoding buffers of processed frames (2,000 rows of ~2 KB fit), reused once their frame is written. */
+  private procScratch = new ScratchPool(8 * MiB, 4);
   /** The log's segment being written, for processing frames as they become durable. */
   activeSegment: (() => Readonly<SealedSegment> | null) | null = null;
   /** True while capture requests arrive at a saturating rate: processing backs off (see BUSY_PAUSE_MS). */

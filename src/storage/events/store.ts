@@ -13,6 +13,7 @@ import { ANY_TEAM, recoverWal } from './recovery';
 import { buildEventsRelation, streamQuery, type EventsRelation, type StreamOptions, type TimeRange } from './relation';
 import { eventMigrations } from './schema';
 import { newCounters, resolveSettings, type Settings } from './settings';
+import { ScratchPool } from './scratch';
 import { Tiers } from './tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, ReplayResult } from './types';
 import { encodeFrame, frameLines, intakeParts, scanFrames } from './wal-format';
@@ -25,10 +26,6 @@ const MAX_PENDING_IDS = 500_000;
 const PENDING_SWEEP_AT = 50_000;
 /** Rows a store append encodes before letting the event loop run (~7 ms of encoding). */
 const ENCODE_SLICE_ROWS = 2048;
-/** A reused encoding buffer: a slice of ~1 KB rows fits; bigger rows get a buffer of their own. */
-const SCRATCH_BYTES = 4 * 1024 * 1024;
-/** Scratch buffers kept between appends (≤ 64 MiB). */
-const SCRATCH_KEEP = 16;
 /**
  * Encoding lets the event loop run once it has gone this long without (between appends): the
  * log's write and flush completions are then handled while later appends encode. With 32
@@ -93,8 +90,8 @@ class DuckDbEventStore implements EventStore {
   private readonly root: string;
   private diskLow = false;
   private intakeSeq = 0;
-  /** Encoding buffers for store appends, reused: see `encodeFrame`. */
-  private scratch: Buffer[] = [];
+  /** Encoding buffers of 4 MiB (a slice of ~1 KB rows fits), lent to frames of 1 MiB or more, 16 kept (≤ 64 MiB). */
+  private scratch = new ScratchPool(4 * 1024 * 1024, 16, 1024 * 1024);
   /** The store append encoding now (appends encode one at a time, in call order). */
   private encoding: Promise<void> = Promise.resolve();
   /** When encoding last let the event loop run. */
@@ -196,7 +193,7 @@ class DuckDbEventStore implements EventStore {
       this.writeFailed(error);
     } finally {
       // Written (and flushed) or failed: the log holds no reference to the frames any more.
-      this.returnScratch(lent);
+      this.scratch.giveBack(lent);
     }
     this.counters.appendedRows += rows.length;
   }
@@ -228,7 +225,7 @@ class DuckDbEventStore implements EventStore {
           this.lastYield = performance.now();
         }
         const slice = rows.length <= ENCODE_SLICE_ROWS ? rows : rows.slice(i, i + ENCODE_SLICE_ROWS);
-        const frame = encodeFrame(slice, (estimate) => this.borrowScratch(estimate, lent));
+        const frame = encodeFrame(slice, (estimate) => this.scratch.borrow(estimate, lent));
         frames.push(frame);
         bytes += frame.length;
         for (const r of slice) {
@@ -240,28 +237,12 @@ class DuckDbEventStore implements EventStore {
         }
       }
     } catch (error) {
-      this.returnScratch(lent);
+      this.scratch.giveBack(lent);
       throw error;
     } finally {
       done();
     }
     return { frames, lent, teams, spans, bytes };
-  }
-
-  /**
-   * A reused buffer for a frame of about `estimate` bytes, noted in `lent`; none for a small
-   * frame (it must not hold 4 MiB until it is durable, and small allocations reuse memory anyway)
-   * or one that would not fit.
-   */
-  private borrowScratch(estimate: number, lent: Buffer[]): Buffer | undefined {
-    if (estimate < SCRATCH_BYTES / 4 || estimate > SCRATCH_BYTES) return undefined;
-    const buf = this.scratch.pop() ?? Buffer.allocUnsafe(SCRATCH_BYTES);
-    lent.push(buf);
-    return buf;
-  }
-
-  private returnScratch(bufs: Buffer[]): void {
-    for (const b of bufs) if (this.scratch.length < SCRATCH_KEEP) this.scratch.push(b);
   }
 
   /**
