@@ -41,9 +41,9 @@ export interface PriorRows {
   /** The load's event-time span (epoch ms); null reads the older files whole. */
   span: readonly [number, number] | null;
   /**
-   * The load's uuids are certainly new to the recent rows (recent-uuids.ts): no repeats among
-   * them, none in the recent files (then `recent` is empty). The hot table and `older` are
-   * checked as always.
+   * The load's uuids were certainly new when added to the recent-uuid filter (recent-uuids.ts):
+   * no repeats among them, none in what the filter covers (those files are left out of
+   * `recent` and `older`).
    */
   fresh?: boolean;
   /** Fresh, and every row of the hot table was added to the filter in a generation it still holds: no need to read it. */

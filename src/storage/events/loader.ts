@@ -4,7 +4,7 @@ import type { Database } from '../db';
 import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
 import { syncFile } from './fs-sync';
 import { join } from 'node:path';
-import { RecentUuids } from './recent-uuids';
+import { oldestUuidGen, RecentUuids } from './recent-uuids';
 import { ScratchPool } from './scratch';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
@@ -209,7 +209,7 @@ export class SegmentLoader {
     appliedSegment: number,
   ) {
     this.done = appliedSegment;
-    this.recent = new RecentUuids(s.dedupeFilterRows, 8, s.dedupeWindowMs);
+    this.recent = new RecentUuids(s.dedupeFilterRows, 8);
   }
 
   get segments(): readonly Queued[] {
@@ -403,7 +403,7 @@ export class SegmentLoader {
     seg.loadPath = st.writer.path;
     seg.rows = st.rows;
     seg.spans = st.spans;
-    seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat || !this.recent.warm;
+    seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat;
     seg.uuidGen = Math.min(seg.uuidGen ?? -Infinity, st.uuidGen);
     if (st.spans) seg.teams = new Map([...st.spans.keys()].map((team) => [team, 1]));
   }
@@ -535,8 +535,7 @@ export class SegmentLoader {
 
   /** Large loads go straight to Parquet; uuids are checked against the files a retry's original may be in. */
   private options(batch: readonly SealedSegment[], rows: number): LoadOptions {
-    // Warm still: an unfiltered load since these rows were tested makes the filter unable to vouch.
-    const fresh = this.recent.warm && batch.every((seg) => seg.mayRepeat === false);
+    const fresh = batch.every((seg) => seg.mayRepeat === false);
     if (fresh) this.counters.freshLoads++;
     const prior = this.prior(batch, fresh);
     this.counters.priorFilesRead += prior.recent.length + prior.older.length;
@@ -564,11 +563,12 @@ export class SegmentLoader {
     let span: [number, number] | null = null;
     if (spans) for (const [lo, hi] of spans.values()) span = span ? [Math.min(span[0], lo), Math.max(span[1], hi)] : [lo, hi];
     if (!fresh) return { recent, older, span };
-    // Certainly new to the rows the filter holds: the recent files need no reading, nor the older
-    // files whose every row was added to the filter in a generation it still holds.
+    // Certainly new to the rows the filter holds: files and hot rows all of whose rows it holds
+    // need no reading.
     const oldest = this.recent.oldestGeneration;
-    const hotCovered = this.tiers.hotGens.every((h) => h.uuidGen >= oldest);
-    return { recent: [], older: older.filter((f) => !((f.uuidGen ?? -Infinity) >= oldest)), span, fresh, hotCovered };
+    const uncovered = (f: { uuidGen?: number }) => (f.uuidGen ?? -Infinity) < oldest;
+    const hotCovered = oldestUuidGen(this.tiers.hotGens) >= oldest;
+    return { recent: recent.filter(uncovered), older: older.filter(uncovered), span, fresh, hotCovered };
   }
 
   private failed(error: unknown): void {
@@ -596,11 +596,8 @@ export class SegmentLoader {
 
   private async loaded(batch: Queued[], result: LoadResult, rows: number, started: number): Promise<void> {
     const watermark = batch[batch.length - 1].id;
-    const uuidGen = Math.min(...batch.map((seg) => seg.uuidGen ?? -Infinity));
+    const uuidGen = oldestUuidGen(batch);
     this.tiers.addFiles(result.files.map((f) => ({ ...f, uuidGen })));
-    // Rows the recent-uuid filter never saw are now in the recent files: it may not vouch for
-    // them, so it is cold until they have left the recent window.
-    if (batch.some((seg) => seg.unfiltered)) this.recent.restart();
     if (result.inserted > 0 && result.files.length === 0) {
       this.tiers.hot.push({ seg: watermark, rows: result.inserted, at: Date.now() });
       this.tiers.hotGens.push({ seg: watermark, uuidGen });

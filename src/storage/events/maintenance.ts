@@ -2,6 +2,7 @@ import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Database } from '../db';
 import { compactHot, mergeFiles, pickMerge } from './compaction';
+import { oldestUuidGen } from './recent-uuids';
 import { deleteTeamFiles, indexPropertyKeys, parquetRoot, type ParquetFile } from './parquet';
 import type { Counters, Settings } from './settings';
 import type { Tiers } from './tiers';
@@ -122,7 +123,7 @@ export class Maintenance {
   }
 
   private async merge(files: ParquetFile[]): Promise<void> {
-    const uuidGen = Math.min(...files.map((f) => f.uuidGen ?? -Infinity));
+    const uuidGen = oldestUuidGen(files);
     const merged = (await mergeFiles(this.db, this.root, files, `m${Date.now()}`)).map((f) => ({ ...f, uuidGen }));
     this.tiers.replaceFiles(files, merged);
     this.retired.push({ files, at: Date.now() + this.s.purgeGraceMs });

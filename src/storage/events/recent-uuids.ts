@@ -1,18 +1,15 @@
 /**
  * Which event uuids the store has taken lately: open-addressing tables of 32-bit fingerprints,
  * in generations that rotate. "Not seen" is certain; "seen" is wrong about once in 10⁸–10⁹
- * lookups (two uuids sharing both hashes). A load whose rows are all certainly new skips the part
- * of its dedupe check that reads every uuid of the recent Parquet files (with the repeat count
- * within the load, about a quarter of a load's time under sustained ingestion, measured); any
- * other load takes the full check, so a wrong "seen" costs time, never a duplicate.
+ * lookups (two uuids sharing both hashes), which costs a load its shortcut, never a duplicate.
  *
- * It covers at least the last `(generations - 1) × perGeneration` uuids added (7M by default):
- * more than the recent files (the newest ≤ 2M rows) and the log's backlog (≤ 1 GiB) hold
- * together. It is empty after a restart, and rows can reach the files without passing through
- * it (a dead-letter replay): it is `warm` only once the files registered before that have left
- * the recent window (`minAgeMs` after the start or the last `restart()`); until then every load
- * takes the full check. Memory: ~9 bytes a uuid covered (64 MB at the default), allocated as it
- * fills.
+ * Rows are added in log order, and every segment and Parquet file written in this process
+ * records the oldest generation its rows were added in (`uuidGen`). A load whose rows were all
+ * certainly new when added skips the dedupe reads of whatever the filter still covers: files
+ * and hot rows whose generation is at least `oldestGeneration`. Everything else (files from
+ * before a restart, compacted hot rows, dead-letter replays, recovered segments: generation
+ * unknown) is read as before. Memory: ~9 bytes a uuid covered (64 MB at the default), allocated
+ * as it fills.
  */
 export class RecentUuids {
   private gens: Uint32Array[] = [];
@@ -21,22 +18,13 @@ export class RecentUuids {
   private filled = 0;
   private readonly mask: number;
 
-  private coldUntil: number;
-
   constructor(
     private readonly perGeneration = 1_000_000,
     private readonly generations = 8,
-    private readonly minAgeMs = 0,
   ) {
-    this.coldUntil = Date.now() + minAgeMs;
     let slots = 1;
     while (slots < perGeneration * 2) slots *= 2; // at most half full: short probe runs
     this.mask = slots - 1;
-  }
-
-  /** True once it covers as many uuids as it promises (not after a restart until then). */
-  get warm(): boolean {
-    return Date.now() >= this.coldUntil;
   }
 
   /** The number of the generation the next uuid goes to (numbers only grow). */
@@ -51,16 +39,6 @@ export class RecentUuids {
    */
   get oldestGeneration(): number {
     return this.made - this.gens.length;
-  }
-
-  /** Rows went to the files without being added here: cold again for `minAgeMs`. */
-  restart(): void {
-    this.coldUntil = Date.now() + this.minAgeMs;
-  }
-
-  /** At start: cold only until the newest file registered before (epoch ms; null: none) leaves the recent window. */
-  startAfter(newestFileAt: number | null): void {
-    this.coldUntil = newestFileAt === null ? 0 : newestFileAt + this.minAgeMs;
   }
 
   /**
@@ -105,3 +83,10 @@ export class RecentUuids {
     this.filled = 0;
   }
 }
+
+/** The oldest filter generation among things that record one (unknown counts as -Infinity: never covered). */
+export const oldestUuidGen = (items: ReadonlyArray<{ uuidGen?: number }>): number => {
+  let gen = Infinity;
+  for (const x of items) gen = Math.min(gen, x.uuidGen ?? -Infinity);
+  return gen;
+};

@@ -81,7 +81,6 @@ export async function recoverWal(dataDir: string, walDir: string, appliedSegment
       teams: new Map([[ANY_TEAM, rows]]),
       intake: scan.frames.filter((f) => f.kind === 'intake').length,
       lastSeq: 0,
-      unfiltered: true,
     });
   }
   // Dead letters carry segment ids in their names: never hand one out again.

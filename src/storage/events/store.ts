@@ -143,8 +143,6 @@ class DuckDbEventStore implements EventStore {
   }
 
   async start(state: { hotRows: number; purgePending: number | null; segments: SealedSegment[]; deadLetters: number }): Promise<void> {
-    const files = this.tiers.snapshot.files;
-    this.loader.recent.startAfter(files.reduce<number | null>((at, f) => (at === null || f.createdAt > at ? f.createdAt : at), null));
     if (state.hotRows > 0) this.tiers.hot.push({ seg: this.loader.done, rows: state.hotRows, at: Date.now() });
     // Rows in the hot table from before this start (compacted or not): the filter never saw them.
     if (state.hotRows > 0 || state.purgePending !== null) this.tiers.hotGens.push({ seg: this.loader.done, uuidGen: -Infinity });
@@ -180,13 +178,13 @@ class DuckDbEventStore implements EventStore {
     const { frames, lent, teams, spans, bytes } = await this.encodeInTurn(rows);
     this.admit(bytes);
     this.noteArrival(bytes);
-    // Certainly new rows let their load skip reading the recent uuids (recent-uuids.ts). Rows are
-    // tested in log order (so the test and the appends below stay in one synchronous block):
-    // while a capture request logged before them is unprocessed, its rows are not in the filter
-    // yet, so these count as possible repeats.
+    // Certainly new rows let their load skip the dedupe reads the filter covers (recent-uuids.ts).
+    // Rows are tested in log order (so the test and the appends below stay in one synchronous
+    // block): while a capture request logged before them is unprocessed, its rows are not in the
+    // filter yet, so these count as possible repeats.
     const uuidGen = this.loader.recent.generation;
     const seen = this.loader.recent.addAll(rows);
-    const mayRepeat = seen || !this.loader.recent.warm || this.intakeSeq > this.loader.processedSeq;
+    const mayRepeat = seen || this.intakeSeq > this.loader.processedSeq;
     try {
       await this.wal.append(frames, rows.length, teams, { spans, mayRepeat, uuidGen });
     } catch (error) {

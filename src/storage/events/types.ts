@@ -89,7 +89,7 @@ export interface EventStoreOptions {
   maxMemoBytes?: number;
   /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default half of maxPendingBytes (512 MiB). */
   deferBytes?: number;
-  /** Uuids per generation of the recent-uuid filter (6 generations; see recent-uuids.ts). Default 1M. */
+  /** Uuids per generation of the recent-uuid filter (8 generations; see recent-uuids.ts). Default 1M. */
   dedupeFilterRows?: number;
   /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
   hooks?: {

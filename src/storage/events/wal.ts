@@ -47,8 +47,6 @@ export interface SealedSegment {
    * count as new here: their rows are tested when they are processed.
    */
   mayRepeat?: boolean;
-  /** Some rows reached the log without passing through that filter (recovery, dead-letter replays). */
-  unfiltered?: boolean;
   /**
    * The oldest recent-uuid generation its rows were added to the filter in (`RecentUuids`);
    * -Infinity or absent when some row was not added (recovery, replays), Infinity when none is
@@ -112,7 +110,6 @@ interface Group {
   memos: unknown[];
   lastSeq: number;
   mayRepeat: boolean;
-  unfiltered: boolean;
   uuidGen: number;
   waiters: Waiter[];
 }
@@ -124,7 +121,7 @@ interface Active extends SealedSegment {
   dirty: boolean;
 }
 
-const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, unfiltered: false, uuidGen: Infinity, waiters: [] });
+const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, uuidGen: Infinity, waiters: [] });
 
 /**
  * The append-only log with group commit. Durable mode: one fdatasync at a time; the appends
@@ -199,7 +196,6 @@ export class WalWriter {
         g.memos.push(null);
         g.spans = mergeSpans(g.spans, extra.spans);
         if (extra.mayRepeat !== false) g.mayRepeat = true;
-        if (extra.mayRepeat === undefined) g.unfiltered = true;
         g.uuidGen = Math.min(g.uuidGen, extra.uuidGen ?? -Infinity);
       }
       g.waiters.push({ resolve, reject });
@@ -309,7 +305,6 @@ export class WalWriter {
     a.intake += g.intake;
     a.lastSeq = Math.max(a.lastSeq, g.lastSeq);
     a.mayRepeat = a.mayRepeat || g.mayRepeat;
-    a.unfiltered = a.unfiltered || g.unfiltered;
     a.uuidGen = Math.min(a.uuidGen, g.uuidGen);
     if (this.options.durable) {
       this.unsynced.push({ g, a });
@@ -368,7 +363,7 @@ export class WalWriter {
     } finally {
       closeSync(dirFd);
     }
-    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, unfiltered: false, uuidGen: Infinity, openedAt: Date.now(), dirty: false };
+    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, uuidGen: Infinity, openedAt: Date.now(), dirty: false };
     return this.active;
   }
 
@@ -380,7 +375,7 @@ export class WalWriter {
     this.active = null;
     if (a.dirty) await fdatasyncAsync(a.fd).catch(() => undefined);
     await closeAsync(a.fd).catch(() => undefined);
-    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, unfiltered: a.unfiltered, uuidGen: a.uuidGen });
+    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, uuidGen: a.uuidGen });
   }
 }
 

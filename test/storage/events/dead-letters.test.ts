@@ -67,7 +67,7 @@ describe('dead letters', () => {
     expect((await uuidsOf(h)).length).toBe(51);
   });
 
-  test('rows replayed from the dead letters are deduplicated against while the recent-uuid filter cannot vouch for them', async () => {
+  test('rows replayed from the dead letters (never in the recent-uuid filter) are read by the dedupe check of later loads', async () => {
     let broken = true;
     const hooks = {
       beforeLoad() {
@@ -79,15 +79,14 @@ describe('dead letters', () => {
     await h.store.flush();
     const [letter] = await listDeadLetters(h.dir);
     broken = false;
-    // A restart empties the filter; once warm, the replayed rows reach the recent files unseen by it.
+    // A restart empties the filter; the replayed rows reach the files unseen by it.
     await h.reopen({ maxFlushAttempts: 1, flushRetryMs: 5, directMinRows: 1, dedupeWindowMs: 300, hooks: {} });
-    await Bun.sleep(350);
     await replayDeadLetters(h.store, [letter.id]);
     expect((await uuidsOf(h)).length).toBe(20);
-    // A client retry of replayed rows: the load takes the full check, which finds them.
+    // A client retry of replayed rows looks new to the filter, but the replayed file is read.
     await h.store.append([makeEvent(3), makeEvent(4), makeEvent(500)]);
     expect(await uuidsOf(h)).toEqual([...Array.from({ length: 20 }, (_, n) => n), 500].map((n) => makeEvent(n).uuid));
-    expect(h.store.stats().freshLoads).toBe(0);
+    expect(h.store.stats()).toMatchObject({ freshLoads: 1, priorFilesRead: 1, duplicateRowsSkipped: 2 });
   });
 
   test('a torn log tail after a crash is cut into the dead letters, the whole frames kept', async () => {
