@@ -48,7 +48,7 @@ export async function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutc
     },
     text: decoded.text,
     bytes: decoded.bytes,
-    events: extracted.events.length,
+    events: logged,
     parsed: extracted.events,
     distinctIds,
   }).then(() => ({ logged }));

@@ -24,7 +24,7 @@ const DISK_CHECK_MS = 1000;
 /** Distinct ids remembered for `awaitIntake` at most (beyond: wait for everything logged). */
 const MAX_PENDING_IDS = 500_000;
 const PENDING_SWEEP_AT = 50_000;
-/** Rows a store append encodes before letting the event loop run (~7 ms of encoding). */
+/** Rows a store append encodes before letting the event loop run (~4 ms of encoding at ~2 µs a row). */
 const ENCODE_SLICE_ROWS = 2048;
 /**
  * Encoding lets the event loop run once it has gone this long without (between appends): the
