@@ -66,6 +66,9 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
   const connect = async () => {
     const c = await instance.connect();
     await c.run("SET TimeZone = 'UTC'");
+    // Parquet files never change once written (new data and merges make new files), so their
+    // footers can be kept: a count over 144 files took 1.8 ms instead of 67.
+    await c.run('SET parquet_metadata_cache = true');
     return c;
   };
   const writer = await connect();

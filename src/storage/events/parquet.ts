@@ -99,6 +99,23 @@ const ROW_GROUP_ROWS = 4096;
 const ZSTD_LEVEL = 1;
 
 /**
+ * Dictionaries, and with them Bloom filters, for every column whose row group's distinct values
+ * fit: any count up to the group's rows, strings up to 256 KiB of them (4,096 distinct values of
+ * ~60 bytes; the ~1 KB properties never fit). A group's Bloom filter lets DuckDB skip it for
+ * `distinct_id = ?` and `uuid = ?` without decompressing the column: on 10M events (50k
+ * distinct ids) a person's latest 100 went from 413 to 85 ms and a uuid lookup from 303 to 17
+ * ms, for files ~12% larger and writes ~25% slower (measured here).
+ */
+const DICTIONARY_OPTIONS = `DICTIONARY_SIZE_LIMIT ${2 * ROW_GROUP_ROWS}, STRING_DICTIONARY_PAGE_SIZE_LIMIT ${256 * 1024}`;
+
+/**
+ * Numbers the files this process writes, so no path is ever reused within it (a retried load
+ * keeps its tag): DuckDB's footer cache (`parquet_metadata_cache`) then never meets a path
+ * whose file changed.
+ */
+let fileSeq = 0;
+
+/**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, already ordered by team and time) as
  * partitioned Parquet, and move the files into place. `tag` makes the names unique. The files
  * are not registered: the caller does that in its own transaction.
@@ -109,7 +126,7 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
   await mkdir(root, { recursive: true });
   try {
     await c.run(
-      `COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
+      `COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, ${DICTIONARY_OPTIONS}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
     );
     let written: Array<{ filename: string; rows: bigint; lo: bigint; hi: bigint }> = [];
     try {
@@ -123,7 +140,6 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
     }
     const out: ParquetFile[] = [];
     const dirs = new Set<string>();
-    let n = 0;
     for (const w of written) {
       const m = PARTITION_RE.exec(w.filename);
       if (!m) throw new Error(`unexpected Parquet output ${w.filename}`);
@@ -131,7 +147,7 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
       const day = m[2];
       const dir = join(root, String(teamId), day);
       await mkdir(dir, { recursive: true });
-      const rel = join(String(teamId), day, `${tag}-${n++}.parquet`);
+      const rel = join(String(teamId), day, `${tag}-${fileSeq++}.parquet`);
       await rename(w.filename, join(root, rel));
       dirs.add(dir);
       dirs.add(join(root, String(teamId)));
