@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { byKey, eventObject, openEventsFixture, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
+import { uuidv7 } from '../../src/ids';
 
 let f: EventsFixture;
 beforeAll(async () => {
@@ -164,6 +165,51 @@ describe('format=csv from Parquet files with listed property keys', () => {
       const after = await Promise.all(queries.map(csv));
       expect(after).toEqual(before);
       expect(parseCsv(after[0] as string)[0]).toEqual(HEADER);
+    } finally {
+      await g.close();
+    }
+  });
+});
+
+describe('format=csv from time-ordered Parquet files (no sort, person columns spliced in)', () => {
+  test('byte for byte what the sorted path writes, tricky person values included', async () => {
+    const g = await openEventsFixture();
+    try {
+      const base = Date.parse('2024-01-08T00:00:00Z');
+      const events = [
+        { event: '$identify', distinct_id: 'dora', timestamp: new Date(base), uuid: uuidv7(base), properties: { $set: { email: 'd,"o"\n#ra', name: '', username: 42 } } },
+        { event: 'x', distinct_id: 'dora', timestamp: new Date(base + 1_000), uuid: uuidv7(base + 1_000), properties: { note: '#1,"two"' } },
+        { event: 'y', distinct_id: 'e,"v"e', timestamp: new Date(base + 2_000), uuid: uuidv7(base + 2_000), properties: { note: 'plain' } },
+        // A record longer than the 1 MiB the export reads at a time.
+        { event: 'z', distinct_id: 'zed', timestamp: new Date(base + 3_000), uuid: uuidv7(base + 3_000), properties: { note: `"${'z,'.repeat(800_000)}"` } },
+      ];
+      await g.ingest(g.t.account.project.apiToken, events);
+      const csv = async (query: Record<string, string>) => (await g.t.call('GET', g.path(query))).text();
+      const queries: Array<Record<string, string>> = [{ format: 'csv' }, { format: 'csv', event: 'x' }, { format: 'csv', after: '2024-01-07T00:00:00Z' }];
+      const sorted = await Promise.all(queries.map(csv)); // hot rows: DuckDB sorts and joins
+      await g.t.deps.storage.events.compact();
+      const store = g.t.deps.storage.events;
+      const statements: string[] = [];
+      const original = store.streamQuery.bind(store);
+      store.streamQuery = (sql, params, options) => {
+        statements.push(sql);
+        return original(sql, params, options);
+      };
+      const spliced = await Promise.all(queries.map(csv));
+      store.streamQuery = original;
+      // Every slice was written by a plain scan: no sort, no person join.
+      const copies = statements.filter((s) => s.startsWith('COPY'));
+      expect(copies.length).toBeGreaterThanOrEqual(queries.length);
+      for (const s of copies) expect(s).not.toMatch(/ORDER BY|JOIN/);
+      expect(spliced).toEqual(sorted);
+      const [header, ...rows] = parseCsv(spliced[0] as string);
+      const col = (name: string) => (header as string[]).indexOf(name);
+      const dora = rows.find((r) => r[col('event')] === 'x') as string[];
+      expect([col('person.distinct_ids.0'), col('person.is_identified'), col('person.properties.email'), col('person.properties.name'), col('person.properties.username')].map((i) => dora[i])).toEqual([
+        'dora', 'false', 'd,"o"\n#ra', '', '42',
+      ]);
+      expect(rows.find((r) => r[col('event')] === 'y')?.[col('distinct_id')]).toBe('e,"v"e');
+      expect(rows.find((r) => r[col('event')] === 'z')?.[col('properties.note')]).toBe(`"${'z,'.repeat(800_000)}"`);
     } finally {
       await g.close();
     }

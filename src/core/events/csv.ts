@@ -50,3 +50,110 @@ export function eventCsvColumns(propertyKeys: Iterable<string>): EventCsvColumn[
   ];
   return columns.sort(byName);
 }
+
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const CR = 0x0d;
+const LF = 0x0a;
+
+/**
+ * Insert text into every complete record at the start of `chunk`, a piece of an RFC 4180 CSV
+ * stream as DuckDB writes it (fields quoted when needed, quotes doubled, records ending in CRLF),
+ * right after each record's first `after` fields: `insert(first)` gets the record's first field,
+ * unquoted, and returns the bytes to put there (starting with a comma). Returns the spliced
+ * bytes and how many bytes of `chunk` they cover: a record the chunk cuts is left for the next
+ * call, which starts there. Used to put the person columns into an export DuckDB wrote without
+ * them.
+ */
+export function spliceCsvRecords(chunk: Uint8Array, after: number, insert: (first: string) => Uint8Array): { bytes: Buffer; consumed: number } {
+  if (after < 1) throw new Error('the splice point must follow a field');
+  const b = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  const scan = new Scanner(b);
+  let out = Buffer.allocUnsafe(b.length + (b.length >> 3) + 256);
+  let o = 0;
+  let at = 0; // start of the next record
+  let copied = 0; // input before this is in `out`
+  for (;;) {
+    const firstEnd = scan.fieldEnd(at);
+    if (firstEnd < 0) break;
+    let cut = firstEnd;
+    for (let i = 1; i < after && cut >= 0; i++) {
+      if (b[cut] !== COMMA) throw new Error(`a CSV record has fewer than ${after} fields`);
+      cut = scan.fieldEnd(cut + 1);
+    }
+    if (cut < 0) break;
+    const end = scan.recordEnd(cut);
+    if (end < 0) break;
+    const first = b[at] === QUOTE ? b.toString('utf8', at + 1, firstEnd - 1).replaceAll('""', '"') : b.toString('utf8', at, firstEnd);
+    const text = insert(first);
+    const need = o + (cut - copied) + text.length + (b.length - cut);
+    if (need > out.length) {
+      const bigger = Buffer.allocUnsafe(need + (need >> 2));
+      out.copy(bigger, 0, 0, o);
+      out = bigger;
+    }
+    o += b.copy(out, o, copied, cut);
+    out.set(text, o);
+    o += text.length;
+    copied = cut;
+    at = end;
+  }
+  o += b.copy(out, o, copied, at);
+  return { bytes: out.subarray(0, o), consumed: at };
+}
+
+/**
+ * Field and record ends in one buffer, for positions that only move forward: the next quote and
+ * CR/LF positions are remembered, so text without them is searched once, not once per record.
+ */
+class Scanner {
+  private quote = -2;
+  private cr = -2;
+  private lf = -2;
+
+  constructor(private readonly b: Buffer) {}
+
+  private next(which: 'quote' | 'cr' | 'lf', byte: number, from: number): number {
+    let at = this[which];
+    if (at === -2 || (at !== -1 && at < from)) {
+      at = this.b.indexOf(byte, from);
+      this[which] = at;
+    }
+    return at;
+  }
+
+  /** The index of the closing quote's successor for the quoted field opening at `open`, or -1. */
+  private quotedEnd(open: number): number {
+    let from = open + 1;
+    for (;;) {
+      const q = this.next('quote', QUOTE, from);
+      if (q < 0 || q + 1 >= this.b.length) return -1;
+      if (this.b[q + 1] !== QUOTE) return q + 1;
+      from = q + 2;
+    }
+  }
+
+  /** The index just past the field starting at `at` (a comma or CR follows), or -1 if it is cut. */
+  fieldEnd(at: number): number {
+    if (at >= this.b.length) return -1;
+    if (this.b[at] === QUOTE) return this.quotedEnd(at);
+    const comma = this.b.indexOf(COMMA, at);
+    const cr = this.next('cr', CR, at);
+    if (cr < 0) return comma;
+    return comma >= 0 && comma < cr ? comma : cr;
+  }
+
+  /** The index just past the CRLF ending the record whose unquoted text resumes at `at`, or -1. */
+  recordEnd(at: number): number {
+    let from = at;
+    for (;;) {
+      const lf = this.next('lf', LF, from);
+      if (lf < 0) return -1;
+      const q = this.next('quote', QUOTE, from);
+      if (q < 0 || lf < q) return lf + 1;
+      const end = this.quotedEnd(q);
+      if (end < 0) return -1;
+      from = end;
+    }
+  }
+}

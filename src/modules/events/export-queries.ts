@@ -69,6 +69,37 @@ export function csvSliceCopyStatement(
   file: string,
 ): SqlFragment {
   if (!Number.isSafeInteger(teamId)) throw new Error('teamId must be an integer');
+  const people =
+    `SELECT pdi.distinct_id AS did, persons.is_identified AS identified, firsts.first_id, ` +
+    `json_extract_string(persons.properties, ['/email', '/name', '/username']) AS pp ` +
+    `FROM person_distinct_ids AS pdi JOIN persons ON persons.team_id = ${teamId} AND persons.uuid = pdi.person_uuid ` +
+    `JOIN (SELECT person_uuid, min(distinct_id) AS first_id FROM person_distinct_ids WHERE team_id = ${teamId} GROUP BY person_uuid) AS firsts ON firsts.person_uuid = pdi.person_uuid ` +
+    `WHERE pdi.team_id = ${teamId}`;
+  const { page, expressions } = csvPage(relation, teamId, where, columns);
+  // Sorting on the time alone is about a fifth cheaper; the uuid tie-break matters only where a
+  // LIMIT cuts the slice (which rows of equal time are in), so only the last slice pays for it.
+  const orderBy = limit === null ? `page.timestamp ${order}` : `page.timestamp ${order}, page.uuid ${order}`;
+  const tail = limit === null ? trusted('') : sql` LIMIT ${bind(limit)}`;
+  return sql`COPY (WITH page AS (${page}), people AS (${trusted(people)}) SELECT ${trusted(expressions.join(', '))} FROM page LEFT JOIN people ON people.did = page.distinct_id ORDER BY ${trusted(
+    orderBy,
+  )}${tail}) TO ${trusted(sqlPath(file))} (${trusted(CSV_OPTIONS)})`;
+}
+
+/**
+ * One slice of a CSV export read in the relation's own order (a relation already newest first):
+ * a scan with WHERE and SELECT only, which DuckDB keeps in insertion order, so nothing is sorted
+ * and nothing joined (a join gives up the order). The person columns are left out: the caller
+ * splices them into each record (`spliceCsvRecords`).
+ */
+export function csvSliceScanStatement(relation: string, teamId: number, where: SqlFragment, columns: readonly EventCsvColumn[], file: string): SqlFragment {
+  const { page, expressions } = csvPage(relation, teamId, where, columns.filter((c) => c.kind !== 'person'));
+  return sql`COPY (WITH page AS (${page}) SELECT ${trusted(expressions.join(', '))} FROM page) TO ${trusted(sqlPath(file))} (${trusted(CSV_OPTIONS)})`;
+}
+
+const CSV_OPTIONS = `FORMAT csv, HEADER false, NEW_LINE '\r\n'`;
+
+/** The slice's rows with the properties parsed once (`p`), and each CSV column's expression. */
+function csvPage(relation: string, teamId: number, where: SqlFragment, columns: readonly EventCsvColumn[]): { page: SqlFragment; expressions: string[] } {
   const keys = columns.filter((c): c is Extract<EventCsvColumn, { kind: 'property' }> => c.kind === 'property').map((c) => c.key);
   const paths = keys.length ? sql`json_extract_string(properties, [${joinSql(keys.map((k) => sql`${bind(jsonPointer([k]))}::VARCHAR`), ', ')}])` : trusted('NULL');
   let property = 0;
@@ -77,23 +108,11 @@ export function csvSliceCopyStatement(
     if (c.kind === 'person') return PERSON[c.name];
     return `page.p[${++property}]`;
   });
-  const people =
-    `SELECT pdi.distinct_id AS did, persons.is_identified AS identified, firsts.first_id, ` +
-    `json_extract_string(persons.properties, ['/email', '/name', '/username']) AS pp ` +
-    `FROM person_distinct_ids AS pdi JOIN persons ON persons.team_id = ${teamId} AND persons.uuid = pdi.person_uuid ` +
-    `JOIN (SELECT person_uuid, min(distinct_id) AS first_id FROM person_distinct_ids WHERE team_id = ${teamId} GROUP BY person_uuid) AS firsts ON firsts.person_uuid = pdi.person_uuid ` +
-    `WHERE pdi.team_id = ${teamId}`;
   const page = sql`SELECT uuid, event, distinct_id, timestamp, elements_chain, ${paths} AS p FROM ${trusted(relation)} WHERE ${allOf(
     sql`team_id = ${bind(teamId)}`,
     where,
   )}`;
-  // Sorting on the time alone is about a fifth cheaper; the uuid tie-break matters only where a
-  // LIMIT cuts the slice (which rows of equal time are in), so only the last slice pays for it.
-  const orderBy = limit === null ? `page.timestamp ${order}` : `page.timestamp ${order}, page.uuid ${order}`;
-  const tail = limit === null ? trusted('') : sql` LIMIT ${bind(limit)}`;
-  return sql`COPY (WITH page AS (${page}), people AS (${trusted(people)}) SELECT ${trusted(expressions.join(', '))} FROM page LEFT JOIN people ON people.did = page.distinct_id ORDER BY ${trusted(
-    orderBy,
-  )}${tail}) TO ${trusted(sqlPath(file))} (FORMAT csv, HEADER false, NEW_LINE '\r\n')`;
+  return { page, expressions };
 }
 
 const PERSON: Record<(typeof EVENT_CSV_PERSON_COLUMNS)[number], string> = {

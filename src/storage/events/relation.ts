@@ -23,6 +23,15 @@ export interface EventsRelation {
    * count be split per file. Ids not in `files` are ignored.
    */
   parts(fileIds: readonly string[], hot: boolean): string;
+  /**
+   * The relation's Parquet rows (no hot rows) as a subquery whose own row order is newest
+   * first, so a statement that keeps DuckDB's insertion order (a scan with WHERE and SELECT, no
+   * join or aggregate) reads them in `timestamp DESC` order without sorting: each file is written
+   * sorted newest first, and the files are listed newest first. Null when two files' rows overlap
+   * in time inside the range (then only a sort gives the order). Hot rows are the caller's to
+   * rule out (`parts([], true)` reads them).
+   */
+  newestFirst(): string | null;
 }
 
 export interface RelationFile {
@@ -93,7 +102,24 @@ export function buildEventsRelation(
     params: [],
     files: files.map((f) => ({ id: join(parquetRoot, f.path), rows: f.rows, minTs: f.minTs, maxTs: f.maxTs, ...(f.propertyKeys ? { propertyKeys: f.propertyKeys } : {}) })),
     parts: (fileIds, withHot) => union(fileIds.filter((id) => paths.has(id)), withHot, ', filename AS _file'),
+    newestFirst: () => {
+      if (!disjointNewestFirst(files, lo, hi)) return null;
+      return paths.size > 0 ? `(${sealed([...paths.keys()], '')})` : `(${hot('')} AND false)`;
+    },
   };
+}
+
+/**
+ * Whether files sorted by `maxTs` descending hold disjoint times within [lo, hi): each file's
+ * newest row in range is no newer than the previous file's oldest (equal times may meet).
+ */
+export function disjointNewestFirst(files: ReadonlyArray<{ minTs: number; maxTs: number }>, lo: number, hi: number): boolean {
+  let floor = Number.POSITIVE_INFINITY;
+  for (const f of files) {
+    if (Math.min(f.maxTs, hi) > floor) return false;
+    floor = Math.max(f.minTs, lo);
+  }
+  return true;
 }
 
 const parquetColumns = (teamId: number) => EVENT_COLUMNS.map((c) => (c === 'team_id' ? `${teamId}::INTEGER AS team_id` : c)).join(', ');

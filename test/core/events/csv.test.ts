@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { csvField, csvRecord, eventCsvColumns } from '../../../src/core/events/csv';
+import { csvField, spliceCsvRecords, csvRecord, eventCsvColumns } from '../../../src/core/events/csv';
 
 describe('csvField (RFC 4180)', () => {
   test.each([
@@ -41,5 +41,43 @@ describe('eventCsvColumns', () => {
       'properties.plan',
       'timestamp',
     ]);
+  });
+});
+
+describe('spliceCsvRecords', () => {
+  // Records as DuckDB writes them: quoted fields with commas, doubled quotes, CR/LF and `#`.
+  const records = [
+    ['alice', '', '$pageview', 'u1', 'pro', '2024-01-01T00:00:00+00:00'],
+    ['"b,o""b"', '"a\r\nb"', '"#x"', 'u2', '"line\nbreak"', '2024-01-02T00:00:00+00:00'],
+    ['""', 'chain', 'e', 'u3', '', '2024-01-03T00:00:00+00:00'],
+    ['é', '""""', 'e', 'u4', '"x"""', '2024-01-04T00:00:00+00:00'],
+  ];
+  const input = new TextEncoder().encode(records.map((r) => `${r.join(',')}\r\n`).join(''));
+  const insert = (first: string) => new TextEncoder().encode(`,[${first}]`);
+  const firstOf = (field: string) => (field.startsWith('"') ? field.slice(1, -1).replaceAll('""', '"') : field);
+  const expected = records.map((r) => `${r.slice(0, 4).join(',')},[${firstOf(r[0] as string)}],${r.slice(4).join(',')}\r\n`).join('');
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+  test('puts the text after the first fields of every record, with the first field unquoted', () => {
+    const { bytes, consumed } = spliceCsvRecords(input, 4, insert);
+    expect(consumed).toBe(input.length);
+    expect(text(bytes)).toBe(expected);
+    expect(text(bytes)).toContain(',[b,o"b],');
+    expect(text(bytes)).toContain(',[],');
+  });
+
+  test('a chunk cut anywhere covers its whole records only, and the rest follows from where it stopped', () => {
+    for (let cut = 0; cut <= input.length; cut++) {
+      const head = spliceCsvRecords(input.subarray(0, cut), 4, insert);
+      const tail = spliceCsvRecords(input.subarray(head.consumed), 4, insert);
+      expect(head.consumed + tail.consumed).toBe(input.length);
+      expect(text(Buffer.concat([head.bytes, tail.bytes]))).toBe(expected);
+      // Only whole records: the consumed bytes end a record (or nothing was consumed).
+      expect(head.consumed === 0 || (input[head.consumed - 2] === 13 && input[head.consumed - 1] === 10)).toBe(true);
+    }
+  });
+
+  test('a record with too few fields is an error', () => {
+    expect(() => spliceCsvRecords(new TextEncoder().encode('a,b\r\nc,d,e,f\r\n'), 4, insert)).toThrow('fewer than 4 fields');
   });
 });

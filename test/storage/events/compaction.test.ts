@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { makeEvent, openHarness, type Harness } from './helpers';
+import { disjointNewestFirst } from '../../../src/storage/events/relation';
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -128,5 +129,26 @@ describe('compaction', () => {
     // Lookups through the relation still find exactly the rows.
     const rel = await h.store.eventsRelation(1);
     expect((await h.db.query<{ n: number }>(`SELECT count(*) AS n FROM ${rel.sql} AS events WHERE distinct_id = ?`, ['person-3']))[0]?.n).toBe(2_500);
+  });
+  test('a relation reads newest first without a sort only while its files are disjoint in time', async () => {
+    const f = (minTs: number, maxTs: number) => ({ minTs, maxTs });
+    expect(disjointNewestFirst([f(20, 30), f(10, 20), f(0, 9)], -Infinity, Infinity)).toBe(true);
+    expect(disjointNewestFirst([f(20, 30), f(10, 21)], -Infinity, Infinity)).toBe(false);
+    // Only the part inside the range counts.
+    expect(disjointNewestFirst([f(20, 30), f(10, 25)], -Infinity, 20)).toBe(true);
+    expect(disjointNewestFirst([f(20, 30), f(10, 25)], 26, Infinity)).toBe(true);
+    h = await openHarness({ mergeMaxFileRows: 10 }); // no merges: each load stays a file
+    // Two loads of interleaved times (their files overlap), then one later load.
+    await h.store.append(Array.from({ length: 50 }, (_, n) => makeEvent(2 * n)));
+    await h.store.compact();
+    await h.store.append(Array.from({ length: 50 }, (_, n) => makeEvent(2 * n + 1)));
+    await h.store.compact();
+    await h.store.append(Array.from({ length: 50 }, (_, n) => makeEvent(200 + n)));
+    await h.store.compact();
+    const at = (n: number) => Date.UTC(2024, 0, 1) + n * 1000;
+    expect((await h.store.eventsRelation(1)).newestFirst()).toBeNull();
+    const later = (await h.store.eventsRelation(1, { from: at(150) })).newestFirst() as string;
+    const rows = await h.db.query<{ n: number }>(`SELECT json_extract(properties, '$.n')::INTEGER AS n FROM ${later} AS events`);
+    expect(rows.map((r) => r.n)).toEqual(Array.from({ length: 50 }, (_, i) => 249 - i));
   });
 });
