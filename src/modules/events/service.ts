@@ -53,6 +53,8 @@ export function createEventsService(deps: Deps) {
         if (person === undefined) {
           const found = persons.findByDistinctId(teamId, distinctId);
           person = found ? personObject(found) : null;
+          // Bounded: an export may meet millions of distinct ids.
+          if (cache.size >= 100_000) cache.clear();
           cache.set(distinctId, person);
         }
         return person;
