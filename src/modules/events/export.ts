@@ -278,11 +278,10 @@ async function newestFirstRelation(ctx: ExportContext, scope: Scope, order: Orde
 
 /**
  * The person columns of a CSV record (after a leading comma) as the sorted path's join writes
- * them: the smallest distinct id, `is_identified`, and email, name and username as
+ * them (a distinct id without a person gets NO_PERSON): the smallest distinct id, `is_identified`, and email, name and username as
  * `json_extract_string` gives them, each quoted the way DuckDB's CSV writer quotes.
  */
-export function personCsvFields(person: PersonObject | null): string {
-  if (!person) return ',,,,,';
+export function personCsvFields(person: PersonObject): string {
   const prop = (key: string): string | null => {
     const v = person.properties[key];
     if (v === undefined || v === null) return null;

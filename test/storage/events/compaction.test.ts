@@ -106,6 +106,7 @@ describe('compaction', () => {
     await h.reopen();
     expect(await allRows(h)).toEqual(expected);
   });
+
   test('files carry Bloom filters for distinct_id and uuid, which rule out the row groups without a value', async () => {
     h = await openHarness();
     // 10,000 rows of one day: three row groups, each person's events in one stretch of time.
@@ -130,6 +131,7 @@ describe('compaction', () => {
     const rel = await h.store.eventsRelation(1);
     expect((await h.db.query<{ n: number }>(`SELECT count(*) AS n FROM ${rel.sql} AS events WHERE distinct_id = ?`, ['person-3']))[0]?.n).toBe(2_500);
   });
+
   test('a relation reads newest first without a sort only while its files are disjoint in time', async () => {
     const f = (minTs: number, maxTs: number) => ({ minTs, maxTs });
     expect(disjointNewestFirst([f(20, 30), f(10, 20), f(0, 9)], -Infinity, Infinity)).toBe(true);
