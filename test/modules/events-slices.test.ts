@@ -24,12 +24,19 @@ describe('planSlices (export slices from hourly counts)', () => {
     ]);
   });
 
-  test('a limit ends the plan in the slice that reaches it, with the rows still needed', () => {
+  test('a limit ends the plan with the hour that reaches it, alone, with the rows still needed', () => {
     expect(planSlices(buckets, { bottom: null, top: 5 * H }, 'DESC', 150, 100)).toEqual([
       { from: 4 * H, to: 5 * H, limit: null },
-      { from: H, to: 4 * H, limit: 50 },
+      { from: 3 * H, to: 4 * H, limit: null },
+      { from: H, to: 2 * H, limit: 40 },
     ]);
     expect(planSlices(buckets, { bottom: null, top: 5 * H }, 'DESC', 100, 100)).toEqual([{ from: 4 * H, to: 5 * H, limit: 100 }]);
+  });
+
+  test('the first slices are smaller, doubling up to the target', () => {
+    const hours = Array.from({ length: 12 }, (_, i) => ({ bucket: i * H, n: 10 }));
+    const sizes = planSlices(hours, { bottom: null, top: 12 * H }, 'DESC', null, 40, 10).map((s) => (s.to - s.from) / H);
+    expect(sizes).toEqual([1, 2, 4, 4, 1]);
   });
 
   test('no rows, no slices', () => {

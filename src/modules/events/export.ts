@@ -22,6 +22,7 @@ export interface ExportContext extends ListContext {
 
 /** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */
 const SLICE_ROWS = 100_000;
+const FIRST_SLICE_ROWS = 25_000;
 const FILE_CHUNK = 1 << 20;
 const encoder = new TextEncoder();
 
@@ -71,13 +72,19 @@ export interface Slice {
   limit: number | null;
 }
 
-/** Group hourly buckets (in export order) into slices of about SLICE_ROWS, up to `limit` rows. */
+/**
+ * Group hourly buckets (in export order) into slices of about `target` rows, up to `limit` rows.
+ * The first slices are smaller (`first`, then doubling up to `target`): nothing is sent until the
+ * first slice is written, so a small one starts the body sooner. The hour where `limit` is reached
+ * ends the plan as a slice of its own, with the rows still needed.
+ */
 export function planSlices(
   buckets: Array<{ bucket: number; n: number }>,
   window: { bottom: number | null; top: number },
   order: Order,
   limit: number | null,
   target = SLICE_ROWS,
+  first = target,
 ): Slice[] {
   const sorted = [...buckets].sort((a, b) => (order === 'DESC' ? b.bucket - a.bucket : a.bucket - b.bucket));
   const slices: Slice[] = [];
@@ -91,13 +98,17 @@ export function planSlices(
   for (const b of sorted) {
     const lo = b.bucket;
     const hi = b.bucket + HOUR_MS;
-    current = current ? { lo: Math.min(current.lo, lo), hi: Math.max(current.hi, hi), rows: current.rows + b.n } : { lo, hi, rows: b.n };
-    total += b.n;
-    if (limit !== null && total >= limit) {
+    if (limit !== null && total + b.n >= limit) {
+      // The hour the limit cuts is a slice of its own: only it needs the sort a cut needs.
+      close(false);
+      current = { lo, hi, rows: b.n };
+      total += b.n;
       close(true);
       return slices;
     }
-    if (current.rows >= target) close(false);
+    current = current ? { lo: Math.min(current.lo, lo), hi: Math.max(current.hi, hi), rows: current.rows + b.n } : { lo, hi, rows: b.n };
+    total += b.n;
+    if (current.rows >= Math.min(target, first * 2 ** slices.length)) close(false);
   }
   close(false);
   return slices;
@@ -110,7 +121,7 @@ async function eventChunks(ctx: ExportContext, req: ListRequest, format: ExportF
   if (!scope) return emptyExport(format);
   const window = await exportWindow(ctx, req, scope);
   const counts = await ctx.runner.rows(hourlyCountsStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where), 'properties');
-  const slices = planSlices(counts.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n) })), window, req.order, req.limit);
+  const slices = planSlices(counts.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n) })), window, req.order, req.limit, SLICE_ROWS, FIRST_SLICE_ROWS);
   if (slices.length === 0) return emptyExport(format);
   if (format === 'json') return jsonSlices(ctx, scope, req.order, slices);
   const lo = Math.min(...slices.map((s) => s.from));
