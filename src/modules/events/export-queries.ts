@@ -39,6 +39,11 @@ export function sliceRowsStatement(relation: string, teamId: number, where: SqlF
   return limit === null ? head : sql`${head} LIMIT ${bind(limit)}`;
 }
 
+/** One slice of a JSON export from a relation already in list order (see `csvSliceScanStatement`). */
+export function sliceScanRowsStatement(relation: string, teamId: number, where: SqlFragment): SqlFragment {
+  return sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${bind(teamId)}`, where)}`;
+}
+
 /** PostHog's timestamp text (`isoformat()`), written by DuckDB. */
 const ISO_TIMESTAMP =
   "CASE WHEN microsecond(page.timestamp) % 1000000 = 0 THEN strftime(page.timestamp, '%Y-%m-%dT%H:%M:%S+00:00') " +

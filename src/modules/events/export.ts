@@ -10,7 +10,7 @@ import type { Row } from '../../storage/db';
 import { isoTimestamp, type PersonObject } from './event-object';
 import { parseElementsChain } from '../../core/events/elements';
 import {
-  csvSliceCopyStatement, csvSliceScanStatement, HOUR_MS, hourlyCountsStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement, sliceRowsStatement,
+  csvSliceCopyStatement, csvSliceScanStatement, HOUR_MS, hourlyCountsStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement, sliceRowsStatement, sliceScanRowsStatement,
 } from './export-queries';
 import { findKeys, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
 import type { ExportFormat, ListRequest } from './params';
@@ -273,7 +273,7 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
 }
 
 /**
- * The slice's rows as a relation already newest first, when a CSV slice can be written without
+ * The slice's rows as a relation already newest first, when an export slice can be read without
  * a sort: a newest-first export, no LIMIT cutting the slice (that needs the uuid tie-break), no
  * person join (a join gives up the order), no hot rows in the slice's time, and files disjoint
  * in time (storage's `newestFirst`). Null otherwise: then DuckDB sorts the slice.
@@ -314,8 +314,11 @@ async function* jsonSlices(ctx: ExportContext, scope: Scope, order: Order, slice
   let first = true;
   yield encoder.encode('[');
   for (const slice of slices) {
-    const relation = await relationFor(ctx, scope.person, slice.from, slice.to);
-    for await (const rows of ctx.runner.stream(sliceRowsStatement(relation, ctx.teamId, scope.where, order, slice.limit), 'properties')) {
+    const scan = await newestFirstRelation(ctx, scope, order, slice);
+    const statement = scan
+      ? sliceScanRowsStatement(scan, ctx.teamId, scope.where)
+      : sliceRowsStatement(await relationFor(ctx, scope.person, slice.from, slice.to), ctx.teamId, scope.where, order, slice.limit);
+    for await (const rows of ctx.runner.stream(statement, 'properties')) {
       let text = '';
       for (const row of rows) {
         text += (first ? '' : ',') + eventJson(row, ctx, people, elements);
