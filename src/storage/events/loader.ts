@@ -216,6 +216,11 @@ export class SegmentLoader {
     return [...this.intake, ...this.queue];
   }
 
+  /** How many sealed segments wait to be processed or loaded (no array made: maintenance asks every tick). */
+  get waiting(): number {
+    return this.intake.length + this.queue.length;
+  }
+
   /** Bytes of the sealed segments not yet loaded (every capture request asks: no arrays made). */
   get bytes(): number {
     return bytesOf(this.intake) + bytesOf(this.queue);

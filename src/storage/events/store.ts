@@ -125,7 +125,7 @@ class DuckDbEventStore implements EventStore {
     this.loader.busy = () => this.busy();
     this.upkeep = new Maintenance(db, s, tiers, this.counters, () => this.loader.done);
     this.upkeep.saturated = () => this.busy();
-    this.upkeep.backlog = () => this.loader.segments.length > 0;
+    this.upkeep.backlog = () => this.loader.waiting > 0;
     this.wal = new WalWriter(
       {
         dir: join(s.dataDir, 'events', 'wal'),
@@ -511,7 +511,7 @@ class DuckDbEventStore implements EventStore {
       bufferedRows: (active?.rows ?? 0) + this.loader.rows,
       pendingBytes: this.pendingBytes(),
       queuedBytes: this.wal.queuedBytes,
-      walSegments: this.loader.segments.length + (active ? 1 : 0),
+      walSegments: this.loader.waiting + (active ? 1 : 0),
       logWrites: this.wal.writes,
       ...this.counters,
       hotRows: this.tiers.hotRows,
