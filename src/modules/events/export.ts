@@ -22,6 +22,7 @@ export interface ExportContext extends ListContext {
 
 /** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */
 const SLICE_ROWS = 100_000;
+/** The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written. */
 const FIRST_SLICE_ROWS = 25_000;
 const FILE_CHUNK = 1 << 20;
 const encoder = new TextEncoder();
