@@ -109,6 +109,14 @@ const ZSTD_LEVEL = 1;
  */
 const DICTIONARY_OPTIONS = `DICTIONARY_SIZE_LIMIT ${2 * ROW_GROUP_ROWS}, STRING_DICTIONARY_PAGE_SIZE_LIMIT ${256 * 1024}`;
 
+/*
+ * `properties` is written as plain text, not with Parquet's JSON logical type: DuckDB reads a
+ * JSON-typed column ~30% slower (every value is checked as it is read, the row groups a filter
+ * leaves out included). Measured on 2.6M rows: a JSON property's counts 1.8 -> 1.4 s, every key
+ * listed 2.7-3.4 -> 2.2 s, 100 rows fetched from 100 row groups 170 -> 100 ms. The rows were
+ * valid JSON when loaded (the load casts them), and JSON functions read text as it is.
+ */
+
 /**
  * Numbers the files this process writes, so no path is ever reused within it (a retried load
  * keeps its tag): DuckDB's footer cache (`parquet_metadata_cache`) then never meets a path
@@ -127,7 +135,7 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
   await mkdir(root, { recursive: true });
   try {
     await c.run(
-      `COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, ${DICTIONARY_OPTIONS}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
+      `COPY (SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, ${DICTIONARY_OPTIONS}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
     );
     let written: Array<{ filename: string; rows: bigint; lo: bigint; hi: bigint }> = [];
     try {

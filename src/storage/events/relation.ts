@@ -52,7 +52,6 @@ export interface TimeRange {
   to?: number | Date;
 }
 
-const columns = EVENT_COLUMNS.join(', ');
 const ms = (v: number | Date): number => (v instanceof Date ? v.getTime() : v);
 
 function tsLiteral(v: number | Date): string {
@@ -85,7 +84,7 @@ export function buildEventsRelation(
   // first row groups it reads, and its dynamic filter then skips the rest by their statistics.
   const files = snapshot.files.filter((f) => f.teamId === teamId && f.maxTs >= lo && f.minTs < hi).sort((a, b) => b.maxTs - a.maxTs);
   const paths = new Map(files.map((f) => [join(parquetRoot, f.path), f]));
-  const hot = (extraColumns: string) => `SELECT ${columns}${extraColumns} FROM events_hot WHERE team_id = ${teamId} AND _seg > ${snapshot.compactedSegment}${extra}`;
+  const hot = (extraColumns: string) => `SELECT ${hotColumns}${extraColumns} FROM events_hot WHERE team_id = ${teamId} AND _seg > ${snapshot.compactedSegment}${extra}`;
   // A file holds one team's rows (it is partitioned by team), so the team id is a constant here:
   // the statements' own `team_id = ?` then costs nothing per row instead of a column scan.
   const sealed = (list: readonly string[], extraColumns: string) =>
@@ -122,7 +121,14 @@ export function disjointNewestFirst(files: ReadonlyArray<{ minTs: number; maxTs:
   return true;
 }
 
-const parquetColumns = (teamId: number) => EVENT_COLUMNS.map((c) => (c === 'team_id' ? `${teamId}::INTEGER AS team_id` : c)).join(', ');
+/**
+ * `properties` is text in every tier (JSON in the hot table, text in Parquet files written since
+ * the JSON logical type was dropped, JSON in older ones): one type, so no tier is cast to JSON
+ * (a check of every value) to match another.
+ */
+const asText = (c: string) => (c === 'properties' ? 'CAST(properties AS VARCHAR) AS properties' : c);
+const hotColumns = EVENT_COLUMNS.map(asText).join(', ');
+const parquetColumns = (teamId: number) => EVENT_COLUMNS.map((c) => (c === 'team_id' ? `${teamId}::INTEGER AS team_id` : asText(c))).join(', ');
 
 const toValues = (params: readonly SqlParam[]): DuckDBValue[] => params.map((p) => (p instanceof Date ? p.toISOString() : p)) as DuckDBValue[];
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { makeEvent, openHarness, type Harness } from './helpers';
 import { disjointNewestFirst } from '../../../src/storage/events/relation';
@@ -152,5 +152,26 @@ describe('compaction', () => {
     const later = (await h.store.eventsRelation(1, { from: at(150) })).newestFirst() as string;
     const rows = await h.db.query<{ n: number }>(`SELECT json_extract(properties, '$.n')::INTEGER AS n FROM ${later} AS events`);
     expect(rows.map((r) => r.n)).toEqual(Array.from({ length: 50 }, (_, i) => 249 - i));
+  });
+
+  test('properties are stored as plain text, and files of the older JSON type read the same alongside', async () => {
+    h = await openHarness({ mergeMaxFileRows: 10 });
+    const rows = Array.from({ length: 40 }, (_, n) => makeEvent(n, { timestamp: Date.UTC(2024, 0, 1 + (n % 2), 12) + n * 1000 }));
+    await h.store.append(rows);
+    await h.store.compact();
+    const files = await parquetFiles(h);
+    expect(files).toHaveLength(2);
+    const types = await h.db.query<{ t: string | null }>(`SELECT logical_type::VARCHAR AS t FROM parquet_schema('${join(parquetDir(h), files[0] as string)}') WHERE name = 'properties'`);
+    expect(types).toEqual([{ t: null }]);
+    // One file rewritten as an older version wrote it: properties with Parquet's JSON type.
+    const old = join(parquetDir(h), files[1] as string);
+    await h.db.run(`COPY (SELECT * REPLACE (properties::JSON AS properties) FROM read_parquet('${old}')) TO '${old}.tmp' (FORMAT parquet)`);
+    await rename(`${old}.tmp`, old);
+    expect((await h.db.query<{ t: string }>(`SELECT logical_type::VARCHAR AS t FROM parquet_schema('${old}') WHERE name = 'properties'`))[0]?.t).toContain('Json');
+    const rel = await h.store.eventsRelation(1);
+    const read = await h.db.query<{ uuid: string; properties: string; n: number }>(
+      `SELECT uuid, properties, json_extract(properties, '$.n')::INTEGER AS n FROM ${rel.sql} AS events ORDER BY uuid`,
+    );
+    expect(read).toEqual([...rows].sort((a, b) => (a.uuid < b.uuid ? -1 : 1)).map((r) => ({ uuid: r.uuid, properties: r.properties, n: JSON.parse(r.properties).n })));
   });
 });
