@@ -13,6 +13,16 @@ export function csvField(value: unknown): string {
 
 export const CSV_NEWLINE = '\r\n';
 
+/**
+ * A text field as DuckDB's CSV writer writes it (COPY … FORMAT csv), for fields spliced into its
+ * output: null is empty; an empty string, or one holding a comma, quote, CR, LF or `#` (its
+ * comment character), is quoted.
+ */
+export function duckdbCsvField(value: string | null): string {
+  if (value === null) return '';
+  return value === '' || /[",\r\n#]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
+
 export function csvRecord(values: readonly unknown[]): string {
   let out = '';
   for (let i = 0; i < values.length; i++) out += (i ? ',' : '') + csvField(values[i]);

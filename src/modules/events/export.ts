@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect, sql, trusted } from '../../core/query';
-import { csvRecord, spliceCsvRecords, eventCsvColumns, type EventCsvColumn } from '../../core/events/csv';
+import { assembleEventsQuery, compileSelect } from '../../core/query';
+import { csvRecord, duckdbCsvField, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
 import type { Row } from '../../storage/db';
@@ -204,7 +204,7 @@ interface Written {
   spliced: boolean;
 }
 
-const NO_PERSON = encoder.encode(',,,,,');
+const NO_PERSON = encoder.encode(','.repeat(EVENT_CSV_PERSON_COLUMNS.length));
 
 async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[], columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
@@ -220,7 +220,9 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
     }
     return fields;
   };
+  // Where the person columns go: they are consecutive (the header is sorted; all start `person.`).
   const before = columns.findIndex((c) => c.kind === 'person');
+  if (columns.slice(before, before + EVENT_CSV_PERSON_COLUMNS.length).some((c) => c.kind !== 'person')) throw new Error('the person columns of a CSV export must be consecutive');
   const files: string[] = [];
   const write = async (i: number): Promise<Written> => {
     const slice = slices[i] as Slice;
@@ -244,27 +246,7 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
       const written: Written = await (pending as Promise<Written>);
       pending = i + 1 < slices.length ? write(i + 1) : null;
       pending?.catch(() => undefined);
-      // Large reads: each pull of the response is one chunk, so fewer, bigger chunks cost less.
-      const blob = Bun.file(written.file);
-      for (let at = 0, size = FILE_CHUNK; at < blob.size; ) {
-        const chunk = new Uint8Array(await blob.slice(at, at + size).arrayBuffer());
-        if (chunk.length === 0) throw new Error('an export slice file shrank while it was read');
-        if (!written.spliced) {
-          at += chunk.length;
-          yield chunk;
-          continue;
-        }
-        // A record the chunk cuts is read again with the next chunk; one longer than the chunk doubles it.
-        const { bytes, consumed } = spliceCsvRecords(chunk, before, personFields);
-        if (consumed === 0) {
-          if (at + size >= blob.size) throw new Error('an export slice ended inside a CSV record');
-          size *= 2;
-          continue;
-        }
-        at += consumed;
-        size = FILE_CHUNK;
-        yield bytes;
-      }
+      yield* sliceBytes(written, (chunk) => spliceCsvRecords(chunk, before, personFields));
       await rm(written.file, { force: true });
     }
   } finally {
@@ -274,39 +256,63 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
 }
 
 /**
- * The slice's rows as a relation already newest first, when an export slice can be read without
- * a sort: a newest-first export, no LIMIT cutting the slice (that needs the uuid tie-break), no
- * person join (a join gives up the order), no hot rows in the slice's time, and files disjoint
- * in time (storage's `newestFirst`). Null otherwise: then DuckDB sorts the slice.
+ * A slice file's bytes in chunks, through `splice` when it was written without the person
+ * columns. Large reads: each pull of the response is one chunk, so fewer, bigger chunks cost less.
  */
-async function newestFirstRelation(ctx: ExportContext, scope: Scope, order: Order, slice: Slice): Promise<string | null> {
-  if (order !== 'DESC' || slice.limit !== null || scope.person) return null;
-  const relation = await ctx.runner.relation(ctx.teamId, { from: slice.from, to: slice.to });
-  const scan = relation.newestFirst();
-  if (!scan) return null;
-  const hot = await ctx.runner.rows(sql`SELECT count(*) AS n FROM ${trusted(asEvents(relation.parts([], true)))}`);
-  return Number(hot[0]?.n ?? 1) === 0 ? asEvents(scan) : null;
+async function* sliceBytes(written: Written, splice: (chunk: Uint8Array) => { bytes: Uint8Array; consumed: number }): AsyncGenerator<Uint8Array> {
+  const blob = Bun.file(written.file);
+  for (let at = 0, size = FILE_CHUNK; at < blob.size; ) {
+    const chunk = new Uint8Array(await blob.slice(at, at + size).arrayBuffer());
+    if (chunk.length === 0) throw new Error('an export slice file shrank while it was read');
+    if (!written.spliced) {
+      at += chunk.length;
+      yield chunk;
+      continue;
+    }
+    // A record the chunk cuts is read again with the next chunk; one longer than the chunk doubles it.
+    const { bytes, consumed } = splice(chunk);
+    if (consumed === 0) {
+      if (at + size >= blob.size) throw new Error('an export slice ended inside a CSV record');
+      size *= 2;
+      continue;
+    }
+    at += consumed;
+    size = FILE_CHUNK;
+    yield bytes;
+  }
 }
 
 /**
- * The person columns of a CSV record (after a leading comma) as the sorted path's join writes
- * them (a distinct id without a person gets NO_PERSON): the smallest distinct id, `is_identified`, and email, name and username as
- * `json_extract_string` gives them, each quoted the way DuckDB's CSV writer quotes.
+ * The slice's rows as a relation already newest first, when an export slice can be read without
+ * a sort: a newest-first export, no LIMIT cutting the slice (that needs the uuid tie-break), no
+ * person join (a join gives up the order), and storage able to give the rows in that order (its
+ * `newestFirstRelation`). Null otherwise: then DuckDB sorts the slice.
  */
-export function personCsvFields(person: PersonObject): string {
+async function newestFirstRelation(ctx: ExportContext, scope: Scope, order: Order, slice: Slice): Promise<string | null> {
+  if (order !== 'DESC' || slice.limit !== null || scope.person) return null;
+  const scan = await ctx.runner.newestFirst(ctx.teamId, { from: slice.from, to: slice.to });
+  return scan ? asEvents(scan) : null;
+}
+
+/**
+ * The person columns of a CSV record, each after a comma, as the sorted path's join writes them
+ * (`PERSON` in export-queries): the smallest distinct id, `is_identified`, and email, name and
+ * username as `json_extract_string` gives them. A distinct id without a person gets NO_PERSON.
+ */
+function personCsvFields(person: PersonObject): string {
   const prop = (key: string): string | null => {
     const v = person.properties[key];
     if (v === undefined || v === null) return null;
     return typeof v === 'string' ? v : JSON.stringify(v);
   };
-  const values = [person.distinct_ids[0] ?? null, person.is_identified ? 'true' : 'false', prop('email'), prop('name'), prop('username')];
-  return values.map((v) => `,${duckCsvField(v)}`).join('');
-}
-
-/** DuckDB's CSV quoting: an empty string, or one holding a comma, quote, CR, LF or `#`, is quoted. */
-function duckCsvField(value: string | null): string {
-  if (value === null) return '';
-  return value === '' || /[",\r\n#]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+  const value: Record<(typeof EVENT_CSV_PERSON_COLUMNS)[number], string | null> = {
+    'person.distinct_ids.0': person.distinct_ids[0] ?? null,
+    'person.is_identified': person.is_identified ? 'true' : 'false',
+    'person.properties.email': prop('email'),
+    'person.properties.name': prop('name'),
+    'person.properties.username': prop('username'),
+  };
+  return EVENT_CSV_PERSON_COLUMNS.map((c) => `,${duckdbCsvField(value[c])}`).join('');
 }
 
 async function* jsonSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[]): AsyncGenerator<Uint8Array> {

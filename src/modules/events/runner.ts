@@ -21,6 +21,11 @@ export class QueryRunner {
     return this.options.store().eventsRelation(teamId, range);
   }
 
+  /** The team's rows in `range` as a relation already newest first, or null (see EventStore.newestFirstRelation). */
+  newestFirst(teamId: number, range: TimeRange): Promise<string | null> {
+    return this.options.store().newestFirstRelation(teamId, range);
+  }
+
   /** All rows of a statement (callers bound the row count with LIMIT). */
   async rows(statement: SqlFragment, attr: string | null = null): Promise<Row[]> {
     const out: Row[] = [];

@@ -77,7 +77,6 @@ class ProcWriter {
   }
 }
 
-
 /** A segment's processing so far: the next frame, the copy being written, and the event-time spans. */
 interface ProcState {
   next: number;

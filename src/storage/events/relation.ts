@@ -28,8 +28,8 @@ export interface EventsRelation {
    * first, so a statement that keeps DuckDB's insertion order (a scan with WHERE and SELECT, no
    * join or aggregate) reads them in `timestamp DESC` order without sorting: each file is written
    * sorted newest first, and the files are listed newest first. Null when two files' rows overlap
-   * in time inside the range (then only a sort gives the order). Hot rows are the caller's to
-   * rule out (`parts([], true)` reads them).
+   * in time inside the range (then only a sort gives the order). Hot rows are left out: the
+   * store's `newestFirstRelation` uses this only when the range has none.
    */
   newestFirst(): string | null;
 }

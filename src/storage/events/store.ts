@@ -457,6 +457,15 @@ class DuckDbEventStore implements EventStore {
     return buildEventsRelation(teamId, this.tiers.snapshot, this.root, range);
   }
 
+  async newestFirstRelation(teamId: number, range: TimeRange): Promise<string | null> {
+    const relation = await this.eventsRelation(teamId, range);
+    const scan = relation.newestFirst();
+    if (!scan) return null;
+    // Hot rows have no order to merge into: the relation is only good when the range has none.
+    const [hot] = await this.db.query<{ n: number }>(`SELECT count(*) AS n FROM ${relation.parts([], true)} AS events`);
+    return Number(hot?.n ?? 1) === 0 ? scan : null;
+  }
+
   streamQuery(sql: string, params: readonly SqlParam[] = [], options?: StreamOptions) {
     return streamQuery(this.db, sql, params, options);
   }

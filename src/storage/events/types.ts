@@ -159,6 +159,12 @@ export interface EventStore {
   checkpoint(): Promise<void>;
   /** One team's events (buffered rows are loaded first) as `FROM <sql> AS events`, exposing EVENT_COLUMNS. */
   eventsRelation(teamId: number, range?: TimeRange): Promise<EventsRelation>;
+  /**
+   * The same rows as `FROM <sql> AS events` whose own order is newest first, so a statement that
+   * keeps DuckDB's insertion order (a scan with WHERE and SELECT, no join or aggregate) needs no
+   * sort; null when storage cannot give that: files overlapping in time, or hot rows in the range.
+   */
+  newestFirstRelation(teamId: number, range: TimeRange): Promise<string | null>;
   /** Run a read query and stream its rows in chunks (for exports); aborting `signal` interrupts it. */
   streamQuery(sql: string, params?: readonly SqlParam[], options?: StreamOptions): AsyncIterableIterator<Row[]>;
   deleteTeamEvents(teamId: number): Promise<void>;

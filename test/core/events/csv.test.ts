@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { csvField, spliceCsvRecords, csvRecord, eventCsvColumns } from '../../../src/core/events/csv';
+import { csvField, csvRecord, duckdbCsvField, eventCsvColumns, spliceCsvRecords } from '../../../src/core/events/csv';
 
 describe('csvField (RFC 4180)', () => {
   test.each([
@@ -79,5 +79,23 @@ describe('spliceCsvRecords', () => {
 
   test('a record with too few fields is an error', () => {
     expect(() => spliceCsvRecords(new TextEncoder().encode('a,b\r\nc,d,e,f\r\n'), 4, insert)).toThrow('fewer than 4 fields');
+  });
+});
+
+describe('duckdbCsvField (quoting as DuckDB COPY writes it, measured)', () => {
+  test.each([
+    [null, ''],
+    ['', '""'],
+    ['plain', 'plain'],
+    [' a ', ' a '],
+    ['a,b', '"a,b"'],
+    ['a"b', '"a""b"'],
+    ['a\nb', '"a\nb"'],
+    ['a\rb', '"a\rb"'],
+    ['#x', '"#x"'],
+    ['a#b', '"a#b"'],
+    ["a'b;c\tNULL", "a'b;c\tNULL"],
+  ] as const)('%p', (value, written) => {
+    expect(duckdbCsvField(value)).toBe(written);
   });
 });

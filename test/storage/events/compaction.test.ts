@@ -152,6 +152,12 @@ describe('compaction', () => {
     const later = (await h.store.eventsRelation(1, { from: at(150) })).newestFirst() as string;
     const rows = await h.db.query<{ n: number }>(`SELECT json_extract(properties, '$.n')::INTEGER AS n FROM ${later} AS events`);
     expect(rows.map((r) => r.n)).toEqual(Array.from({ length: 50 }, (_, i) => 249 - i));
+    expect(await h.store.newestFirstRelation(1, { from: at(150) })).toBe(later);
+    // Rows in the hot table have no place in that order: a range holding some gets none.
+    await h.store.append([makeEvent(300)]);
+    await h.store.flush();
+    expect(await h.store.newestFirstRelation(1, { from: at(150) })).toBeNull();
+    expect(await h.store.newestFirstRelation(1, { from: at(150), to: at(300) })).not.toBeNull();
   });
 
   test('properties are stored as plain text, and files of the older JSON type read the same alongside', async () => {
