@@ -29,6 +29,10 @@ export const ConfigSchema = t.Object({
     pattern: '^\\d+(\\.\\d+)?\\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$',
     description: "DuckDB's memory cap (e.g. 2GB); beyond it, queries and compaction spill to DATA_DIR/tmp.",
   }),
+  PERSON_COPIES: t.Union([t.Literal('on'), t.Literal('off')], {
+    default: 'on',
+    description: "on: settled days also get a copy clustered by person (about doubles their disk use), which a person's events list reads. off: those lists read the time-ordered files.",
+  }),
   INVITE_EXPIRY_DAYS: Int(3, 1, 3650, 'Days after which an organization invite is expired.'),
   QUERY_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Time limit of one events query.'),
   QUERY_MAX_ROWS: Int(100_000, 1, 100_000_000, 'Row cap of one select/where query (exports stream without it).'),

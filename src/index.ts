@@ -22,7 +22,13 @@ async function main() {
   const logger = createLogger(config.LOG_LEVEL);
   let storage;
   try {
-    storage = await openStorage({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, logger });
+    storage = await openStorage({
+      dataDir: config.DATA_DIR,
+      durability: config.DURABILITY,
+      memoryLimit: config.DUCKDB_MEMORY_LIMIT,
+      personCopies: config.PERSON_COPIES === 'on',
+      logger,
+    });
   } catch (error) {
     if (error instanceof DatabaseLockedError) {
       console.error(error.message);

@@ -13,6 +13,7 @@ describe('config', () => {
       DURABILITY: 'durable',
       MAX_BODY_BYTES: 20 * 1024 * 1024,
       DUCKDB_MEMORY_LIMIT: '2GB',
+      PERSON_COPIES: 'on',
       INVITE_EXPIRY_DAYS: 3,
       QUERY_TIMEOUT_MS: 30000,
       QUERY_MAX_ROWS: 100000,

@@ -118,7 +118,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   let storage: Storage | undefined;
   try {
     const config = loadConfig(env);
-    storage = await openStorage({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT });
+    storage = await openStorage({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on' });
     await COMMANDS[command](storage, flags, (text) => console.log(text), positionals);
     return 0;
   } catch (error) {

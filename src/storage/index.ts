@@ -65,6 +65,8 @@ export interface StorageOptions {
   memoryLimit?: string;
   durability?: Durability;
   logger?: Logger;
+  /** Person-clustered copies of settled days (default true; see storage/events/person-copies.ts). */
+  personCopies?: boolean;
   /** Event-store tuning (tests pass small buffers). */
   eventStore?: Partial<Parameters<typeof createEventStore>[1]>;
 }
@@ -100,6 +102,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       dataDir: options.dataDir,
       durability: options.durability ?? 'durable',
       logger: options.logger,
+      personCopies: options.personCopies ?? true,
       ...options.eventStore,
       hooks: {
         processIntake: createIntakeProcessor(persons, seen),

@@ -5,7 +5,7 @@ import { selectValue, toEventObject, type EventObject, type PersonObject } from 
 import { formatCursor, type ListRequest } from './params';
 import { countListing, type FileCounts } from './count';
 import {
-  afterKey, allOf, asEvents, keysStatement, needsPersonProperties, rowsByKeysStatement, withPersonProperties, type EventKey, type Order,
+  afterKey, allOf, asEvents, keysStatement, needsPersonProperties, pageRowsStatement, rowsByKeysStatement, withPersonProperties, type EventKey, type Order,
 } from './queries';
 import type { QueryRunner } from './runner';
 
@@ -51,6 +51,8 @@ export interface Scope {
   /** The same without the time bounds: what rows already known to lie inside them must meet. */
   conditions: SqlFragment;
   person: boolean;
+  /** The rows are one person's (`distinct_id` or `person_id`): storage may read person-clustered copies. */
+  byPerson: boolean;
 }
 
 /**
@@ -64,11 +66,12 @@ export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: S
   const conditions = allOf(compileEventFilters(req.filters, ctx.now, { timeBounds: false }), ctx.personFilter);
   const person = needsPersonProperties(where, alsoRuns);
   if (person) await ctx.flushPersons();
-  return { where, conditions, person };
+  const byPerson = !!req.filters.distinct_id || ctx.personFilter !== null;
+  return { where, conditions, person, byPerson };
 }
 
-export async function relationFor(ctx: ListContext, person: boolean, from: number | null, to: number | null): Promise<string> {
-  const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) });
+export async function relationFor(ctx: ListContext, person: boolean, from: number | null, to: number | null, byPerson = false): Promise<string> {
+  const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) }, { byPerson });
   return asEvents(person ? withPersonProperties(rel.sql, ctx.teamId) : rel.sql);
 }
 
@@ -87,9 +90,9 @@ export function listWindow(req: ListRequest): { bottom: number | null; top: numb
 export async function findKeys(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<EventKey[]> {
   const keys: EventKey[] = [];
   const read = async (from: number | null, to: number) => {
-    const relation = await relationFor(ctx, scope.person, from, to);
-    const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, need - keys.length), 'properties');
-    for (const r of rows) keys.push({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime() });
+    const relation = await relationFor(ctx, scope.person, from, to, scope.byPerson);
+    const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, need - keys.length, scope.byPerson), 'properties');
+    for (const r of rows) keys.push({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime(), ...(scope.byPerson ? { distinctId: String(r.distinct_id) } : {}) });
   };
   if (order === 'ASC') {
     await read(window.bottom, window.top);
@@ -107,7 +110,24 @@ export async function findKeys(ctx: ListContext, scope: Scope, order: Order, win
   return keys;
 }
 
-/** Phase 2: the rows of the page's keys, in the keys' order. */
+/**
+ * A person's list reads whole rows in one statement over the window, unsliced: storage's person
+ * copies hold their rows of a day in one or two row groups, the groups the keys would be read
+ * from anyway, so a second pass for the rows would only decompress them again (measured on 10M
+ * bench events: 51-56 ms, against 29-41 ms for the keys plus 33-62 ms for the rows). Deep pages
+ * (offsets beyond PERSON_ONE_PHASE_ROWS) read their keys first, as other lists do.
+ */
+const PERSON_ONE_PHASE_ROWS = 1_000;
+
+async function personRows(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<Row[]> {
+  const relation = await relationFor(ctx, scope.person, window.bottom, window.top, true);
+  return ctx.runner.rows(pageRowsStatement(relation, ctx.teamId, scope.where, order, need), 'properties');
+}
+
+/**
+ * Phase 2: the rows of the page's keys, in the keys' order. Keys of a person's list carry their
+ * distinct ids, and the rows are read from the person copies too.
+ */
 export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Promise<Row[]> {
   if (keys.length === 0) return [];
   let lo = Number.POSITIVE_INFINITY;
@@ -116,7 +136,7 @@ export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Pr
     lo = Math.min(lo, k.ms);
     hi = Math.max(hi, k.ms);
   }
-  const relation = await relationFor(ctx, false, lo, hi + 1);
+  const relation = await relationFor(ctx, false, lo, hi + 1, keys.every((k) => k.distinctId !== undefined));
   const byUuid = new Map<string, Row>();
   for (const row of await ctx.runner.rows(rowsByKeysStatement(relation, ctx.teamId, keys))) {
     if (!byUuid.has(String(row.uuid))) byUuid.set(String(row.uuid), row);
@@ -140,9 +160,19 @@ export async function listEvents(ctx: ListContext, req: ListRequest, requestUrl:
   const count = countListing(ctx, scope, req);
   count.catch(() => undefined);
   const cursor = req.cursor ? afterKey(req.cursor, req.order) : null;
-  const keys = await findKeys(ctx, { ...scope, where: allOf(scope.where, cursor) }, req.order, listWindow(req), req.offset + limit + 1);
+  const pageScope = { ...scope, where: allOf(scope.where, cursor) };
+  const need = req.offset + limit + 1;
+  let keys: EventKey[];
+  let rows: Row[];
+  if (scope.byPerson && need <= PERSON_ONE_PHASE_ROWS) {
+    const all = await personRows(ctx, pageScope, req.order, listWindow(req), need);
+    keys = all.map((r) => ({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime() }));
+    rows = all.slice(req.offset, req.offset + limit);
+  } else {
+    keys = await findKeys(ctx, pageScope, req.order, listWindow(req), need);
+    rows = await fetchRows(ctx, keys.slice(req.offset, req.offset + limit));
+  }
   const pageKeys = keys.slice(req.offset, req.offset + limit);
-  const rows = await fetchRows(ctx, pageKeys);
   const results = rows.map((row) => toEventObject(row, ctx.personOf(String(row.distinct_id))));
   const last = pageKeys[pageKeys.length - 1];
   const url = new URL(requestUrl);

@@ -46,6 +46,8 @@ export interface EventKey {
   uuid: string;
   /** Epoch ms (storage keeps millisecond timestamps). */
   ms: number;
+  /** Read for a person's list: the fetch then names it, which picks their rows out of a person copy. */
+  distinctId?: string;
 }
 
 export const timestampText = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
@@ -61,23 +63,33 @@ export function distinctIdIn(ids: readonly string[]): SqlFragment {
   return sql`distinct_id IN (${joinSql(ids.map((id) => bind(id)), ', ')})`;
 }
 
-/** Phase 1 of a list page: only the keys, which reads the narrow columns. */
-export function keysStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number): SqlFragment {
-  return assembleEventsQuery({ relation, teamId, filters: where, columns: ['uuid', 'timestamp'], orderBy: listOrder(order), limit });
+/** Phase 1 of a list page: only the keys (and, for a person's list, their distinct ids), which reads the narrow columns. */
+export function keysStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number, withDistinctId = false): SqlFragment {
+  const columns = withDistinctId ? ['uuid', 'timestamp', 'distinct_id'] : ['uuid', 'timestamp'];
+  return assembleEventsQuery({ relation, teamId, filters: where, columns, orderBy: listOrder(order), limit });
 }
 
 export const EVENT_ROW_COLUMNS = ['uuid', 'event', 'distinct_id', 'properties', 'timestamp', 'elements_chain'] as const;
 
+/** A list's first `limit` whole rows in one statement (a person's list; see `personRows`). */
+export function pageRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number): SqlFragment {
+  return assembleEventsQuery({ relation, teamId, filters: where, columns: [...EVENT_ROW_COLUMNS], orderBy: listOrder(order), limit });
+}
+
 /**
  * Phase 2: the full rows of known keys. `timestamp IN (…)` lets DuckDB skip every row group
  * and file that holds none of the keys, so only the properties of the page's rows are read.
+ * When every key names its distinct id, `distinct_id IN (…)` does the same in a person copy,
+ * whose groups each span a day's times but few distinct ids.
  */
 export function rowsByKeysStatement(relation: string, teamId: number, keys: readonly EventKey[]): SqlFragment {
   const times = [...new Set(keys.map((k) => k.ms))];
+  const ids = keys.every((k) => k.distinctId !== undefined) ? [...new Set(keys.map((k) => k.distinctId as string))] : [];
+  const byId = ids.length ? sql` AND ${distinctIdIn(ids)}` : trusted('');
   return sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND timestamp IN (${joinSql(
     times.map(ts),
     ', ',
-  )}) AND uuid IN (${joinSql(keys.map((k) => bind(k.uuid)), ', ')})`;
+  )}) AND uuid IN (${joinSql(keys.map((k) => bind(k.uuid)), ', ')})${byId}`;
 }
 
 export function eventByIdStatement(relation: string, teamId: number, uuid: string): SqlFragment {

@@ -1,7 +1,7 @@
 import type { SqlFragment } from '../../core/query';
 import { AppError, isAppError } from '../../errors';
 import type { Row } from '../../storage/db';
-import type { EventStore, EventsRelation, TimeRange } from '../../storage/events';
+import type { EventStore, EventsRelation, RelationOptions, TimeRange } from '../../storage/events';
 
 /**
  * How the events API runs its statements on the event store: every statement under the time
@@ -17,8 +17,8 @@ export interface QueryRunnerOptions {
 export class QueryRunner {
   constructor(private readonly options: QueryRunnerOptions) {}
 
-  relation(teamId: number, range?: TimeRange): Promise<EventsRelation> {
-    return this.options.store().eventsRelation(teamId, range);
+  relation(teamId: number, range?: TimeRange, options?: RelationOptions): Promise<EventsRelation> {
+    return this.options.store().eventsRelation(teamId, range, options);
   }
 
   /** The team's rows in `range` as a relation already newest first, or null (see EventStore.newestFirstRelation). */

@@ -4,6 +4,7 @@ import type { Database } from '../db';
 import { compactHot, mergeFiles, pickMerge } from './compaction';
 import { oldestUuidGen } from './recent-uuids';
 import { deleteTeamFiles, indexPropertyKeys, parquetRoot, type ParquetFile } from './parquet';
+import { deleteTeamCopies, dueCopies, personCopyRoot, writePersonCopy } from './person-copies';
 import type { Counters, Settings } from './settings';
 import type { Tiers } from './tiers';
 
@@ -14,7 +15,8 @@ import type { Tiers } from './tiers';
  * change may still name them), and DuckDB checkpoints, which the store runs itself (DuckDB's
  * automatic ones stall whatever statement crosses the threshold). When nothing else is due, it
  * lists the property keys of files not yet indexed (a bounded batch at a time, spaced out), which
- * CSV exports then take instead of reading every row's JSON for their header.
+ * CSV exports then take instead of reading every row's JSON for their header, and writes the
+ * person-clustered copy of one settled team-day at a time (`person-copies.ts`).
  */
 /** Property-key indexing: rows read per batch, and the pause after one (it yields to the rest). */
 const INDEX_BATCH_ROWS = 300_000;
@@ -24,7 +26,8 @@ export class Maintenance {
   private chain: Promise<unknown> = Promise.resolve();
   private busy = false;
   private purges: Array<{ seg: number; at: number }> = [];
-  private retired: Array<{ files: readonly ParquetFile[]; at: number }> = [];
+  /** Files no longer registered (absolute paths), deleted once the grace period has passed. */
+  private retired: Array<{ paths: readonly string[]; at: number }> = [];
   private lastWalCheck = 0;
   private lastIndex = 0;
   private readonly root: string;
@@ -71,15 +74,18 @@ export class Maintenance {
     const merge = this.s.autoCompact ? pickMerge(this.tiers.snapshot.files, this.s.merge, now) : null;
     // Small loads land in DuckDB's own WAL: look at its size now and then.
     const walCheck = now - this.lastWalCheck >= 5_000;
-    const index =
-      !compactDue && !merge && !this.saturated() && !this.backlog() && now - this.lastIndex >= INDEX_SPACING_MS ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
-    if (!compactDue && !purgeDue && !merge && !walCheck && index.length === 0) return;
+    const idle = !compactDue && !merge && !this.saturated() && !this.backlog() && now - this.lastIndex >= INDEX_SPACING_MS;
+    const index = idle ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
+    // One copy at a time, when nothing else is due (a day's sort and write takes seconds).
+    const copy = idle && index.length === 0 ? (dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, this.s.personCopies, now)[0] ?? null) : null;
+    if (!compactDue && !purgeDue && !merge && !walCheck && index.length === 0 && !copy) return;
     this.lastWalCheck = now;
     this.busy = true;
     void this.exclusive(async () => {
       if (compactDue) await this.compactHot();
       if (merge) await this.merge(merge);
       if (index.length) await this.indexKeys(index);
+      if (copy) await this.copyDays(this.s.personCopies.minAgeMs, 1);
       const purged = await this.purgeDue();
       await this.checkpoint(purged);
     })
@@ -104,12 +110,36 @@ export class Maintenance {
     });
   }
 
+  /** Write every person copy due now, the settle age aside (the days must still have ended). Returns how many. */
+  buildPersonCopies(): Promise<number> {
+    return this.exclusive(() => this.copyDays(0, Number.POSITIVE_INFINITY));
+  }
+
   deleteTeam(teamId: number): Promise<void> {
     return this.exclusive(async () => {
       await this.db.run('DELETE FROM events_hot WHERE team_id = ?', [teamId]);
+      await deleteTeamCopies(this.db, this.s.dataDir, teamId);
       await deleteTeamFiles(this.db, this.s.dataDir, teamId, this.tiers.snapshot.files);
       this.tiers.dropTeam(teamId);
     });
+  }
+
+  /** Write up to `max` due copies (settled for `minAgeMs`), newest day first; the copies they replace retire. */
+  private async copyDays(minAgeMs: number, max: number): Promise<number> {
+    let written = 0;
+    const copyRoot = personCopyRoot(this.s.dataDir);
+    while (written < max) {
+      this.lastIndex = Date.now(); // copies are spaced out like indexing batches
+      const [job] = dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, { ...this.s.personCopies, minAgeMs }, Date.now());
+      if (!job) break;
+      const copy = await writePersonCopy(this.db, this.root, this.s.dataDir, job);
+      this.tiers.setPersonCopy(copy);
+      if (job.replaces) this.retired.push({ paths: [join(copyRoot, job.replaces.path)], at: Date.now() + this.s.purgeGraceMs });
+      this.counters.personCopies++;
+      written++;
+    }
+    this.lastIndex = Date.now();
+    return written;
   }
 
   private async compactHot(): Promise<void> {
@@ -126,7 +156,7 @@ export class Maintenance {
     const uuidGen = oldestUuidGen(files);
     const merged = (await mergeFiles(this.db, this.root, files, `m${Date.now()}`)).map((f) => ({ ...f, uuidGen }));
     this.tiers.replaceFiles(files, merged);
-    this.retired.push({ files, at: Date.now() + this.s.purgeGraceMs });
+    this.retired.push({ paths: files.map((f) => join(this.root, f.path)), at: Date.now() + this.s.purgeGraceMs });
     this.counters.merges++;
   }
 
@@ -143,7 +173,7 @@ export class Maintenance {
   private async purgeDue(): Promise<boolean> {
     const now = Date.now();
     for (const r of this.retired.filter((x) => x.at <= now)) {
-      for (const f of r.files) await rm(join(this.root, f.path), { force: true });
+      for (const path of r.paths) await rm(path, { force: true });
     }
     this.retired = this.retired.filter((x) => x.at > now);
     const due = this.purges.filter((p) => p.at <= now);

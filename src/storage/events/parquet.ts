@@ -107,7 +107,11 @@ const ZSTD_LEVEL = 1;
  * ms, for files ~12% larger; a 200k-row write alone took ~25% longer, yet the store bench's
  * sustained ingestion (writes alongside everything else) stayed at 129k rows/s (measured here).
  */
-const DICTIONARY_OPTIONS = `DICTIONARY_SIZE_LIMIT ${2 * ROW_GROUP_ROWS}, STRING_DICTIONARY_PAGE_SIZE_LIMIT ${256 * 1024}`;
+const dictionaryOptions = (rowGroupRows: number) => `DICTIONARY_SIZE_LIMIT ${2 * rowGroupRows}, STRING_DICTIONARY_PAGE_SIZE_LIMIT ${256 * 1024}`;
+
+/** COPY options of every events Parquet file (the primary files and the person copies). */
+export const PARQUET_WRITE_OPTIONS = (rowGroupRows = ROW_GROUP_ROWS): string =>
+  `COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE ${rowGroupRows}, ${dictionaryOptions(rowGroupRows)}`;
 
 /*
  * `properties` is written as plain text, not with Parquet's JSON logical type: DuckDB reads a
@@ -135,7 +139,7 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
   await mkdir(root, { recursive: true });
   try {
     await c.run(
-      `COPY (SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, ${DICTIONARY_OPTIONS}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
+      `COPY (SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
     );
     let written: Array<{ filename: string; rows: bigint; lo: bigint; hi: bigint }> = [];
     try {

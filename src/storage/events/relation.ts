@@ -4,6 +4,7 @@ import { EVENT_COLUMNS } from '../../core/events/columns';
 import { AppError } from '../../errors';
 import type { Database, Row, SqlParam } from '../db';
 import type { ParquetFile } from './parquet';
+import { coverWithCopies, type PersonCopy } from './person-copies';
 import { sqlString } from './wal-format';
 
 export interface EventsRelation {
@@ -72,6 +73,8 @@ export function buildEventsRelation(
   snapshot: { compactedSegment: number; files: readonly ParquetFile[] },
   parquetRoot: string,
   range: TimeRange = {},
+  /** For a person's events: copies to read in place of the files they cover (`sql` only; see person-copies.ts). */
+  byPerson?: { copies: readonly PersonCopy[]; root: string },
 ): EventsRelation {
   if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
   const conds: string[] = [];
@@ -97,7 +100,7 @@ export function buildEventsRelation(
     return `(${branches.join(' UNION ALL ')})`;
   };
   return {
-    sql: union([...paths.keys()], true, ''),
+    sql: union(byPerson ? personPaths(teamId, snapshot.files, files, byPerson, parquetRoot, lo, hi) : [...paths.keys()], true, ''),
     params: [],
     files: files.map((f) => ({ id: join(parquetRoot, f.path), rows: f.rows, minTs: f.minTs, maxTs: f.maxTs, ...(f.propertyKeys ? { propertyKeys: f.propertyKeys } : {}) })),
     parts: (fileIds, withHot) => union(fileIds.filter((id) => paths.has(id)), withHot, ', filename AS _file'),
@@ -106,6 +109,29 @@ export function buildEventsRelation(
       return paths.size > 0 ? `(${sealed([...paths.keys()], '')})` : `(${hot('')} AND false)`;
     },
   };
+}
+
+/**
+ * The paths a person's list reads: the copies whose sources are all registered (checked against
+ * every file of the team, so a day the range only partly covers still uses its copy) and in
+ * range, and the files in range they do not cover; newest first, as the files are.
+ */
+function personPaths(
+  teamId: number,
+  all: readonly ParquetFile[],
+  inRange: readonly ParquetFile[],
+  byPerson: { copies: readonly PersonCopy[]; root: string },
+  parquetRoot: string,
+  lo: number,
+  hi: number,
+): string[] {
+  const cover = coverWithCopies(all.filter((f) => f.teamId === teamId), byPerson.copies.filter((c) => c.teamId === teamId));
+  const covered = new Set(cover.copies.flatMap((c) => c.sources));
+  const parts = [
+    ...inRange.filter((f) => !covered.has(f.path)).map((f) => ({ path: join(parquetRoot, f.path), maxTs: f.maxTs })),
+    ...cover.copies.filter((c) => c.maxTs >= lo && c.minTs < hi).map((c) => ({ path: join(byPerson.root, c.path), maxTs: c.maxTs })),
+  ];
+  return parts.sort((a, b) => b.maxTs - a.maxTs).map((p) => p.path);
 }
 
 /**

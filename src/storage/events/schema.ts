@@ -17,6 +17,9 @@ import type { Migration } from '../migrations';
  *   entries are made in the background (off the write path) and removed with the file's manifest
  *   row. A file without an entry is simply read (a CSV export's header pass scans it), so a
  *   missing or lost entry costs time, never a wrong answer.
+ * - `event_person_files`: person-clustered copies of settled team-days (`person-copies.ts`), each
+ *   with the primary files whose rows it holds (`sources`). At most one per team-day; a copy
+ *   whose sources are not all registered is simply not read.
  */
 export const eventMigrations: Migration[] = [
   {
@@ -62,5 +65,22 @@ export const eventMigrations: Migration[] = [
     version: 201,
     name: 'event store: property keys per parquet file',
     statements: [`CREATE TABLE event_file_property_keys (path VARCHAR PRIMARY KEY, keys VARCHAR[] NOT NULL)`],
+  },
+  {
+    version: 202,
+    name: 'event store: person-clustered copies of settled days',
+    statements: [
+      `CREATE TABLE event_person_files (
+        path VARCHAR PRIMARY KEY,
+        team_id INTEGER NOT NULL,
+        day DATE NOT NULL,
+        min_ts TIMESTAMP NOT NULL,
+        max_ts TIMESTAMP NOT NULL,
+        rows BIGINT NOT NULL,
+        bytes BIGINT NOT NULL,
+        created_at TIMESTAMP NOT NULL,
+        sources VARCHAR[] NOT NULL
+      )`,
+    ],
   },
 ];

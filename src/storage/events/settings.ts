@@ -1,4 +1,5 @@
 import type { MergePolicy } from './compaction';
+import type { PersonCopyPolicy } from './person-copies';
 import type { EventStoreLogger, EventStoreOptions } from './types';
 
 export const MiB = 1024 * 1024;
@@ -31,6 +32,7 @@ export interface Settings {
   dedupeWindowMs: number;
   dedupeWindowRows: number;
   merge: MergePolicy;
+  personCopies: PersonCopyPolicy;
   log: EventStoreLogger;
   hooks: NonNullable<EventStoreOptions['hooks']>;
 }
@@ -69,6 +71,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
       minAgeMs: o.mergeMinAgeMs ?? 60_000,
       maxFileRows: o.mergeMaxFileRows ?? 1_000_000,
     },
+    personCopies: { enabled: o.personCopies ?? true, minAgeMs: o.personCopyMinAgeMs ?? 10 * 60_000 },
     log: o.logger ?? silentLogger,
     hooks: o.hooks ?? {},
   };
@@ -88,6 +91,7 @@ export function newCounters() {
     lastFlushError: null as string | null,
     compactions: 0,
     merges: 0,
+    personCopies: 0,
     checkpoints: 0,
     deadLetters: 0,
   };

@@ -9,13 +9,14 @@ import { listDeadLetters, readDeadLetterPayload, removeDeadLetter } from './dead
 import { SegmentLoader, type IntakeMemo } from './loader';
 import { Maintenance } from './maintenance';
 import { loadManifest, parquetRoot, removeOrphans } from './parquet';
+import { loadPersonCopies, personCopyRoot, removeOrphanCopies } from './person-copies';
 import { ANY_TEAM, recoverWal } from './recovery';
 import { buildEventsRelation, streamQuery, type EventsRelation, type StreamOptions, type TimeRange } from './relation';
 import { eventMigrations } from './schema';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { ScratchPool } from './scratch';
 import { Tiers } from './tiers';
-import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, ReplayResult } from './types';
+import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, RelationOptions, ReplayResult } from './types';
 import { encodeFrame, frameLines, intakeParts, scanFrames } from './wal-format';
 import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
@@ -60,9 +61,12 @@ export async function createEventStore(db: Database, options: EventStoreOptions)
     'SELECT applied_segment, compacted_segment, purged_segment FROM event_store_state WHERE id = 1',
   );
   const files = await loadManifest(db);
-  const orphans = await removeOrphans(s.dataDir, files);
+  const copies = await loadPersonCopies(db);
+  const orphans = (await removeOrphans(s.dataDir, files)) + (await removeOrphanCopies(s.dataDir, copies));
   const recovered = await recoverWal(s.dataDir, join(s.dataDir, 'events', 'wal'), state.applied_segment);
-  const store = new DuckDbEventStore(db, s, new Tiers({ compactedSegment: state.compacted_segment, files }), state.applied_segment, recovered.nextId);
+  const tiers = new Tiers({ compactedSegment: state.compacted_segment, files });
+  tiers.personCopies = copies;
+  const store = new DuckDbEventStore(db, s, tiers, state.applied_segment, recovered.nextId);
   const [hot] = await db.query<{ n: number }>(`SELECT count(*) AS n FROM events_hot WHERE _seg > ${state.compacted_segment}`);
   await store.start({
     hotRows: hot.n,
@@ -451,10 +455,15 @@ class DuckDbEventStore implements EventStore {
     await this.loader.waitFor(target, this.s.visibilityTimeoutMs);
   }
 
-  async eventsRelation(teamId: number, range?: TimeRange): Promise<EventsRelation> {
+  async eventsRelation(teamId: number, range?: TimeRange, options: RelationOptions = {}): Promise<EventsRelation> {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
     await this.sync(teamId);
-    return buildEventsRelation(teamId, this.tiers.snapshot, this.root, range);
+    const byPerson = options.byPerson ? { copies: this.tiers.personCopies, root: personCopyRoot(this.s.dataDir) } : undefined;
+    return buildEventsRelation(teamId, this.tiers.snapshot, this.root, range, byPerson);
+  }
+
+  buildPersonCopies(): Promise<number> {
+    return this.upkeep.buildPersonCopies();
   }
 
   async newestFirstRelation(teamId: number, range: TimeRange): Promise<string | null> {

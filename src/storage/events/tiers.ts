@@ -1,4 +1,5 @@
 import type { ParquetFile } from './parquet';
+import type { PersonCopy } from './person-copies';
 
 /**
  * Where loaded rows live, as the read path sees it: the Parquet manifest and the segment
@@ -13,6 +14,11 @@ export interface TierSnapshot {
 
 export class Tiers {
   snapshot: TierSnapshot;
+  /**
+   * Person-clustered copies (replaced as a whole). Kept apart from the snapshot: only person
+   * lists read them, each only while all its sources are in the snapshot they read.
+   */
+  personCopies: readonly PersonCopy[] = [];
   /** Rows loaded into the hot table per segment watermark, not yet compacted. */
   hot: Array<{ seg: number; rows: number; at: number }> = [];
   /**
@@ -58,6 +64,12 @@ export class Tiers {
 
   dropTeam(teamId: number): void {
     this.snapshot = { ...this.snapshot, files: this.snapshot.files.filter((f) => f.teamId !== teamId) };
+    this.personCopies = this.personCopies.filter((c) => c.teamId !== teamId);
+  }
+
+  /** A team-day's copy, replacing its previous one. */
+  setPersonCopy(copy: PersonCopy): void {
+    this.personCopies = [...this.personCopies.filter((c) => c.teamId !== copy.teamId || c.day !== copy.day), copy];
   }
 
   /** Hot rows up to `seg` were deleted. */

@@ -72,6 +72,10 @@ export interface EventStoreOptions {
   mergeMinAgeMs?: number;
   /** ...and each smaller than this (default 1,000,000 rows). */
   mergeMaxFileRows?: number;
+  /** Person-clustered copies of settled days, read by person lists (default true; see person-copies.ts)... */
+  personCopies?: boolean;
+  /** ...written once a day ended and its files are unchanged for this long (default 10 min). */
+  personCopyMinAgeMs?: number;
   /** Compact once this many rows are hot (default 1,000,000)... */
   compactMinRows?: number;
   /** ...or once the oldest hot row is this old (default 10 min). */
@@ -125,10 +129,20 @@ export interface EventStoreStats {
   parquetRows: number;
   compactions: number;
   merges: number;
+  /** Person-clustered copies written (person-copies.ts). */
+  personCopies: number;
   checkpoints: number;
   deadLetters: number;
   appliedSegment: number;
   compactedSegment: number;
+}
+
+export interface RelationOptions {
+  /**
+   * The statement filters on one person's distinct ids: read person-clustered copies where they
+   * cover the range (the relation's `sql` only; the same rows either way).
+   */
+  byPerson?: boolean;
 }
 
 export interface ReplayResult {
@@ -158,7 +172,9 @@ export interface EventStore {
   compact(): Promise<void>;
   checkpoint(): Promise<void>;
   /** One team's events (buffered rows are loaded first) as `FROM <sql> AS events`, exposing EVENT_COLUMNS. */
-  eventsRelation(teamId: number, range?: TimeRange): Promise<EventsRelation>;
+  eventsRelation(teamId: number, range?: TimeRange, options?: RelationOptions): Promise<EventsRelation>;
+  /** Write every person-clustered copy due now, without waiting for the days to settle (the background does it later otherwise). Returns how many. */
+  buildPersonCopies(): Promise<number>;
   /**
    * The same rows as `FROM <sql> AS events` whose own order is newest first, so a statement that
    * keeps DuckDB's insertion order (a scan with WHERE and SELECT, no join or aggregate) needs no
