@@ -10,6 +10,7 @@ import { ingest } from './ingest';
 export const CAPTURE_PATHS = ['/capture', '/batch', '/e', '/i/v0/e', '/track', '/engage'] as const;
 
 const OK_BODY = '{"status":1}';
+const JSON_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' };
 /** Read only (decoding never changes the query it is given). */
 const NO_QUERY = new URLSearchParams();
 
@@ -34,7 +35,8 @@ export const captureModule = (deps: Deps) => {
       ip: clientIp(request.headers, () => server?.requestIP(request)?.address ?? null),
       engage: path === '/engage',
     });
-    return new Response(OK_BODY, { status: 200, headers: { 'content-type': 'application/json', ...corsHeaders(request) } });
+    // Server SDKs send no Origin: their answer's headers are one shared object.
+    return new Response(OK_BODY, { status: 200, headers: request.headers.has('origin') ? { ...JSON_HEADERS, ...corsHeaders(request) } : JSON_HEADERS });
   };
 
   let app: AnyElysia = new Elysia({ name: 'capture', detail: { tags: ['capture'] } });

@@ -125,6 +125,27 @@ describe('intake frames', () => {
     ]);
   });
 
+  test('the header is fixed-width: length, CRC (hex) and events, zero-padded', () => {
+    const frame = encodeIntakeFrame(ctx, texts[1], 12_345);
+    const payload = frame.subarray(35);
+    const header = `\x1dI1 ${String(payload.length).padStart(10, '0')} ${Bun.hash.crc32(payload).toString(16).padStart(8, '0')} 0000012345\n`;
+    expect(frame.subarray(0, 35).toString('latin1')).toBe(header);
+    // A CRC with leading zero digits keeps its width.
+    const low = Array.from({ length: 5000 }, (_, i) => encodeIntakeFrame(ctx, `{"n":${i}}`, 1)).find((f) => Bun.hash.crc32(f.subarray(35)) < 0x10000000)!;
+    expect(low.subarray(15, 23).toString('latin1')).toBe(Bun.hash.crc32(low.subarray(35)).toString(16).padStart(8, '0'));
+  });
+
+  test('frames go into the scratch buffer when it is large enough, else into one of their own', () => {
+    const scratch = Buffer.alloc(4096, 0x78);
+    const parts = [intakeParts(ctx, texts[0], 1), intakeParts(ctx, texts[1], 1)];
+    const [into] = encodeIntakeFrames(parts, scratch);
+    expect(into.buffer).toBe(scratch.buffer);
+    expect(into).toEqual(Buffer.concat(encodeIntakeFrames(parts)));
+    const [own] = encodeIntakeFrames(parts, Buffer.alloc(64));
+    expect(own.buffer).not.toBe(scratch.buffer);
+    expect(own).toEqual(into);
+  });
+
   test('a torn intake frame is damaged, the ones before it kept', () => {
     const one = encodeIntakeFrame(ctx, texts[0], 1);
     const two = encodeIntakeFrame(ctx, texts[1], 1);
