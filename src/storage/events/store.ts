@@ -458,7 +458,8 @@ class DuckDbEventStore implements EventStore {
   async eventsRelation(teamId: number, range?: TimeRange, options: RelationOptions = {}): Promise<EventsRelation> {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
     await this.sync(teamId);
-    const byPerson = options.byPerson ? { copies: this.tiers.personCopies, root: personCopyRoot(this.s.dataDir) } : undefined;
+    // Switched off, copies written before are left unread (and no longer kept up to date).
+    const byPerson = options.byPerson && this.s.personCopies.enabled ? { copies: this.tiers.personCopies, root: personCopyRoot(this.s.dataDir) } : undefined;
     return buildEventsRelation(teamId, this.tiers.snapshot, this.root, range, byPerson);
   }
 

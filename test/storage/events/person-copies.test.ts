@@ -180,9 +180,17 @@ describe('person copies in the store', () => {
     expect((await personRows(h, 'p1', true)).uuids).toEqual([]);
   });
 
-  test('switched off, no copy is written', async () => {
-    h = await openHarness({ personCopies: false });
+  test('switched off, no copy is written, and copies written before are not read', async () => {
+    h = await openHarness();
     await h.store.append(rowsOf(0, 60));
+    await h.store.compact();
+    expect(await h.store.buildPersonCopies()).toBe(2);
+    expect((await personRows(h, 'p1', true)).sql).toContain('by-person');
+    await h.reopen({ personCopies: false });
+    const off = await personRows(h, 'p1', true);
+    expect(off.sql).not.toContain('by-person');
+    expect(off.uuids).toEqual((await personRows(h, 'p1', false)).uuids);
+    await h.store.append(rowsOf(100, 60).map((r) => ({ ...r, timestamp: r.timestamp + 5 * DAY })));
     await h.store.compact();
     expect(await h.store.buildPersonCopies()).toBe(0);
   });
