@@ -67,11 +67,15 @@ export async function loadManifest(db: Database): Promise<ParquetFile[]> {
 export async function removeOrphans(dataDir: string, manifest: readonly ParquetFile[]): Promise<number> {
   const root = parquetRoot(dataDir);
   await mkdir(root, { recursive: true });
-  const known = new Set(manifest.map((f) => f.path));
-  let removed = 0;
   for (const name of await readdir(root)) {
     if (name.startsWith(TMP_PREFIX)) await rm(join(root, name), { recursive: true, force: true });
   }
+  return removeUnknownFiles(root, new Set(manifest.map((f) => f.path)));
+}
+
+/** Delete every file under `root` whose path (relative to it) is not in `known`; returns how many. */
+export async function removeUnknownFiles(root: string, known: ReadonlySet<string>): Promise<number> {
+  let removed = 0;
   for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
     const rel = relative(root, join(entry.parentPath, entry.name));

@@ -1,9 +1,9 @@
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../core/events/columns';
 import type { Database } from '../db';
 import { syncDir } from './fs-sync';
-import { fileList, PARQUET_WRITE_OPTIONS, type ParquetFile } from './parquet';
+import { fileList, PARQUET_WRITE_OPTIONS, removeUnknownFiles, type ParquetFile } from './parquet';
 import { sqlString } from './wal-format';
 
 /**
@@ -61,17 +61,7 @@ export async function loadPersonCopies(db: Database): Promise<PersonCopy[]> {
 export async function removeOrphanCopies(dataDir: string, copies: readonly PersonCopy[]): Promise<number> {
   const root = personCopyRoot(dataDir);
   await mkdir(root, { recursive: true });
-  const known = new Set(copies.map((c) => c.path));
-  let removed = 0;
-  for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const rel = relative(root, join(entry.parentPath, entry.name));
-    if (!known.has(rel)) {
-      await rm(join(root, rel), { force: true });
-      removed++;
-    }
-  }
-  return removed;
+  return removeUnknownFiles(root, new Set(copies.map((c) => c.path)));
 }
 
 const DAY_MS = 86_400_000;
