@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { byKey, eventObject, openEventsFixture, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
+import { byKey, eventObject, openEventsFixture, recordStatements, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
 import { uuidv7 } from '../../src/ids';
 
 let f: EventsFixture;
@@ -189,13 +189,7 @@ describe('exports from time-ordered Parquet files (no sort; CSV person columns s
       const sorted = await Promise.all(queries.map(csv)); // hot rows: DuckDB sorts and joins
       const sortedJson = await csv({ format: 'json' });
       await g.t.deps.storage.events.compact();
-      const store = g.t.deps.storage.events;
-      const statements: string[] = [];
-      const original = store.streamQuery.bind(store);
-      store.streamQuery = (sql, params, options) => {
-        statements.push(sql);
-        return original(sql, params, options);
-      };
+      const { statements, restore } = recordStatements(g);
       const spliced = await Promise.all(queries.map(csv));
       // Every slice was written by a plain scan: no sort, no person join.
       const copies = statements.filter((s) => s.startsWith('COPY'));
@@ -208,7 +202,7 @@ describe('exports from time-ordered Parquet files (no sort; CSV person columns s
       const reads = statements.filter((s) => s.startsWith('SELECT uuid, event, distinct_id, properties'));
       expect(reads.length).toBeGreaterThan(0);
       for (const s of reads) expect(s).not.toMatch(/ORDER BY|JOIN/);
-      store.streamQuery = original;
+      restore();
       const [header, ...rows] = parseCsv(spliced[0] as string);
       const col = (name: string) => (header as string[]).indexOf(name);
       const dora = rows.find((r) => r[col('event')] === 'x') as string[];

@@ -137,3 +137,35 @@ export const relative = (link: string) => {
   const url = new URL(link);
   return `${url.pathname}${url.search}`;
 };
+
+export interface ListPage {
+  count: number;
+  next: string | null;
+  previous: string | null;
+  results: Array<{ id: string }>;
+}
+
+/** Every page of a listing, following `next` links (each answered 200), at most `maxPages`. */
+export async function allPages(f: EventsFixture, query: Record<string, string>, maxPages = 100): Promise<ListPage[]> {
+  const pages: ListPage[] = [];
+  let res = await f.list(query);
+  for (let i = 0; i < maxPages; i++) {
+    expect(res.status).toBe(200);
+    pages.push(res.body);
+    if (!res.body.next) break;
+    res = await f.t.json('GET', relative(res.body.next));
+  }
+  return pages;
+}
+
+/** Record the SQL of every statement the events API streams from the store until `restore()`. */
+export function recordStatements(f: EventsFixture): { statements: string[]; restore(): void } {
+  const store = f.t.deps.storage.events;
+  const statements: string[] = [];
+  const original = store.streamQuery.bind(store);
+  store.streamQuery = (sql, params, options) => {
+    statements.push(sql);
+    return original(sql, params, options);
+  };
+  return { statements, restore: () => void (store.streamQuery = original) };
+}

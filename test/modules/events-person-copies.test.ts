@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { uuidv7 } from '../../src/ids';
-import { openEventsFixture, relative, type EventsFixture } from './events-fixture';
+import { allPages, openEventsFixture, recordStatements } from './events-fixture';
 
 /**
  * A person's list (`distinct_id`, `person_id`) reads storage's person-clustered copies of
@@ -10,36 +10,12 @@ import { openEventsFixture, relative, type EventsFixture } from './events-fixtur
 const DAY = 86_400_000;
 const BASE = Date.parse('2024-01-06T00:00:00Z');
 
-/** Every page of a listing, following `next` links. */
-async function allPages(f: EventsFixture, query: Record<string, string>) {
-  const pages: unknown[] = [];
-  let res = await f.list(query);
-  for (let i = 0; i < 100; i++) {
-    expect(res.status).toBe(200);
-    pages.push(res.body);
-    if (!res.body.next) break;
-    res = await f.t.json('GET', relative(res.body.next));
-  }
-  return pages;
-}
-
 /** Events of dora, eli and fay over three days, interleaved. */
 const events = (count: number, people = ['dora', 'eli', 'fay']) =>
   Array.from({ length: count }, (_, i) => {
     const ms = BASE + ((i * 7_919_000) % (3 * DAY)) + (i % 1000);
     return { event: i % 4 ? '$pageview' : 'signed_up', distinct_id: people[i % people.length]!, timestamp: new Date(ms), uuid: uuidv7(ms), properties: { i, plan: i % 2 ? 'pro' : 'free' } };
   });
-
-function recordStatements(f: EventsFixture) {
-  const store = f.t.deps.storage.events;
-  const statements: string[] = [];
-  const original = store.streamQuery.bind(store);
-  store.streamQuery = (sql, params, options) => {
-    statements.push(sql);
-    return original(sql, params, options);
-  };
-  return { statements, restore: () => (store.streamQuery = original) };
-}
 
 describe('person lists from person copies', () => {
   test('the same pages, links and counts from hot rows, from time-ordered files and from person copies', async () => {

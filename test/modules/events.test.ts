@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { uuidv7 } from '../../src/ids';
 import { errorOf, NOT_AUTHENTICATED, NOT_FOUND } from '../helpers/test-app';
-import { A_EVENTS, byKey, eventObject, NOW, openEventsFixture, relative, VISIBLE, type EventsFixture } from './events-fixture';
+import { A_EVENTS, allPages, byKey, eventObject, NOW, openEventsFixture, relative, VISIBLE, type EventsFixture } from './events-fixture';
 
 let f: EventsFixture;
 beforeAll(async () => {
@@ -159,17 +159,7 @@ describe('GET /api/projects/:id/events/', () => {
 });
 
 describe('pagination', () => {
-  const follow = async (first: Record<string, string>) => {
-    const pages: Array<{ count: number; next: string | null; previous: string | null; results: Array<{ id: string }> }> = [];
-    let res = await f.list(first);
-    for (let i = 0; i < 20; i++) {
-      expect(res.status).toBe(200);
-      pages.push(res.body);
-      if (!res.body.next) break;
-      res = await f.t.json('GET', relative(res.body.next));
-    }
-    return pages;
-  };
+  const follow = (first: Record<string, string>) => allPages(f, first, 20);
 
   test('next keeps the filters, freezes before and carries a keyset cursor', async () => {
     const { body } = await f.list({ limit: '2', distinct_id: 'bob' });
@@ -213,13 +203,7 @@ describe('pagination', () => {
       const same = new Date(NOW.getTime() - 60_000);
       const tied = Array.from({ length: 5 }, (_, i) => ({ event: 'tied', distinct_id: `t${i}`, timestamp: same, properties: {}, uuid: uuidv7(same.getTime()) }));
       await g.ingest(g.t.account.project.apiToken, tied);
-      const ids: string[] = [];
-      let res = await g.list({ event: 'tied', limit: '2' });
-      for (let i = 0; i < 5 && res.body; i++) {
-        ids.push(...res.body.results.map((r: { id: string }) => r.id));
-        if (!res.body.next) break;
-        res = await g.t.json('GET', relative(res.body.next));
-      }
+      const ids = (await allPages(g, { event: 'tied', limit: '2' }, 5)).flatMap((p) => p.results.map((r) => r.id));
       expect(ids).toEqual(tied.map((e) => e.uuid).sort().reverse());
     } finally {
       await g.close();

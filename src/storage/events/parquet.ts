@@ -43,24 +43,39 @@ const TMP_PREFIX = '.tmp-';
 const PARTITION_RE = /team_id=(\d+)[/\\]_day=(\d{4}-\d{2}-\d{2})[/\\][^/\\]+\.parquet$/;
 
 
+/** A manifest row as `loadManifest` and `loadPersonCopies` select it (times as epoch ms). */
+export interface ManifestRow {
+  path: string;
+  team_id: number;
+  day: string;
+  min_ts: number;
+  max_ts: number;
+  rows: number;
+  bytes: number;
+  created: number;
+}
+
+/** The columns of a manifest row, from a table with the manifest's layout. */
+export const MANIFEST_COLUMNS = `strftime(day, '%Y-%m-%d') AS day, team_id, epoch_ms(min_ts) AS min_ts, epoch_ms(max_ts) AS max_ts, rows, bytes, epoch_ms(created_at) AS created`;
+
+export const fileOfRow = (r: ManifestRow): ParquetFile => ({
+  path: r.path,
+  teamId: r.team_id,
+  day: r.day,
+  minTs: r.min_ts,
+  maxTs: r.max_ts,
+  rows: r.rows,
+  bytes: r.bytes,
+  createdAt: r.created,
+});
+
 export async function loadManifest(db: Database): Promise<ParquetFile[]> {
   // Sidecar entries of files no longer registered (a crash between the two deletes) go first.
   await db.run('DELETE FROM event_file_property_keys WHERE path NOT IN (SELECT path FROM event_parquet_files)');
-  const rows = await db.query<{ path: string; team_id: number; day: string; min_ts: number; max_ts: number; rows: number; bytes: number; created: number; keys: string[] | null }>(
-    `SELECT f.path, team_id, strftime(day, '%Y-%m-%d') AS day, epoch_ms(min_ts) AS min_ts, epoch_ms(max_ts) AS max_ts, rows, bytes, epoch_ms(created_at) AS created, k.keys ` +
-      `FROM event_parquet_files f LEFT JOIN event_file_property_keys k ON k.path = f.path ORDER BY team_id, min_ts`,
+  const rows = await db.query<ManifestRow & { keys: string[] | null }>(
+    `SELECT f.path, ${MANIFEST_COLUMNS}, k.keys FROM event_parquet_files f LEFT JOIN event_file_property_keys k ON k.path = f.path ORDER BY team_id, min_ts`,
   );
-  return rows.map((r) => ({
-    path: r.path,
-    teamId: r.team_id,
-    day: r.day,
-    minTs: r.min_ts,
-    maxTs: r.max_ts,
-    rows: r.rows,
-    bytes: r.bytes,
-    createdAt: r.created,
-    ...(r.keys ? { propertyKeys: [...r.keys].sort() } : {}),
-  }));
+  return rows.map((r) => ({ ...fileOfRow(r), ...(r.keys ? { propertyKeys: [...r.keys].sort() } : {}) }));
 }
 
 /** Remove temporary directories and files the manifest does not know (crash leftovers). */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../core/events/columns';
 import type { Database } from '../db';
 import { syncDir } from './fs-sync';
-import { fileList, PARQUET_WRITE_OPTIONS, removeUnknownFiles, type ParquetFile } from './parquet';
+import { fileList, fileOfRow, MANIFEST_COLUMNS, PARQUET_WRITE_OPTIONS, removeUnknownFiles, type ManifestRow, type ParquetFile } from './parquet';
 import { sqlString } from './wal-format';
 
 /**
@@ -41,20 +41,8 @@ export interface PersonCopyPolicy {
 }
 
 export async function loadPersonCopies(db: Database): Promise<PersonCopy[]> {
-  const rows = await db.query<{ path: string; team_id: number; day: string; min_ts: number; max_ts: number; rows: number; bytes: number; created: number; sources: string[] }>(
-    `SELECT path, team_id, strftime(day, '%Y-%m-%d') AS day, epoch_ms(min_ts) AS min_ts, epoch_ms(max_ts) AS max_ts, rows, bytes, epoch_ms(created_at) AS created, sources FROM event_person_files ORDER BY team_id, day`,
-  );
-  return rows.map((r) => ({
-    path: r.path,
-    teamId: r.team_id,
-    day: r.day,
-    minTs: r.min_ts,
-    maxTs: r.max_ts,
-    rows: r.rows,
-    bytes: r.bytes,
-    createdAt: r.created,
-    sources: [...r.sources],
-  }));
+  const rows = await db.query<ManifestRow & { sources: string[] }>(`SELECT path, ${MANIFEST_COLUMNS}, sources FROM event_person_files ORDER BY team_id, day`);
+  return rows.map((r) => ({ ...fileOfRow(r), sources: [...r.sources] }));
 }
 
 /** Remove copies the manifest does not know (a crash between write and registration) and temporary files. */
@@ -104,16 +92,13 @@ export function dueCopies(files: readonly ParquetFile[], copies: readonly Person
 const sameSet = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && b.every((x) => a.includes(x));
 
 /**
- * Which copies a relation over `files` may read in place of their sources: those whose every
- * source is among `files` (a copy of files merged away since is stale and skipped). Returns the
- * copies and the files they leave to be read directly.
+ * The copies a relation over `files` may read in place of their sources: those whose every
+ * source is among `files` (a copy of files merged away since is stale and skipped).
  */
-export function coverWithCopies<F extends { path: string }>(files: readonly F[], copies: readonly PersonCopy[]): { copies: PersonCopy[]; rest: F[] } {
-  if (copies.length === 0) return { copies: [], rest: [...files] };
+export function usableCopies(files: ReadonlyArray<{ path: string }>, copies: readonly PersonCopy[]): PersonCopy[] {
+  if (copies.length === 0) return [];
   const present = new Set(files.map((f) => f.path));
-  const used = copies.filter((c) => c.sources.length > 0 && c.sources.every((p) => present.has(p)));
-  const covered = new Set(used.flatMap((c) => c.sources));
-  return { copies: used, rest: files.filter((f) => !covered.has(f.path)) };
+  return copies.filter((c) => c.sources.length > 0 && c.sources.every((p) => present.has(p)));
 }
 
 let copySeq = 0;

@@ -4,7 +4,7 @@ import { EVENT_COLUMNS } from '../../core/events/columns';
 import { AppError } from '../../errors';
 import type { Database, Row, SqlParam } from '../db';
 import type { ParquetFile } from './parquet';
-import { coverWithCopies, type PersonCopy } from './person-copies';
+import { usableCopies, type PersonCopy } from './person-copies';
 import { sqlString } from './wal-format';
 
 export interface EventsRelation {
@@ -125,11 +125,11 @@ function personPaths(
   lo: number,
   hi: number,
 ): string[] {
-  const cover = coverWithCopies(all.filter((f) => f.teamId === teamId), byPerson.copies.filter((c) => c.teamId === teamId));
-  const covered = new Set(cover.copies.flatMap((c) => c.sources));
+  const copies = usableCopies(all.filter((f) => f.teamId === teamId), byPerson.copies.filter((c) => c.teamId === teamId));
+  const covered = new Set(copies.flatMap((c) => c.sources));
   const parts = [
     ...inRange.filter((f) => !covered.has(f.path)).map((f) => ({ path: join(parquetRoot, f.path), maxTs: f.maxTs })),
-    ...cover.copies.filter((c) => c.maxTs >= lo && c.minTs < hi).map((c) => ({ path: join(byPerson.root, c.path), maxTs: c.maxTs })),
+    ...copies.filter((c) => c.maxTs >= lo && c.minTs < hi).map((c) => ({ path: join(byPerson.root, c.path), maxTs: c.maxTs })),
   ];
   return parts.sort((a, b) => b.maxTs - a.maxTs).map((p) => p.path);
 }

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { readdir, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ParquetFile } from '../../../src/storage/events/parquet';
-import { coverWithCopies, dueCopies, type PersonCopy } from '../../../src/storage/events/person-copies';
+import { dueCopies, usableCopies, type PersonCopy } from '../../../src/storage/events/person-copies';
 import { makeEvent, openHarness, type Harness } from './helpers';
 
 let h: Harness | null = null;
@@ -65,14 +65,14 @@ describe('dueCopies', () => {
   });
 });
 
-describe('coverWithCopies', () => {
+describe('usableCopies', () => {
   test('a copy stands in for its sources only while every source is registered', () => {
     const [a, b, c] = ['a', 'b', 'c'].map((p) => file(p, '2024-01-08', 0)) as [ParquetFile, ParquetFile, ParquetFile];
     const ab = copyOf([a, b], 'ab');
-    expect(coverWithCopies([a, b, c], [ab])).toEqual({ copies: [ab], rest: [c] });
+    expect(usableCopies([a, b, c], [ab])).toEqual([ab]);
     // `b` merged away: the copy is stale, every file is read.
-    expect(coverWithCopies([a, c], [ab])).toEqual({ copies: [], rest: [a, c] });
-    expect(coverWithCopies([a, b], [])).toEqual({ copies: [], rest: [a, b] });
+    expect(usableCopies([a, c], [ab])).toEqual([]);
+    expect(usableCopies([a, b], [])).toEqual([]);
   });
 });
 
