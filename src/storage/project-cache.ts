@@ -36,25 +36,45 @@ const READS = new Set<keyof ManagementStore>([
 
 class Expiring<V> {
   private entries = new Map<string, { value: V; until: number }>();
+  /**
+   * Fetches under way, shared by every miss for the same key meanwhile: after a write clears
+   * the cache under capture load, 64 requests in flight would otherwise ask DuckDB 64 times.
+   */
+  private inFlight = new Map<string, Promise<V>>();
   /** Bumped by `clear`: an answer fetched before a write is not remembered after it. */
   private generation = 0;
 
   /** The remembered answer for `key`, else `fetch`'s, remembered for `ttlMs(answer)` (0: not at all). */
-  async through(key: string, fetch: () => Promise<V>, ttlMs: (value: V) => number): Promise<V> {
+  through(key: string, fetch: () => Promise<V>, ttlMs: (value: V) => number): Promise<V> {
     const hit = this.entries.get(key);
-    if (hit && Date.now() < hit.until) return hit.value;
+    if (hit && Date.now() < hit.until) return Promise.resolve(hit.value);
+    const pending = this.inFlight.get(key);
+    if (pending) return pending;
     const generation = this.generation;
-    const value = await fetch();
-    const ttl = ttlMs(value);
-    if (ttl > 0 && generation === this.generation) {
-      if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
-      this.entries.set(key, { value, until: Date.now() + ttl });
-    }
-    return value;
+    const promise = fetch().then(
+      (value) => {
+        if (generation !== this.generation) return value;
+        this.inFlight.delete(key);
+        const ttl = ttlMs(value);
+        if (ttl > 0) {
+          if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+          this.entries.set(key, { value, until: Date.now() + ttl });
+        }
+        return value;
+      },
+      (error: unknown) => {
+        if (generation === this.generation) this.inFlight.delete(key);
+        throw error;
+      },
+    );
+    this.inFlight.set(key, promise);
+    return promise;
   }
 
   clear(): void {
     this.entries.clear();
+    // A fetch begun before the write may read what it changed: later misses fetch anew.
+    this.inFlight.clear();
     this.generation++;
   }
 }

@@ -83,4 +83,31 @@ describe('management cache', () => {
     expect(await inFlight).not.toBeNull(); // that request raced the revoke
     expect(await management.authenticateKey('phx_good')).toBeNull(); // the next one sees it
   });
+
+  test('misses for one token while its read is under way share that read; a write in between starts a new one', async () => {
+    const f = fakeStore();
+    const { management, cache } = createProjectCache(f.store);
+    const burst = await Promise.all(Array.from({ length: 64 }, () => cache.byToken('phc_good')));
+    expect(burst.every((p) => p?.name === 'First')).toBe(true);
+    expect(f.reads.findProjectByToken).toBe(1);
+
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const find = f.store.findProjectByToken.bind(f.store);
+    (f.store as { findProjectByToken: ManagementStore['findProjectByToken'] }).findProjectByToken = async (token) => {
+      const answer = await find(token);
+      await gate;
+      return answer;
+    };
+    await management.updateProject(7, { name: 'Renamed' }); // clears the cache
+    const before = [cache.byToken('phc_good'), cache.byToken('phc_good')];
+    await management.updateProject(7, { name: 'Again' }); // a write while that read is under way
+    const after = cache.byToken('phc_good');
+    release();
+    expect((await Promise.all(before)).map((p) => p?.name)).toEqual(['Renamed', 'Renamed']);
+    expect((await after)?.name).toBe('Again');
+    expect(f.reads.findProjectByToken).toBe(3);
+    expect((await cache.byToken('phc_good'))?.name).toBe('Again'); // the read begun after the write is the one remembered
+    expect(f.reads.findProjectByToken).toBe(3);
+  });
 });
