@@ -1,5 +1,5 @@
 import { syncDir, syncFile } from './fs-sync';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deadLetterDir, writeDeadLetter } from './dead-letters';
 import { scanFrames } from './wal-format';
@@ -67,6 +67,10 @@ export async function recoverWal(dataDir: string, walDir: string, appliedSegment
       syncFile(`${path}.tmp`);
       await rename(`${path}.tmp`, path);
       syncDir(walDir);
+    } else if (scan.zeroTail > 0) {
+      // A segment made ahead, cut short by the crash: its unused zeros go (DuckDB reads row segments as they are).
+      await truncate(path, data.length - scan.zeroTail);
+      syncFile(path);
     }
     const rows = scan.frames.reduce((n, f) => n + f.rows, 0);
     if (rows === 0) {

@@ -262,6 +262,8 @@ export interface FrameScan {
   frames: ScannedFrame[];
   /** Byte ranges that failed their check (a torn tail or corruption), to be dead-lettered. */
   damaged: Array<{ start: number; end: number }>;
+  /** Zero bytes after the last frame: the unused end of a segment file made ahead (`wal.ts`), not damage. */
+  zeroTail: number;
 }
 
 /**
@@ -269,10 +271,13 @@ export interface FrameScan {
  * whose CRC checks, so one bad frame never costs the acknowledged frames after it.
  */
 export function scanFrames(data: Uint8Array): FrameScan {
-  const out: FrameScan = { frames: [], damaged: [] };
+  // No frame ends in a zero byte (row lines end in a newline, bodies are JSON text).
+  let limit = data.length;
+  while (limit > 0 && data[limit - 1] === 0) limit--;
+  const out: FrameScan = { frames: [], damaged: [], zeroTail: 0 };
   let p = 0;
   let badStart = -1;
-  while (p < data.length) {
+  while (p < limit) {
     const frame = readFrameAt(data, p);
     if (frame) {
       if (badStart >= 0) out.damaged.push({ start: badStart, end: p });
@@ -283,9 +288,10 @@ export function scanFrames(data: Uint8Array): FrameScan {
     }
     if (badStart < 0) badStart = p;
     const next = indexOfMagic(data, p + 1);
-    p = next < 0 ? data.length : next;
+    p = next < 0 || next > limit ? limit : next;
   }
-  if (badStart >= 0) out.damaged.push({ start: badStart, end: data.length });
+  if (badStart >= 0) out.damaged.push({ start: badStart, end: limit });
+  out.zeroTail = data.length - Math.max(p, limit);
   return out;
 }
 

@@ -85,6 +85,26 @@ describe('WAL frames', () => {
     expect(scan.damaged).toEqual([{ start: a.length, end: a.length + b.length }]);
   });
 
+  test('zeros after the last frame (a segment file made ahead) are an unused end, not damage', () => {
+    const zeros = Buffer.alloc(5000);
+    const scan = scanFrames(Buffer.concat([a, b, zeros]));
+    expect(scan.frames.map((f) => f.rows)).toEqual([2, 1]);
+    expect(scan.damaged).toEqual([]);
+    expect(scan.zeroTail).toBe(5000);
+    expect(scanFrames(Buffer.concat([a, b, c])).zeroTail).toBe(0);
+    const blank = scanFrames(Buffer.alloc(4096));
+    expect([blank.frames, blank.damaged, blank.zeroTail]).toEqual([[], [], 4096]);
+  });
+
+  test('a torn frame before the zeros is damaged up to where the zeros begin', () => {
+    const torn = c.subarray(0, c.length - 7);
+    const data = Buffer.concat([a, torn, Buffer.alloc(3000)]);
+    const scan = scanFrames(data);
+    expect(scan.frames.map((f) => f.rows)).toEqual([2]);
+    expect(scan.damaged).toEqual([{ start: a.length, end: a.length + torn.length }]);
+    expect(scan.zeroTail).toBe(3000);
+  });
+
   test('frame headers are skipped by the reader', async () => {
     const back = await readBack(Buffer.concat([a, b, c]));
     expect(back.map((r) => r.uuid)).toEqual([1, 2, 3, 4, 5, 6].map((n) => makeEvent(n).uuid));
