@@ -1,0 +1,41 @@
+import { describe, expect, test } from 'bun:test';
+import { compactionDue, compactionEnd, mergePolicy } from '../../../src/storage/events/maintenance';
+import { pickMerge } from '../../../src/storage/events/compaction';
+import type { ParquetFile } from '../../../src/storage/events/parquet';
+
+const s = { autoCompact: true, compactMinRows: 1000, compactMaxAgeMs: 60_000 };
+const NOW = 1_000_000;
+
+describe('background work under saturation', () => {
+  test('compaction is due at its threshold, or twice it while appends saturate the store; age always counts', () => {
+    const due = (rows: number, saturated: boolean, oldestAt: number | null = NOW) => compactionDue(rows, oldestAt, s, saturated, NOW);
+    expect([due(999, false), due(1000, false), due(1000, true), due(1999, true), due(2000, true)]).toEqual([false, true, false, false, true]);
+    expect(due(10, true, NOW - 60_000)).toBe(true);
+    expect(due(0, false, NOW - 60_000)).toBe(false);
+    expect(compactionDue(5000, NOW, { ...s, autoCompact: false }, false, NOW)).toBe(false);
+  });
+
+  test('a team-day is merged at the policy file count, or four times it while appends saturate the store', () => {
+    const file = (i: number, day: string): ParquetFile =>
+      ({ path: `1/${day}/f${i}.parquet`, teamId: 1, day, rows: 100, minTs: i, maxTs: i, createdAt: 0 }) as unknown as ParquetFile;
+    const files = [...Array.from({ length: 8 }, (_, i) => file(i, '2024-01-01')), ...Array.from({ length: 31 }, (_, i) => file(100 + i, '2024-01-02'))];
+    const policy = { minFiles: 8, minAgeMs: 0, maxFileRows: 1_000_000 };
+    expect(pickMerge(files, mergePolicy(policy, false), NOW)?.[0].day).toBe('2024-01-02'); // the most files first
+    expect(pickMerge(files, mergePolicy(policy, true), NOW)).toBeNull(); // 31 < 32
+    expect(pickMerge([...files, file(200, '2024-01-02')], mergePolicy(policy, true), NOW)).toHaveLength(32);
+    expect(mergePolicy(policy, false)).toBe(policy);
+  });
+
+  test('a compaction run takes the oldest loads up to its row budget, at least one, else everything loaded', () => {
+    const hot = [
+      { seg: 3, rows: 600 },
+      { seg: 5, rows: 600 },
+      { seg: 9, rows: 600 },
+    ];
+    expect(compactionEnd(hot, 9, 1000)).toBe(5);
+    expect(compactionEnd(hot, 9, 500)).toBe(3);
+    expect(compactionEnd(hot, 9, 1200)).toBe(5);
+    expect(compactionEnd(hot, 9, Number.POSITIVE_INFINITY)).toBe(9);
+    expect(compactionEnd([], 4, 1000)).toBe(4);
+  });
+});
