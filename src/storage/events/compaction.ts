@@ -41,6 +41,8 @@ export interface MergePolicy {
   minAgeMs: number;
   /** ...and each smaller than this (big files are left alone). */
   maxFileRows: number;
+  /** At most this many files in one merge, the oldest first (absent: all of them). */
+  maxFiles?: number;
 }
 
 /** Pick one partition to merge: the one with the most small, settled files. */
@@ -53,7 +55,7 @@ export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, no
   }
   let best: ParquetFile[] | null = null;
   for (const g of groups.values()) if (g.length >= policy.minFiles && (!best || g.length > best.length)) best = g;
-  return best;
+  return best && policy.maxFiles !== undefined && best.length > policy.maxFiles ? [...best].sort((a, b) => a.createdAt - b.createdAt).slice(0, policy.maxFiles) : best;
 }
 
 /**

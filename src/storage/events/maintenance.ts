@@ -24,7 +24,8 @@ import type { Tiers } from './tiers';
  * ingest bench, single-event rounds after the batch cases ran at 146–311 core-µs an event against
  * 60–80 before, with RSS at 2.6 GB). Compaction then waits until the hot rows reach this multiple
  * of its threshold (or their age limit) and takes them a threshold at a time; merges wait until a
- * team-day has this multiple of its file count. Whatever waited runs once the load eases.
+ * team-day has this multiple of its file count and then take the usual count. Whatever waited
+ * runs once the load eases.
  */
 export const SATURATED_COMPACT_FACTOR = 2;
 export const SATURATED_MERGE_FACTOR = 4;
@@ -36,9 +37,13 @@ export function compactionDue(hotRows: number, oldestAt: number | null, s: Pick<
   return hotRows >= minRows || (oldestAt !== null && now - oldestAt >= s.compactMaxAgeMs);
 }
 
-/** The merge policy in force: under saturation only a team-day with many more small files is merged. */
+/**
+ * The merge policy in force: a merge takes the policy's file count, the oldest first, however many
+ * have gathered (files that waited out a load go in several sorts of the usual size); under
+ * saturation only a team-day with many more small files is merged at all.
+ */
 export function mergePolicy(policy: MergePolicy, saturated: boolean): MergePolicy {
-  return saturated ? { ...policy, minFiles: policy.minFiles * SATURATED_MERGE_FACTOR } : policy;
+  return { ...policy, minFiles: saturated ? policy.minFiles * SATURATED_MERGE_FACTOR : policy.minFiles, maxFiles: policy.minFiles };
 }
 
 /** The segment a compaction run ends at: the load where the hot rows, oldest first, reach `maxRows` (else all loaded). */

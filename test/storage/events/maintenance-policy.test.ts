@@ -15,15 +15,18 @@ describe('background work under saturation', () => {
     expect(compactionDue(5000, NOW, { ...s, autoCompact: false }, false, NOW)).toBe(false);
   });
 
-  test('a team-day is merged at the policy file count, or four times it while appends saturate the store', () => {
+  test('a team-day is merged at the policy file count, or four times it while appends saturate the store; a merge takes that count, oldest first', () => {
     const file = (i: number, day: string): ParquetFile =>
-      ({ path: `1/${day}/f${i}.parquet`, teamId: 1, day, rows: 100, minTs: i, maxTs: i, createdAt: 0 }) as unknown as ParquetFile;
+      ({ path: `1/${day}/f${i}.parquet`, teamId: 1, day, rows: 100, minTs: i, maxTs: i, createdAt: 1000 - i }) as unknown as ParquetFile;
     const files = [...Array.from({ length: 8 }, (_, i) => file(i, '2024-01-01')), ...Array.from({ length: 31 }, (_, i) => file(100 + i, '2024-01-02'))];
     const policy = { minFiles: 8, minAgeMs: 0, maxFileRows: 1_000_000 };
-    expect(pickMerge(files, mergePolicy(policy, false), NOW)?.[0].day).toBe('2024-01-02'); // the most files first
+    const oldest8 = [130, 129, 128, 127, 126, 125, 124, 123].map((i) => `1/2024-01-02/f${i}.parquet`);
+    expect(pickMerge(files, mergePolicy(policy, false), NOW)?.map((f) => f.path)).toEqual(oldest8); // the day with the most files
     expect(pickMerge(files, mergePolicy(policy, true), NOW)).toBeNull(); // 31 < 32
-    expect(pickMerge([...files, file(200, '2024-01-02')], mergePolicy(policy, true), NOW)).toHaveLength(32);
-    expect(mergePolicy(policy, false)).toBe(policy);
+    expect(pickMerge(files.slice(0, 8), mergePolicy(policy, false), NOW)).toHaveLength(8);
+    const saturatedPick = pickMerge([...files, file(200, '2024-01-02')], mergePolicy(policy, true), NOW);
+    expect(saturatedPick?.map((f) => f.path)).toEqual([200, 130, 129, 128, 127, 126, 125, 124].map((i) => `1/2024-01-02/f${i}.parquet`));
+    expect(pickMerge(files, policy, NOW)).toHaveLength(31); // the bare policy: all of them
   });
 
   test('a compaction run takes the oldest loads up to its row budget, at least one, else everything loaded', () => {
