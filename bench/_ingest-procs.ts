@@ -22,37 +22,14 @@ export async function spawnRealServer(env: Record<string, string> = {}, root = R
   return startRealServer(env, { root, echoStderr: true });
 }
 
-const BARE_SERVER = `
-const server = Bun.serve({
-  port: 0,
-  hostname: '127.0.0.1',
-  maxRequestBodySize: 64 * 1024 * 1024,
-  async fetch(request) {
-    if (request.method === 'POST') {
-      let bytes = new Uint8Array(await request.arrayBuffer());
-      if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = Bun.gunzipSync(bytes);
-      JSON.parse(new TextDecoder().decode(bytes));
-    }
-    return new Response('{"status":1}', { headers: { 'content-type': 'application/json' } });
-  },
-});
-console.log('Listening on http://127.0.0.1:' + server.port);
-`;
-
-export async function spawnBareServer(): Promise<Child> {
-  const proc = Bun.spawn([process.execPath, '-e', BARE_SERVER], { cwd: ROOT, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
-  const port = await waitForListening(proc, 30_000, true);
-  return { url: `http://127.0.0.1:${port}`, pid: proc.pid, proc, dataDir: null, stop: () => stopChild(proc) };
-}
-
 /**
- * The least a server that answers only once the events are on disk must do: the bare server's
- * work, then the body appended to a log with group commit (one fdatasync at a time, the requests
- * arriving meanwhile written together once it ends, as the real server does) before the 200. No
- * key check, no persons, nothing behind the answer: a floor for durable acknowledgement on this
- * machine, reported next to the bare ceiling.
+ * The durable floor's additions: the least a server that answers only once the events are on
+ * disk must do beyond the bare server's work, the body appended to a log with group commit (one
+ * fdatasync at a time, the requests arriving meanwhile written together once it ends, as the real
+ * server does) before the 200. No key check, no persons, nothing behind the answer: a floor for
+ * durable acknowledgement on this machine, reported next to the bare ceiling.
  */
-const DURABLE_FLOOR_SERVER = `
+const FLOOR_LOG = `
 const { openSync, writevSync, fdatasync, closeSync, rmSync, mkdtempSync } = require('node:fs');
 const { join } = require('node:path');
 const dir = mkdtempSync(join(require('node:os').tmpdir(), 'bench-floor-'));
@@ -67,6 +44,14 @@ const flush = () => {
   for (let i = 0; i < bs.length; i += 1024) at += writevSync(fd, bs.slice(i, i + 1024), at);
   fdatasync(fd, () => { syncing = false; for (const w of ws) w(); flush(); });
 };
+const logged = (bytes) => new Promise((resolve) => { bufs.push(bytes); waiters.push(resolve); flush(); });
+const stop = () => { closeSync(fd); rmSync(dir, { recursive: true, force: true }); process.exit(0); };
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+`;
+
+/** The bare server (with `floor`: the durable floor, the same server waiting for its log before the 200). */
+const serverSource = (floor: boolean) => `${floor ? FLOOR_LOG : ''}
 const server = Bun.serve({
   port: 0,
   hostname: '127.0.0.1',
@@ -75,24 +60,22 @@ const server = Bun.serve({
     if (request.method === 'POST') {
       let bytes = new Uint8Array(await request.arrayBuffer());
       if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = Bun.gunzipSync(bytes);
-      JSON.parse(new TextDecoder().decode(bytes));
-      bufs.push(bytes);
-      await new Promise((resolve) => { waiters.push(resolve); flush(); });
+      JSON.parse(new TextDecoder().decode(bytes));${floor ? '\n      await logged(bytes);' : ''}
     }
     return new Response('{"status":1}', { headers: { 'content-type': 'application/json' } });
   },
 });
-const stop = () => { closeSync(fd); rmSync(dir, { recursive: true, force: true }); process.exit(0); };
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
 console.log('Listening on http://127.0.0.1:' + server.port);
 `;
 
-export async function spawnDurableFloorServer(): Promise<Child> {
-  const proc = Bun.spawn([process.execPath, '-e', DURABLE_FLOOR_SERVER], { cwd: ROOT, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
+async function spawnScript(source: string): Promise<Child> {
+  const proc = Bun.spawn([process.execPath, '-e', source], { cwd: ROOT, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
   const port = await waitForListening(proc, 30_000, true);
   return { url: `http://127.0.0.1:${port}`, pid: proc.pid, proc, dataDir: null, stop: () => stopChild(proc) };
 }
+
+export const spawnBareServer = (): Promise<Child> => spawnScript(serverSource(false));
+export const spawnDurableFloorServer = (): Promise<Child> => spawnScript(serverSource(true));
 
 /** Peak resident set (VmHWM) of a process in MB, or null when /proc cannot tell. */
 export function peakRssMb(pid: number): number | null {
