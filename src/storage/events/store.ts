@@ -93,6 +93,8 @@ class DuckDbEventStore implements EventStore {
   private readonly upkeep: Maintenance;
   private readonly root: string;
   private diskLow = false;
+  /** Free bytes on the data disk at the last check (null: unknown). */
+  private diskFree: number | null = null;
   private intakeSeq = 0;
   /** Encoding buffers of 4 MiB (a slice of ~1 KB rows fits), lent to frames of 1 MiB or more, 16 kept (≤ 64 MiB). */
   private scratch = new ScratchPool(4 * 1024 * 1024, 16, 1024 * 1024);
@@ -141,6 +143,8 @@ class DuckDbEventStore implements EventStore {
         relaxedSyncMs: s.relaxedSyncMs,
         onSeal: (seg) => this.loader.enqueue(seg),
         onDurable: () => this.loader.kickProcess(),
+        // A file made ahead must leave the disk's reserve whole (it is space taken before any request needs it).
+        mayPrepare: (bytes) => !this.diskLow && (this.diskFree === null || this.diskFree - bytes >= this.s.minFreeDiskBytes),
       },
       nextSegment,
     );
@@ -419,7 +423,8 @@ class DuckDbEventStore implements EventStore {
     this.diskCheckedAt = Date.now();
     try {
       const fs = await statfsAsync(this.s.dataDir);
-      this.diskLow = fs.bavail * fs.bsize < this.s.minFreeDiskBytes;
+      this.diskFree = fs.bavail * fs.bsize;
+      this.diskLow = this.diskFree < this.s.minFreeDiskBytes;
     } catch {
       // statfs unsupported: rely on write errors
     }

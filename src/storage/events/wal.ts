@@ -92,6 +92,8 @@ export interface WalOptions {
   onSeal(segment: SealedSegment): void;
   /** Called after appends resolve: frames of the active segment may be processed now. */
   onDurable?(): void;
+  /** Whether a segment file of `bytes` may be made ahead now (disk space); absent: yes. */
+  mayPrepare?(bytes: number): boolean;
 }
 
 interface Waiter {
@@ -443,6 +445,7 @@ export class WalWriter {
     if (!this.options.durable || this.preparing || this.prepared || this.closed) return;
     if (last.bytes < PREPARE_MIN_BYTES || last.bytes / Math.max(1, last.writes) > PREPARE_MAX_GROUP_BYTES) return;
     const size = Math.min(this.options.segmentMaxBytes, Math.ceil((last.bytes * 1.25) / ZERO_CHUNK) * ZERO_CHUNK);
+    if (this.options.mayPrepare && !this.options.mayPrepare(size)) return;
     const path = join(this.options.dir, `next-${++this.preparedCount}.wal.tmp`);
     this.preparing = (async () => {
       const fd = await openAsync(path, 'wx');

@@ -15,12 +15,12 @@ afterEach(async () => {
   dirs = [];
 });
 
-async function openWal(durable: boolean) {
+async function openWal(durable: boolean, mayPrepare?: (bytes: number) => boolean) {
   const dir = await mkdtemp(join(tmpdir(), 'wal-'));
   dirs.push(dir);
   const sealed: SealedSegment[] = [];
   const wal = new WalWriter(
-    { dir, durable, groupCommitMs: 0, segmentMaxRows: 1_000_000, segmentMaxBytes: 64 * MiB, segmentMaxAgeMs: 60_000, relaxedSyncMs: 1000, onSeal: (s) => sealed.push(s) },
+    { dir, durable, groupCommitMs: 0, segmentMaxRows: 1_000_000, segmentMaxBytes: 64 * MiB, segmentMaxAgeMs: 60_000, relaxedSyncMs: 1000, onSeal: (s) => sealed.push(s), mayPrepare },
     1,
   );
   return { dir, wal, sealed };
@@ -58,10 +58,12 @@ describe('segment files made ahead (durable mode)', () => {
     expect((await readdir(dir)).filter((n) => !/^seg-/.test(n))).toEqual([]); // the next file made ahead is removed
   });
 
-  test('not made after large group commits, nor in relaxed mode', async () => {
+  test('not made after large group commits, in relaxed mode, or when the disk cannot spare it', async () => {
     const big = encodeFrame(Array.from({ length: 25 }, (_, i) => makeEvent(i + 1, { properties: JSON.stringify({ pad: 'x'.repeat(20_000), i }) })));
-    for (const [durable, f] of [[true, big], [false, frame]] as const) {
-      const { dir, wal } = await openWal(durable);
+    const asked: number[] = [];
+    const noRoom = (bytes: number) => (asked.push(bytes), false);
+    for (const [durable, f, mayPrepare] of [[true, big, undefined], [false, frame, undefined], [true, frame, noRoom]] as const) {
+      const { dir, wal } = await openWal(durable, mayPrepare);
       await appendFrames(wal, 40, f);
       await wal.seal();
       await appendFrames(wal, 1, f);
@@ -69,6 +71,7 @@ describe('segment files made ahead (durable mode)', () => {
       expect((await readdir(dir)).sort()).toEqual([segmentName(1), segmentName(2)]);
       await wal.close();
     }
+    expect(asked).toEqual([MiB]); // asked once, for the size it would have made
   });
 
   test('after a crash, recovery keeps the frames of a segment made ahead and cuts its zeros, with no dead letter', async () => {
