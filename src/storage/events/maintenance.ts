@@ -9,16 +9,6 @@ import type { Counters, Settings } from './settings';
 import type { Tiers } from './tiers';
 
 /**
- * Background upkeep, off the request path and serialized with itself: compaction of hot rows
- * into Parquet (by size or age), merging each team-day's small files, purging hot copies and
- * merged-away files once the grace period has passed (a relation built a moment before the
- * change may still name them), and DuckDB checkpoints, which the store runs itself (DuckDB's
- * automatic ones stall whatever statement crosses the threshold). When nothing else is due, it
- * lists the property keys of files not yet indexed (a bounded batch at a time, spaced out), which
- * CSV exports then take instead of reading every row's JSON for their header, and writes the
- * person-clustered copy of one settled team-day at a time (`person-copies.ts`).
- */
-/**
  * While appends saturate the store, compaction and merges step aside within bounds: each sorts
  * up to a million rows or more on every DuckDB thread, on the cores the requests need (in the
  * ingest bench, single-event rounds after the batch cases ran at 146–311 core-µs an event against
@@ -27,8 +17,8 @@ import type { Tiers } from './tiers';
  * team-day has this multiple of its file count and then take the usual count. Whatever waited
  * runs once the load eases.
  */
-export const SATURATED_COMPACT_FACTOR = 2;
-export const SATURATED_MERGE_FACTOR = 4;
+const SATURATED_COMPACT_FACTOR = 2;
+const SATURATED_MERGE_FACTOR = 4;
 
 /** Whether hot rows are due for compaction now. */
 export function compactionDue(hotRows: number, oldestAt: number | null, s: Pick<Settings, 'autoCompact' | 'compactMinRows' | 'compactMaxAgeMs'>, saturated: boolean, now: number): boolean {
@@ -60,6 +50,16 @@ export function compactionEnd(hot: ReadonlyArray<{ seg: number; rows: number }>,
 const INDEX_BATCH_ROWS = 300_000;
 const INDEX_SPACING_MS = 1_000;
 
+/**
+ * Background upkeep, off the request path and serialized with itself: compaction of hot rows
+ * into Parquet (by size or age), merging each team-day's small files, purging hot copies and
+ * merged-away files once the grace period has passed (a relation built a moment before the
+ * change may still name them), and DuckDB checkpoints, which the store runs itself (DuckDB's
+ * automatic ones stall whatever statement crosses the threshold). When nothing else is due, it
+ * lists the property keys of files not yet indexed (a bounded batch at a time, spaced out), which
+ * CSV exports then take instead of reading every row's JSON for their header, and writes the
+ * person-clustered copy of one settled team-day at a time (`person-copies.ts`).
+ */
 export class Maintenance {
   private chain: Promise<unknown> = Promise.resolve();
   private busy = false;

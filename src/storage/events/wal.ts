@@ -255,13 +255,10 @@ export class WalWriter {
       await closeAsync(a.fd).catch(() => undefined);
       await rm(a.path, { force: true });
     }
-    await this.preparing;
+    await this.whenPrepared();
     const ready = this.prepared;
     this.prepared = null;
-    if (ready) {
-      await closeAsync(ready.fd).catch(() => undefined);
-      await rm(ready.path, { force: true });
-    }
+    if (ready) await discard(ready);
   }
 
   private onTick(): void {
@@ -400,8 +397,7 @@ export class WalWriter {
         fd = ready.fd;
         zeroed = ready.size;
       } catch {
-        await closeAsync(ready.fd).catch(() => undefined);
-        await rm(ready.path, { force: true });
+        await discard(ready);
       }
     }
     if (fd < 0) fd = await openAsync(path, 'wx');
@@ -457,16 +453,20 @@ export class WalWriter {
         await closeAsync(fd).catch(() => undefined);
         throw error;
       }
-      if (this.closed) {
-        await closeAsync(fd).catch(() => undefined);
-        await rm(path, { force: true });
-      } else this.prepared = { fd, path, size };
+      if (this.closed) await discard({ fd, path });
+      else this.prepared = { fd, path, size };
     })()
       .catch(() => rm(path, { force: true }).catch(() => undefined))
       .finally(() => {
         this.preparing = null;
       });
   }
+}
+
+/** A file made ahead that will not be used: closed and removed. */
+async function discard(file: Pick<Prepared, 'fd' | 'path'>): Promise<void> {
+  await closeAsync(file.fd).catch(() => undefined);
+  await rm(file.path, { force: true });
 }
 
 const ZERO_CHUNK = 1024 * 1024;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listDeadLetters } from '../../../src/storage/events/dead-letters';
@@ -78,7 +78,6 @@ describe('segment files made ahead (durable mode)', () => {
     const dir = await mkdtemp(join(tmpdir(), 'wal-recover-'));
     dirs.push(dir);
     const walDir = join(dir, 'wal');
-    const { mkdir } = await import('node:fs/promises');
     await mkdir(walDir);
     const file = Buffer.alloc(MiB);
     frame.copy(file, 0);
