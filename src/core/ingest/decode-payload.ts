@@ -10,6 +10,7 @@
  * (compression, base64, UTF-8, JSON) is a 400 `invalid_payload` whose detail starts like
  * PostHog's: `Malformed request data: ...`.
  */
+import { isUtf8 } from 'node:buffer';
 import { gunzipSync } from 'node:zlib';
 import { AppError } from '../../errors';
 import { decompressLz64 } from './lz64';
@@ -57,7 +58,7 @@ const COMPRESSION_ALIASES: Record<string, Compression> = {
 
 const NO_DATA =
   'No data found. Make sure to use a POST request when sending the payload in the body of the request.';
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8 = new TextDecoder('utf-8');
 
 const malformed = (message: string) => new AppError('invalid_payload', `Malformed request data: ${message}`);
 const tooLarge = (maxBytes: number): never => {
@@ -187,11 +188,8 @@ function safeDecodeUri(text: string): string {
 }
 
 function decodeUtf8(bytes: Uint8Array): string {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    throw malformed('The payload is not valid UTF-8.');
-  }
+  if (!isUtf8(bytes)) throw malformed('The payload is not valid UTF-8.');
+  return utf8.decode(bytes);
 }
 
 /** JSON as capture reads it (Python's NaN/Infinity become null); a 400 error when malformed. */

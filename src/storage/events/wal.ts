@@ -506,7 +506,7 @@ function encodeGroup(items: ReadonlyArray<Buffer | IntakeParts>, scratch: Buffer
 const IOV_MAX = 1024;
 
 /** Groups up to this size are written from the main thread (a page-cache copy); larger ones in the thread pool. */
-const SYNC_WRITE_MAX_BYTES = 1024 * 1024;
+const SYNC_WRITE_MAX_BYTES = 128 * 1024;
 
 /** The buffers still to write after `written` bytes: whole ones dropped, a partly written one cut. */
 function dropWritten(pending: Buffer[], written: number): Buffer[] {

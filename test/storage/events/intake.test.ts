@@ -188,6 +188,12 @@ describe('intake', () => {
       await h.store.awaitIntake(1, null, 20_000);
       expect(calls.length).toBe(load.sent);
       expect((await uuidsOf(h)).length).toBe(load.sent);
+      // Once saturated, requests keep no memo (their parsed events would outlive the young
+      // generation waiting): only the first window's are processed from memory.
+      const fromMemo = calls.filter((c) => c.fromMemo).length;
+      expect(load.sent).toBeGreaterThan(1000);
+      expect(fromMemo).toBeGreaterThan(0);
+      expect(fromMemo).toBeLessThan(load.sent / 4);
     } finally {
       costMs = 0;
     }
