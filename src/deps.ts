@@ -1,4 +1,5 @@
 import type { Config } from './config';
+import type { IngestRequest, PreparedIngest } from './core/ingest/prepare-ingest';
 import type { Logger } from './logger';
 import type { Storage } from './storage';
 
@@ -10,4 +11,11 @@ export interface Deps {
   version: string;
   /** The clock, so tests can move time. */
   now: () => Date;
+  /** Decodes and parses large capture bodies in worker threads (`src/workers/`); absent: the main thread does. */
+  ingestParser?: IngestParser;
+}
+
+export interface IngestParser {
+  /** `prepareIngest` in another thread: the body is moved there and back, the parsed events stay there. */
+  prepare(req: IngestRequest): Promise<PreparedIngest>;
 }

@@ -6,6 +6,7 @@ import type { Deps } from './deps';
 import { createLogger } from './logger';
 import { DatabaseLockedError, openStorage } from './storage';
 import { VERSION } from './version';
+import { createIngestParser } from './workers/ingest-parser';
 
 /** Process entry: config → storage → app.listen; SIGTERM/SIGINT → drain, flush, close. */
 async function main() {
@@ -41,7 +42,8 @@ async function main() {
     // Printed once, on the first start only: the personal key is never shown again.
     console.log(`First start: created an organization, a project, a user and keys.\n${JSON.stringify(describeAccount(created), null, 2)}`);
   }
-  const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date() };
+  const ingestParser = config.INGEST_PARSE_THREADS > 0 ? createIngestParser(config.INGEST_PARSE_THREADS, config.MAX_BODY_BYTES, logger) : undefined;
+  const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser };
   const readiness = { accepting: true };
   const app = createApp(deps, readiness).listen({
     port: config.PORT,
@@ -61,6 +63,7 @@ async function main() {
     logger.info('shutting down', { signal });
     try {
       await app.server?.stop(false);
+      await ingestParser?.close();
       await storage.close();
       logger.info('stopped cleanly');
       process.exit(0);

@@ -11,6 +11,7 @@ describe('config', () => {
       DATA_DIR: './data',
       LOG_LEVEL: 'info',
       DURABILITY: 'durable',
+      INGEST_PARSE_THREADS: 1,
       MAX_BODY_BYTES: 20 * 1024 * 1024,
       DUCKDB_MEMORY_LIMIT: '2GB',
       PERSON_COPIES: 'on',

@@ -16,13 +16,19 @@ import { mergeSpans, PROCESSED_SUFFIX, type SealedSegment, type TimeSpan } from 
 
 type Queued = SealedSegment & { attempts: number; loadPath: string };
 
-/** What a kept intake memo holds: the frame's context, its events already parsed, its sequence number. */
+/**
+ * What a kept intake memo holds: the frame's context, its events already parsed (or, for a body
+ * parsed in another thread, the body itself: parsed when processed), its sequence number.
+ */
 export interface IntakeMemo {
   context: IntakeContext;
-  events: unknown[];
+  events: unknown[] | null;
+  body: string | Uint8Array | null;
   bytes: number;
   seq: number;
 }
+
+const utf8 = new TextDecoder();
 
 /**
  * A segment's processed copy, written as it is made: each frame is appended after the one before
@@ -336,11 +342,12 @@ export class SegmentLoader {
 
   private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
     try {
-      st.add(await this.process!(memo.context, memo.events, null));
+      const text = memo.events ? null : typeof memo.body === 'string' ? memo.body : utf8.decode(memo.body ?? new Uint8Array(0));
+      st.add(await this.process!(memo.context, memo.events, text));
     } catch (error) {
       st.failed.push({ index: st.next, error });
     }
-    memos[st.next] = null; // processed: release the parsed events
+    memos[st.next] = null; // processed: release the parsed events (or the body)
     this.memoBytes -= memo.bytes;
     st.next++;
     this.advance(memo.seq);

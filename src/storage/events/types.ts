@@ -9,13 +9,16 @@ import type { IntakeContext } from './wal-format';
 /** One capture request for `appendIntake`. */
 export interface IntakeInput {
   context: IntakeContext;
-  /** The decoded body (JSON text), logged as it is. */
-  text: string;
+  /** The decoded body (JSON text), logged as it is; null when `bytes` carry it. */
+  text: string | null;
   /** `text` as UTF-8 exactly, when the request carried it so (logged without encoding it again). */
   bytes?: Uint8Array | null;
   /** Events in it (as received; processing may drop some). */
   events: number;
-  /** The events already parsed, kept (memory allowing) so processing need not parse them again. */
+  /**
+   * The events already parsed, kept (memory allowing) so processing need not parse them again;
+   * null when another thread parsed them: the body is kept instead, parsed when processed.
+   */
   parsed: unknown[] | null;
   /** Distinct ids the request names, for `awaitIntake`. */
   distinctIds: readonly string[];

@@ -84,6 +84,25 @@ describe('intake', () => {
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
   });
 
+  test('a request parsed in another thread (its body kept, not its events) is processed from memory too, parsed then', async () => {
+    calls.length = 0;
+    h = await open({ bufferMaxAgeMs: 60_000 });
+    const events = rawEvents(0, 3);
+    await h.store.appendIntake({
+      context: { teamId: 1, receivedAt: Date.UTC(2025, 0, 1), ip: null, anonymizeIps: false, sentAt: null, engage: false },
+      text: null,
+      bytes: new TextEncoder().encode(JSON.stringify({ api_key: 'k', batch: events })),
+      events: 3,
+      parsed: null,
+      distinctIds: events.map((e) => e.distinct_id),
+    });
+    await h.store.awaitIntake(1, ['u-2'], 5_000);
+    // No seal was needed to process it: the segment it was logged in is still the one written.
+    expect((h.store as unknown as { wal: { activeSegment: { rows: number; intake: number } | null } }).wal.activeSegment).toMatchObject({ intake: 1 });
+    expect(calls).toEqual([{ fromMemo: false, events: 3 }]);
+    expect(await uuidsOf(h)).toEqual([0, 1, 2].map(uuid));
+  });
+
   test('relaxed: requests made in one turn of the event loop (as one poll\'s requests are) share one write, and each is stored', async () => {
     h = await open({ durability: 'relaxed', bufferMaxAgeMs: 60_000 });
     const hh = h;

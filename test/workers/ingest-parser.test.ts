@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { gzipSync } from 'node:zlib';
+import { prepareIngest, type IngestRequest } from '../../src/core/ingest/prepare-ingest';
+import { AppError } from '../../src/errors';
+import { silentLogger } from '../../src/logger';
+import { createIngestParser, type IngestParserPool } from '../../src/workers/ingest-parser';
+import { BASE, createTestApp, type TestApp } from '../helpers/test-app';
+
+/** Large capture bodies decoded and parsed in a worker thread: the same answer as the main thread's, moved back. */
+const MAX = 1024 * 1024;
+const TOKEN = 'phc_parser_token_0123456789abcdefghijklmnopqrstuv';
+const NOW = new Date('2026-11-22T06:06:00.000Z');
+
+let pool: IngestParserPool;
+beforeAll(() => {
+  pool = createIngestParser(2, MAX, silentLogger);
+});
+afterAll(() => pool.close());
+
+const uuid = (n: number) => `01900000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+
+/** ~`n` × 1 KB events: persons named by distinct id, an alias, `$set`, a uuid each. */
+function batch(n: number, seed = 0) {
+  return {
+    api_key: TOKEN,
+    sent_at: '2026-11-22T06:05:59.000Z',
+    batch: Array.from({ length: n }, (_, i) => ({
+      event: i % 10 === 0 ? '$identify' : `event-${i % 7}`,
+      distinct_id: `user-${seed}-${i % 40}`,
+      uuid: uuid(seed * 10_000 + i),
+      timestamp: new Date(Date.UTC(2026, 10, 22, 6, 0, i % 60)).toISOString(),
+      properties: {
+        $current_url: `https://example.com/page/${i}?q=${'x'.repeat(600)}`,
+        n: i,
+        ...(i % 10 === 0 ? { $anon_distinct_id: `anon-${seed}-${i}`, $set: { plan: `p${i % 3}`, name: 'Zoë' } } : {}),
+      },
+    })),
+  };
+}
+
+const request = (body: Uint8Array, extra: Partial<IngestRequest> = {}): IngestRequest => ({
+  body,
+  contentType: 'application/json',
+  contentEncoding: null,
+  query: new URLSearchParams(),
+  ip: '203.0.113.7',
+  engage: false,
+  ...extra,
+});
+
+const bytesOf = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+const thrown = (f: () => unknown): unknown => {
+  try {
+    f();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('did not throw');
+};
+
+describe('ingest parser threads', () => {
+  test.each([
+    ['plain JSON', () => request(bytesOf(batch(120)))],
+    ['gzip by header', () => request(new Uint8Array(gzipSync(bytesOf(batch(120)))), { contentEncoding: 'gzip' })],
+    ['gzip-js by query, the key from the query', () => request(new Uint8Array(gzipSync(bytesOf({ ...batch(120), api_key: undefined }))), { query: new URLSearchParams('compression=gzip-js&token=phc_q') })],
+  ])('%s: what the main thread would make, without the parsed events', async (_, make) => {
+    const local = prepareIngest(make(), MAX, false);
+    const remote = await pool.prepare(make());
+    expect(remote).toEqual(local);
+    expect(remote.events).toBe(120);
+    expect(remote.distinctIds).toContain('anon-0-0');
+  });
+
+  test('a body moved to the thread comes back with the answer (its buffer is handed over both ways)', async () => {
+    const body = bytesOf(batch(50));
+    const copy = body.slice();
+    const prepared = await pool.prepare(request(body));
+    expect(body.byteLength).toBe(0); // moved, not copied
+    expect(prepared.body).toEqual(copy);
+  });
+
+  test.each([
+    ['malformed JSON', () => request(new TextEncoder().encode('{"batch": [' + '{"event":"x"},'.repeat(3000)))],
+    ['broken gzip', () => request(new Uint8Array([0x1f, 0x8b, 8, 0, ...new Array(40_000).fill(7)]))],
+    ['invalid UTF-8', () => request(new Uint8Array([0x7b, 0xff, 0xfe, ...new Array(40_000).fill(0x20), 0x7d]))],
+    ['a gzip bomb over the cap', () => request(new Uint8Array(gzipSync(new Uint8Array(MAX * 4).fill(0x20))), { contentEncoding: 'gzip' })],
+  ])('%s: the same AppError as on the main thread', async (_, make) => {
+    const local = thrown(() => prepareIngest(make(), MAX, false)) as AppError;
+    expect(local).toBeInstanceOf(AppError);
+    const remote = await pool.prepare(make()).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(remote).toBeInstanceOf(AppError);
+    expect({ kind: (remote as AppError).kind, detail: (remote as AppError).detail, attr: (remote as AppError).attr }).toEqual({ kind: local.kind, detail: local.detail, attr: local.attr });
+  });
+
+  test('many bodies at once are spread over the threads and each answered with its own', async () => {
+    const bodies = Array.from({ length: 12 }, (_, k) => batch(30 + k, k));
+    const answers = await Promise.all(bodies.map((b) => pool.prepare(request(bytesOf(b)))));
+    expect(answers.map((a) => a.events)).toEqual(bodies.map((b) => b.batch.length));
+    expect(answers.map((a) => a.distinctIds[0])).toEqual(bodies.map((_, k) => `user-${k}-0`));
+  });
+});
+
+describe('capture through the app with a parser thread', () => {
+  let viaThread: TestApp;
+  let local: TestApp;
+  let parser: IngestParserPool;
+  let handedOver = 0;
+  beforeAll(async () => {
+    viaThread = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
+    parser = createIngestParser(1, viaThread.deps.config.MAX_BODY_BYTES, silentLogger);
+    viaThread.deps.ingestParser = { prepare: (req) => (handedOver++, parser.prepare(req)) };
+    local = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
+  });
+  afterAll(async () => {
+    await parser.close();
+    await viaThread.close();
+    await local.close();
+  });
+
+  const post = (app: TestApp, body: Uint8Array, headers: Record<string, string> = {}) =>
+    app.app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.7', ...headers }, body }));
+
+  const stored = async (app: TestApp) => {
+    const list = await app.json('GET', `/api/projects/${app.account.project.id}/events/?limit=1000`);
+    return list.body.results.map((e: any) => ({ uuid: e.id, event: e.event, distinct_id: e.distinct_id, properties: e.properties, timestamp: e.timestamp })).sort((a: any, b: any) => a.uuid.localeCompare(b.uuid));
+  };
+
+  test('large batches (plain and gzip) store the same events and persons as on the main thread; small ones stay there', async () => {
+    const big = bytesOf(batch(150, 1));
+    const gz = new Uint8Array(gzipSync(bytesOf(batch(150, 2))));
+    const small = bytesOf(batch(3, 3));
+    expect(big.length).toBeGreaterThan(16 * 1024);
+    expect(gz.length).toBeLessThan(16 * 1024); // compressed: parsed where it arrived
+    for (const app of [viaThread, local]) {
+      for (const [body, headers] of [[big, {}], [gz, { 'content-encoding': 'gzip' }], [small, {}]] as const) {
+        const res = await post(app, body.slice(), headers);
+        expect({ status: res.status, body: await res.text() }).toEqual({ status: 200, body: '{"status":1}' });
+      }
+    }
+    expect(handedOver).toBe(1); // the large plain body only
+    const [a, b] = [await stored(viaThread), await stored(local)];
+    expect(a.length).toBe(303);
+    expect(a).toEqual(b);
+    const person = (app: TestApp) => app.deps.storage.persons.findByDistinctId(app.account.project.id, 'anon-1-10');
+    expect(person(viaThread)?.properties).toEqual(person(local)!.properties);
+    expect(person(viaThread)?.properties).toMatchObject({ name: 'Zoë' });
+  });
+
+  test('a malformed large body is the same 400 either way, and nothing is stored', async () => {
+    const bad = new TextEncoder().encode('{"api_key":"' + TOKEN + '","batch":[' + '{"event":"x","distinct_id":"d"},'.repeat(1000));
+    const before = (await stored(viaThread)).length;
+    const answers = [];
+    for (const app of [viaThread, local]) {
+      const res = await post(app, bad.slice());
+      answers.push({ status: res.status, body: await res.json() });
+    }
+    expect(answers[0].status).toBe(400);
+    expect(answers[0]).toEqual(answers[1]);
+    expect((await stored(viaThread)).length).toBe(before);
+  });
+
+  test('an unknown key on a large body is the 401 of the main thread', async () => {
+    const body = bytesOf({ ...batch(40, 4), api_key: 'phc_unknown_key_0000000000000000000000000' });
+    const res = await post(viaThread, body);
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { code: string }).code).toBe('invalid_api_key');
+  });
+});
