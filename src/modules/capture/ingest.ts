@@ -13,6 +13,10 @@ const NO_KEY = 'API key not provided. You can find your project API key in PostH
  * over costs more than parsing it.
  */
 const PARSE_ELSEWHERE_MIN_BYTES = 16 * 1024;
+/** JSON inflates ~5–10× from gzip: a compressed body is judged by what it will take to parse. */
+const GZIP_RATIO = 8;
+
+const parseSize = (body: Uint8Array) => (body[0] === 0x1f && body[1] === 0x8b ? body.length * GZIP_RATIO : body.length);
 
 export interface IngestOutcome {
   /** Events logged (as received: ones without a name or distinct id are dropped behind the 200). */
@@ -26,7 +30,7 @@ export interface IngestOutcome {
  * event store does behind its log, in order (`storage/intake-pipeline.ts`).
  */
 export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
-  if (deps.ingestParser && req.body.length >= PARSE_ELSEWHERE_MIN_BYTES) return deps.ingestParser.prepare(req).then((prepared) => logIngest(deps, prepared));
+  if (deps.ingestParser && parseSize(req.body) >= PARSE_ELSEWHERE_MIN_BYTES) return deps.ingestParser.prepare(req).then((prepared) => logIngest(deps, prepared));
   try {
     return logIngest(deps, prepareIngest(req, deps.config.MAX_BODY_BYTES, true));
   } catch (error) {
