@@ -156,10 +156,17 @@ const SLICE_MS = 4;
  * aside: the log absorbs the burst and acknowledgements keep their pace. It does nothing at all
  * while the unprocessed backlog is under `deferBytes` and nobody waits for it; past
  * that, or while a flag check or a query waits for its events, it takes a 4 ms slice every 40 ms
- * (10% of the main thread). The backlog is worked off as soon as the load eases, and the store's
- * byte caps answer 503 if it never does.
+ * (10% of the main thread), a larger share as the backlog nears the store's cap (`busyPauseMs`).
+ * The backlog is worked off as soon as the load eases, and the store's byte caps answer 503 if
+ * it never does.
  */
 const BUSY_PAUSE_MS = 36;
+
+/** The pause between processing slices under saturation with `backlog` bytes of log behind (see `SegmentLoader.busyPauseMs`). */
+export function busyPauseMs(backlog: number, deferBytes: number, maxPendingBytes: number): number {
+  const toCap = (backlog - deferBytes) / Math.max(1, maxPendingBytes - deferBytes);
+  return toCap <= 0 ? BUSY_PAUSE_MS : Math.max(SLICE_MS, Math.round(BUSY_PAUSE_MS * (1 - toCap)));
+}
 
 /**
  * Two stages, each single-flight and in log order. **Processing** turns a sealed segment's
@@ -289,8 +296,17 @@ export class SegmentLoader {
 
   private async yieldToRequests(): Promise<void> {
     if (!this.busy()) return new Promise<void>((resolve) => setImmediate(resolve));
-    await Bun.sleep(BUSY_PAUSE_MS);
+    await Bun.sleep(this.busyPauseMs());
     while (this.busy() && !this.processedWaiters.waiting && this.unprocessedBytes() < this.s.deferBytes) await Bun.sleep(BUSY_PAUSE_MS);
+  }
+
+  /**
+   * The pause between slices under saturation: the full pause (10% of the main thread) up to
+   * `deferBytes` of backlog, then shorter as the backlog nears the cap where capture answers
+   * 503, down to one slice's length (50%): acknowledgements slow down before any is refused.
+   */
+  private busyPauseMs(): number {
+    return busyPauseMs((this.activeSegment?.()?.bytes ?? 0) + this.bytes, this.s.deferBytes, this.s.maxPendingBytes);
   }
 
   /** Logged bytes not yet processed: sealed segments waiting for it and the active one. */

@@ -50,7 +50,7 @@ export interface EventStoreOptions {
   bufferMaxAgeMs?: number;
   /** Bytes per WAL segment (default 256 MiB). */
   segmentMaxBytes?: number;
-  /** Cap on acknowledged-but-not-loaded bytes plus queued bytes; beyond it, append rejects with 503 (default 1 GiB). */
+  /** Cap on acknowledged-but-not-loaded bytes plus queued bytes; beyond it, append rejects with 503 (default 2 GiB: on disk, so a burst of large batches is absorbed rather than refused). */
   maxPendingBytes?: number;
   /** Cap on bytes held in memory waiting for the log write (default 64 MiB). */
   maxQueuedBytes?: number;
@@ -94,7 +94,7 @@ export interface EventStoreOptions {
   logger?: EventStoreLogger;
   /** Intake bodies kept parsed in memory for processing, at most, counted as logged bytes (parsed they take several times that; beyond: parsed again from the log). Default 16 MiB. */
   maxMemoBytes?: number;
-  /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default half of maxPendingBytes (512 MiB). */
+  /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default 512 MiB (at most half of maxPendingBytes). */
   deferBytes?: number;
   /** Uuids per generation of the recent-uuid filter (8 generations; see recent-uuids.ts). Default 1M. */
   dedupeFilterRows?: number;
