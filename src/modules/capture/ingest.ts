@@ -2,8 +2,6 @@ import { prepareIngest, type IngestRequest, type PreparedIngest } from '../../co
 import type { Deps } from '../../deps';
 import { projectForPublicKey } from '../../http/project-key';
 
-export type { IngestRequest };
-
 const NO_KEY = 'API key not provided. You can find your project API key in PostHog project settings.';
 
 /**

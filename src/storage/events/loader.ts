@@ -156,17 +156,21 @@ const SLICE_MS = 4;
  * aside: the log absorbs the burst and acknowledgements keep their pace. It does nothing at all
  * while the unprocessed backlog is under `deferBytes` and nobody waits for it; past
  * that, or while a flag check or a query waits for its events, it takes a 4 ms slice every 40 ms
- * (10% of the main thread), a larger share as the backlog nears the store's cap (`busyPauseMs`).
+ * (10% of the main thread), a larger share once the backlog nears the store's cap (`busyPauseMs`).
  * The backlog is worked off as soon as the load eases, and the store's byte caps answer 503 if
  * it never does.
  */
 const BUSY_PAUSE_MS = 36;
 
 /** The pause between processing slices under saturation with `backlog` bytes of log behind (see `SegmentLoader.busyPauseMs`). */
-export function busyPauseMs(backlog: number, deferBytes: number, maxPendingBytes: number): number {
-  const toCap = (backlog - deferBytes) / Math.max(1, maxPendingBytes - deferBytes);
+export function busyPauseMs(backlog: number, maxPendingBytes: number): number {
+  const rampFrom = maxPendingBytes * RAMP_FROM;
+  const toCap = (backlog - rampFrom) / Math.max(1, maxPendingBytes - rampFrom);
   return toCap <= 0 ? BUSY_PAUSE_MS : Math.max(SLICE_MS, Math.round(BUSY_PAUSE_MS * (1 - toCap)));
 }
+
+/** Where, as a share of the 503 cap, processing starts to take more than its 10% under saturation. */
+const RAMP_FROM = 0.75;
 
 /**
  * Two stages, each single-flight and in log order. **Processing** turns a sealed segment's
@@ -301,12 +305,12 @@ export class SegmentLoader {
   }
 
   /**
-   * The pause between slices under saturation: the full pause (10% of the main thread) up to
-   * `deferBytes` of backlog, then shorter as the backlog nears the cap where capture answers
-   * 503, down to one slice's length (50%): acknowledgements slow down before any is refused.
+   * The pause between slices under saturation: the full pause (10% of the main thread) until
+   * the backlog is three quarters of the cap where capture answers 503, then shorter as it nears
+   * the cap, down to one slice's length (50%): acknowledgements slow down before any is refused.
    */
   private busyPauseMs(): number {
-    return busyPauseMs((this.activeSegment?.()?.bytes ?? 0) + this.bytes, this.s.deferBytes, this.s.maxPendingBytes);
+    return busyPauseMs((this.activeSegment?.()?.bytes ?? 0) + this.bytes, this.s.maxPendingBytes);
   }
 
   /** Logged bytes not yet processed: sealed segments waiting for it and the active one. */

@@ -8,10 +8,10 @@ const s = { autoCompact: true, compactMinRows: 1000, compactMaxAgeMs: 60_000 };
 const NOW = 1_000_000;
 
 describe('background work under saturation', () => {
-  test('processing pauses 36 ms between 4 ms slices up to the defer threshold, then less as the backlog nears the 503 cap', () => {
+  test('processing pauses 36 ms between 4 ms slices until the backlog is 3/4 of the 503 cap, then less as it nears the cap', () => {
     const MB = 1024 * 1024;
-    const pause = (backlogMb: number) => busyPauseMs(backlogMb * MB, 512 * MB, 1024 * MB);
-    expect([0, 256, 512, 640, 768, 896, 1000, 1024, 2048].map(pause)).toEqual([36, 36, 36, 27, 18, 9, 4, 4, 4]);
+    const pause = (backlogMb: number) => busyPauseMs(backlogMb * MB, 2048 * MB);
+    expect([0, 512, 1024, 1536, 1664, 1792, 1920, 2000, 2048, 4096].map(pause)).toEqual([36, 36, 36, 36, 27, 18, 9, 4, 4, 4]);
   });
 
   test('compaction is due at its threshold, or twice it while appends saturate the store; age always counts', () => {
