@@ -92,7 +92,7 @@ export interface EventStoreOptions {
   /** How long a query waits for its team's buffered rows to be loaded (default 15 s). */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
-  /** Intake bodies kept parsed in memory for processing, at most, counted as logged bytes (parsed they take several times that; beyond: parsed again from the log). Default 16 MiB. */
+  /** Intake requests kept in memory for processing (parsed, or their body when another thread parsed them), at most, counted as logged bytes (parsed they take several times that; beyond: read and parsed again from the log). Default 16 MiB. */
   maxMemoBytes?: number;
   /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default 512 MiB (at most half of maxPendingBytes). */
   deferBytes?: number;
