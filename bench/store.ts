@@ -152,7 +152,7 @@ async function intakeBurst(dir: string, wire: readonly object[], total: number, 
     const events = (JSON.parse(text) as { batch: Array<{ distinct_id: string }> }).batch;
     return storage.events.appendIntake({
       context: { teamId: 1, receivedAt: Date.now(), ip: '127.0.0.1', anonymizeIps: false, sentAt: null, engage: false },
-      text,
+      body: text,
       events: events.length,
       parsed: events,
       distinctIds: events.map((e) => e.distinct_id),

@@ -95,7 +95,7 @@ describe('ingest parser threads', () => {
     expect({ kind: (remote as AppError).kind, detail: (remote as AppError).detail, attr: (remote as AppError).attr }).toEqual({ kind: local.kind, detail: local.detail, attr: local.attr });
   });
 
-  test('many bodies at once are spread over the threads and each answered with its own', async () => {
+  test('many bodies in flight over two threads: each is answered with its own (answers matched by id)', async () => {
     const bodies = Array.from({ length: 12 }, (_, k) => batch(30 + k, k));
     const answers = await Promise.all(bodies.map((b) => pool.prepare(request(bytesOf(b)))));
     expect(answers.map((a) => a.events)).toEqual(bodies.map((b) => b.batch.length));

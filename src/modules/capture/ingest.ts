@@ -41,7 +41,6 @@ async function logIngest(deps: Deps, prepared: PreparedIngest): Promise<IngestOu
   const project = await projectForPublicKey(deps, prepared.token, prepared.projectId, NO_KEY);
   if (prepared.events === 0) return { logged: 0 };
   const logged = prepared.events;
-  const { body } = prepared;
   // Returned, not awaited: this frame must not keep the parsed events alive until the flush.
   return deps.storage.events
     .appendIntake({
@@ -53,8 +52,7 @@ async function logIngest(deps: Deps, prepared: PreparedIngest): Promise<IngestOu
         sentAt: prepared.sentAt,
         engage: prepared.engage,
       },
-      text: typeof body === 'string' ? body : null,
-      bytes: typeof body === 'string' ? null : body,
+      body: prepared.body,
       events: logged,
       parsed: prepared.parsed,
       distinctIds: prepared.distinctIds,

@@ -262,8 +262,7 @@ class DuckDbEventStore implements EventStore {
     // large batch's objects would outlive the young generation and be promoted), unless memo'd.
     try {
       // Encoded by the group commit, many requests into one buffer (see encodeIntakeFrames).
-      const body = input.bytes ?? input.text;
-      if (body === null) throw new Error('appendIntake: a body (text or bytes) is required.');
+      const { body } = input;
       const parts = intakeParts(input.context, body, input.events);
       const bytes = parts.maxBytes;
       this.admit(bytes);

@@ -9,10 +9,11 @@ import type { IntakeContext } from './wal-format';
 /** One capture request for `appendIntake`. */
 export interface IntakeInput {
   context: IntakeContext;
-  /** The decoded body (JSON text), logged as it is; null when `bytes` carry it. */
-  text: string | null;
-  /** `text` as UTF-8 exactly, when the request carried it so (logged without encoding it again). */
-  bytes?: Uint8Array | null;
+  /**
+   * The decoded body, logged as it is: its exact UTF-8 bytes when the request carried them so
+   * (logged without encoding the text again), else its JSON text.
+   */
+  body: Uint8Array | string;
   /** Events in it (as received; processing may drop some). */
   events: number;
   /**

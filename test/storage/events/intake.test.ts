@@ -62,7 +62,7 @@ async function capture(hh: Harness, events: Raw[], teamId = 1): Promise<void> {
   const text = JSON.stringify({ api_key: 'k', batch: events });
   await hh.store.appendIntake({
     context: { teamId, receivedAt: Date.UTC(2025, 0, 1), ip: null, anonymizeIps: false, sentAt: null, engage: false },
-    text,
+    body: text,
     events: events.length,
     parsed: events,
     distinctIds: events.map((e) => e.distinct_id),
@@ -90,8 +90,7 @@ describe('intake', () => {
     const events = rawEvents(0, 3);
     await h.store.appendIntake({
       context: { teamId: 1, receivedAt: Date.UTC(2025, 0, 1), ip: null, anonymizeIps: false, sentAt: null, engage: false },
-      text: null,
-      bytes: new TextEncoder().encode(JSON.stringify({ api_key: 'k', batch: events })),
+      body: new TextEncoder().encode(JSON.stringify({ api_key: 'k', batch: events })),
       events: 3,
       parsed: null,
       distinctIds: events.map((e) => e.distinct_id),
