@@ -24,34 +24,47 @@ export async function spawnRealServer(env: Record<string, string> = {}, root = R
 
 /**
  * The durable floor's additions: the least a server that answers only once the events are on
- * disk must do beyond the bare server's work, the body appended to a log with group commit (one
- * fdatasync at a time, the requests arriving meanwhile written together once it ends, as the real
- * server does) before the 200. No key check, no persons, nothing behind the answer: a floor for
- * durable acknowledgement on this machine, reported next to the bare ceiling.
+ * disk must do beyond the bare server's work, the body appended to a log with group commit before
+ * the 200. No key check, no persons, nothing behind the answer: a floor for durable
+ * acknowledgement on this machine, reported next to the bare ceiling. Two designs:
+ *
+ * - `flushes: 1`, as the real server does: one fdatasync at a time, the requests arriving
+ *   meanwhile written together the moment it ends and flushed at once;
+ * - `flushes: 2`: the appends of one turn of the event loop are written together at its end and
+ *   flushed at once while up to one other flush is still running (each group answered when its
+ *   own flush ends). Under a closed-loop client this breaks the lockstep of flush, answers and
+ *   the client's next requests; it was the faster floor on this machine under autocannon.
  */
-const FLOOR_LOG = `
+const floorLog = (flushes: 1 | 2) => `
 const { openSync, writevSync, fdatasync, closeSync, rmSync, mkdtempSync } = require('node:fs');
 const { join } = require('node:path');
 const dir = mkdtempSync(join(require('node:os').tmpdir(), 'bench-floor-'));
 const fd = openSync(join(dir, 'log'), 'w');
-let at = 0, syncing = false, waiters = [], bufs = [];
+const MAX_FLUSHES = ${flushes};
+let at = 0, flushing = 0, waiters = [], bufs = [], gathering = false;
 const flush = () => {
-  if (syncing || waiters.length === 0) return;
-  syncing = true;
+  gathering = false;
+  if (flushing >= MAX_FLUSHES || waiters.length === 0) return;
+  flushing++;
   const ws = waiters, bs = bufs;
   waiters = [];
   bufs = [];
   for (let i = 0; i < bs.length; i += 1024) at += writevSync(fd, bs.slice(i, i + 1024), at);
-  fdatasync(fd, () => { syncing = false; for (const w of ws) w(); flush(); });
+  fdatasync(fd, () => { flushing--; for (const w of ws) w(); flush(); });
 };
-const logged = (bytes) => new Promise((resolve) => { bufs.push(bytes); waiters.push(resolve); flush(); });
+const logged = (bytes) => new Promise((resolve) => {
+  bufs.push(bytes);
+  waiters.push(resolve);
+  if (MAX_FLUSHES === 1) flush();
+  else if (!gathering) { gathering = true; setImmediate(flush); }
+});
 const stop = () => { closeSync(fd); rmSync(dir, { recursive: true, force: true }); process.exit(0); };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 `;
 
-/** The bare server (with `floor`: the durable floor, the same server waiting for its log before the 200). */
-const serverSource = (floor: boolean) => `${floor ? FLOOR_LOG : ''}
+/** The bare server (with `flushes`: a durable floor, the same server waiting for its log before the 200). */
+const serverSource = (flushes: 0 | 1 | 2) => `${flushes ? floorLog(flushes) : ''}
 const server = Bun.serve({
   port: 0,
   hostname: '127.0.0.1',
@@ -60,7 +73,7 @@ const server = Bun.serve({
     if (request.method === 'POST') {
       let bytes = new Uint8Array(await request.arrayBuffer());
       if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = Bun.gunzipSync(bytes);
-      JSON.parse(new TextDecoder().decode(bytes));${floor ? '\n      await logged(bytes);' : ''}
+      JSON.parse(new TextDecoder().decode(bytes));${flushes ? '\n      await logged(bytes);' : ''}
     }
     return new Response('{"status":1}', { headers: { 'content-type': 'application/json' } });
   },
@@ -74,8 +87,8 @@ async function spawnScript(source: string): Promise<Child> {
   return { url: `http://127.0.0.1:${port}`, pid: proc.pid, proc, dataDir: null, stop: () => stopChild(proc) };
 }
 
-export const spawnBareServer = (): Promise<Child> => spawnScript(serverSource(false));
-export const spawnDurableFloorServer = (): Promise<Child> => spawnScript(serverSource(true));
+export const spawnBareServer = (): Promise<Child> => spawnScript(serverSource(0));
+export const spawnDurableFloorServer = (flushes: 1 | 2): Promise<Child> => spawnScript(serverSource(flushes));
 
 /** Peak resident set (VmHWM) of a process in MB, or null when /proc cannot tell. */
 export function peakRssMb(pid: number): number | null {

@@ -7,7 +7,10 @@ import type { BenchRow, Benchmark } from './types';
 /**
  * Ingestion of the real server (durable mode, the default: a 200 only after the fsync) next to a
  * bare `Bun.serve` that reads, gunzips (when gzip) and `JSON.parse`s the same bodies and answers
- * `{"status":1}`, both measured in the same run, interleaved, medians of `rounds` runs:
+ * `{"status":1}`, both measured in the same run, interleaved, medians of `rounds` runs. For
+single events two durable floors run beside them (the bare server plus a log append and a
+group-commit fdatasync before its 200, nothing else: `_ingest-procs.ts`), to show what durable
+acknowledgement alone costs on this machine under the same load generator:
  *
  * - single events (~1 KB, posthog-js web properties) on `/capture/` (posthog-node shape) and `/e/`
  *   (posthog-js shape), 64 connections, with distinct ids from a pool of users and anonymous
@@ -24,6 +27,16 @@ import type { BenchRow, Benchmark } from './types';
 
 const TARGET_SINGLE = 0.7;
 const TARGET_BATCH = 0.6;
+
+/** The servers measured: bare ceiling, durable floors (single events only), the real one. */
+type Label = 'bare' | 'floor' | 'floor2' | 'real';
+const SERVER_NAMES: Record<Label, string> = {
+  bare: 'bare Bun.serve',
+  floor: 'durable floor: bare + log, 1 fdatasync at a time',
+  floor2: 'durable floor: bare + log, 2 fdatasyncs in flight',
+  real: 'hogbase durable',
+};
+type Samples = Partial<Record<Label, Sample[]>>;
 
 interface Case extends CannonCase {
   name: string;
@@ -93,6 +106,46 @@ async function waitForCount(url: string, expected: number, slack: number, timeou
   return { count, seconds: (performance.now() - t0) / 1000 };
 }
 
+/** One row per server of a case: medians, and each server's ratio to the bare one (req/s for single events, events/s for batches). */
+function caseRows(name: string, kind: Case['kind'], entry: Samples): BenchRow[] {
+  const perf = (s: Sample) => (kind === 'single' ? s.run.rps : s.run.eps);
+  const bare = median((entry.bare ?? []).map(perf));
+  const target = kind === 'single' ? TARGET_SINGLE : TARGET_BATCH;
+  return (Object.keys(SERVER_NAMES) as Label[])
+    .filter((label) => entry[label]?.length)
+    .map((label) => {
+      const samples = entry[label]!;
+      const ratio = label === 'bare' ? null : median(samples.map(perf)) / bare;
+      return {
+        case: name,
+        server: SERVER_NAMES[label],
+        'req/s': round(median(samples.map((s) => s.run.rps))),
+        'events/s': round(median(samples.map((s) => s.run.eps))),
+        'p50 ms': round(median(samples.map((s) => s.run.p50)), 1),
+        'p99 ms': round(median(samples.map((s) => s.run.p99)), 1),
+        'peak RSS MB': Math.max(...samples.map((s) => s.peakMb ?? 0)) || null,
+        'core-µs/event': round(median(samples.map((s) => s.coreUsPerEvent ?? Number.NaN)), 1),
+        'vs bare': ratio === null ? null : round(ratio, 3),
+        target: label === 'real' ? `${kind === 'single' ? 'req/s' : 'events/s'} ≥ ${target}` : null,
+        met: label === 'real' ? (ratio! >= target ? 'yes' : 'NO') : null,
+        'non-200': samples.reduce((n, s) => n + s.run.non200 + s.run.errors, 0),
+        'queryable after s': label === 'real' ? round(median(samples.map((s) => s.queryableS ?? Number.NaN)), 2) : null,
+      };
+    });
+}
+
+/** Where the durable floors stand against bare, and the real server against the better floor (medians of req/s). */
+function floorNote(name: string, entry: Samples): string {
+  const rps = (label: Label) => median((entry[label] ?? []).map((s) => s.run.rps));
+  const bare = rps('bare');
+  const best = Math.max(rps('floor'), rps('floor2'));
+  return (
+    `${name}: durable floors (bare + log append + group-commit fdatasync before the 200, nothing else) reached ` +
+    `${round(rps('floor') / bare, 3)} (1 flush at a time) and ${round(rps('floor2') / bare, 3)} (2 in flight) of bare; ` +
+    `hogbase reached ${round(rps('real') / bare, 3)} of bare, ${round(rps('real') / best, 3)} of the better floor`
+  );
+}
+
 const bench: Benchmark = async (ctx) => {
   const quick = ctx.quick;
   const durationS = quick ? 1 : 8;
@@ -108,15 +161,19 @@ const bench: Benchmark = async (ctx) => {
   // ---- phase 1: autocannon, exact accounting ------------------------------------------------
   const real = await spawnRealServer();
   const bare = await spawnBareServer();
+  const floor = await spawnDurableFloorServer(1);
+  const floor2 = await spawnDurableFloorServer(2);
   let acked = 0; // events answered 200 by the real server, cumulative
   let unknown = 0; // events of requests with no answer (timeouts, resets): may or may not be stored
-  const results = new Map<string, { bare: Sample[]; real: Sample[] }>();
+  const results = new Map<string, Samples>();
   try {
-    const servers: Array<['bare' | 'real', Child]> = [['bare', bare], ['real', real]];
+    // The floors only for single events: a batch's log write is a small part of its cost.
+    const serversFor = (c: Case): Array<[Label, Child]> =>
+      c.kind === 'single' ? [['bare', bare], ['floor', floor], ['floor2', floor2], ['real', real]] : [['bare', bare], ['real', real]];
     const amountFor = new Map<string, number>();
     // Warm-up (JIT, person loading) and calibration: a fixed amount, then size runs from its rate.
     for (const c of cases) {
-      for (const [label, s] of servers) {
+      for (const [label, s] of serversFor(c)) {
         const amount = c.kind === 'single' ? c.connections * (quick ? 15 : 40) : c.connections * (c.bodies[0].events > 500 ? 2 : quick ? 4 : 8);
         const r = await cannon(s.url, c, { amount, connections: c.connections, maxSeconds: 60 });
         if (label === 'real') {
@@ -133,9 +190,9 @@ const bench: Benchmark = async (ctx) => {
 
     for (let r = 0; r < rounds; r++) {
       for (const c of cases) {
-        const entry = results.get(c.name) ?? { bare: [], real: [] };
+        const entry = results.get(c.name) ?? {};
         results.set(c.name, entry);
-        for (const [label, s] of servers) {
+        for (const [label, s] of serversFor(c)) {
           const amount = amountFor.get(`${c.name}|${label}`)!;
           resetPeakRss(s.pid);
           const cpu0 = cpuSeconds(s.pid);
@@ -157,7 +214,7 @@ const bench: Benchmark = async (ctx) => {
             }
           }
           sample.peakMb = peakRssMb(s.pid);
-          entry[label].push(sample);
+          (entry[label] ??= []).push(sample);
           const statuses = Object.entries(run.statuses).map(([k, v]) => `${k}:${v}`).join(' ');
           ctx.log(
             `round ${r + 1} ${c.name} ${label}: ${Math.round(run.rps)} req/s, ${Math.round(run.eps)} events/s, p50 ${run.p50} ms, p99 ${run.p99} ms, ` +
@@ -182,48 +239,30 @@ const bench: Benchmark = async (ctx) => {
 
     for (const c of cases) {
       const entry = results.get(c.name)!;
-      const bareEps = median(entry.bare.map((s) => s.run.eps));
-      const bareRps = median(entry.bare.map((s) => s.run.rps));
-      for (const label of ['bare', 'real'] as const) {
-        const samples = entry[label];
-        const rps = median(samples.map((s) => s.run.rps));
-        const eps = median(samples.map((s) => s.run.eps));
-        const ratio = label === 'real' ? (c.kind === 'single' ? rps / bareRps : eps / bareEps) : null;
-        const target = c.kind === 'single' ? TARGET_SINGLE : TARGET_BATCH;
-        rows.push({
-          case: `${c.name} [autocannon]`,
-          server: label === 'bare' ? 'bare Bun.serve' : 'hogbase durable',
-          'req/s': round(rps),
-          'events/s': round(eps),
-          'p50 ms': round(median(samples.map((s) => s.run.p50)), 1),
-          'p99 ms': round(median(samples.map((s) => s.run.p99)), 1),
-          'peak RSS MB': Math.max(...samples.map((s) => s.peakMb ?? 0)) || null,
-          'core-µs/event': round(median(samples.map((s) => s.coreUsPerEvent ?? Number.NaN)), 1),
-          'vs bare': ratio === null ? null : round(ratio, 3),
-          target: label === 'real' ? `${c.kind === 'single' ? 'req/s' : 'events/s'} ≥ ${target}` : null,
-          met: ratio === null ? null : ratio >= target ? 'yes' : 'NO',
-          'non-200': samples.reduce((n, s) => n + s.run.non200 + s.run.errors, 0),
-          'queryable after s': label === 'real' ? round(median(samples.map((s) => s.queryableS ?? Number.NaN)), 2) : null,
-        });
-      }
+      rows.push(...caseRows(`${c.name} [autocannon]`, c.kind, entry));
+      if (c.kind === 'single') notes.push(floorNote(`${c.name} [autocannon]`, entry));
     }
   } finally {
     await real.stop();
     await bare.stop();
+    await floor.stop();
+    await floor2.stop();
   }
 
   // ---- phase 2: wrk, single-event ceilings ---------------------------------------------------
   if (hasWrk()) {
     const real2 = await spawnRealServer();
     const bare2 = await spawnBareServer();
-    const floor2 = await spawnDurableFloorServer();
+    const floorW = await spawnDurableFloorServer(1);
+    const floor2W = await spawnDurableFloorServer(2);
+    const serversW: Array<[Label, Child]> = [['bare', bare2], ['floor', floorW], ['floor2', floor2W], ['real', real2]];
     try {
       const singles = cases.filter((c) => c.kind === 'single');
       let ackedW = 0;
       let unknownW = 0;
-      const res = new Map<string, { bare: Sample[]; floor: Sample[]; real: Sample[] }>();
+      const res = new Map<string, Samples>();
       for (const c of singles) {
-        for (const s of [bare2, floor2, real2]) {
+        for (const [, s] of serversW) {
           const w = await wrk(s.url, c, { durationS: quick ? 1 : 2, connections: c.connections, threads: 1 });
           if (s === real2) {
             ackedW += w.ackedEvents;
@@ -233,9 +272,9 @@ const bench: Benchmark = async (ctx) => {
       }
       for (let r = 0; r < rounds; r++) {
         for (const c of singles) {
-          const entry = res.get(c.name) ?? { bare: [], floor: [], real: [] };
+          const entry = res.get(c.name) ?? {};
           res.set(c.name, entry);
-          for (const [label, s] of [['bare', bare2], ['floor', floor2], ['real', real2]] as const) {
+          for (const [label, s] of serversW) {
             resetPeakRss(s.pid);
             const cpu0 = cpuSeconds(s.pid);
             const run = await wrk(s.url, c, { durationS: Math.max(1, Math.round(durationS)), connections: c.connections, threads: 1 });
@@ -251,7 +290,7 @@ const bench: Benchmark = async (ctx) => {
               unknownW += run.maybeStored;
               sample.queryableS = (await waitForCount(real2.url, ackedW, unknownW, 120_000)).seconds;
             }
-            entry[label].push(sample);
+            (entry[label] ??= []).push(sample);
             ctx.log(
               `wrk round ${r + 1} ${c.name} ${label}: ${Math.round(run.rps)} req/s, p50 ${run.p50.toFixed(2)} ms, p99 ${run.p99.toFixed(2)} ms, ` +
                 `RSS peak ${sample.peakMb} MB, ${sample.coreUsPerEvent?.toFixed(1)} core-µs/event, non-2xx ${run.non200}, socket errors ${run.errors}`,
@@ -267,44 +306,21 @@ const bench: Benchmark = async (ctx) => {
       if (!ok) problems.push(`wrk phase: ${verdict}`);
       for (const c of singles) {
         const entry = res.get(c.name)!;
-        const bareRps = median(entry.bare.map((s) => s.run.rps));
-        const floorRps = median(entry.floor.map((s) => s.run.rps));
-        notes.push(
-          `${c.name} [wrk]: the durable floor (bare + log append and group-commit fdatasync before the 200) reached ${round(floorRps / bareRps, 3)} of bare; ` +
-            `hogbase reached ${round(median(entry.real.map((s) => s.run.rps)) / floorRps, 3)} of the floor`,
-        );
-        for (const label of ['bare', 'floor', 'real'] as const) {
-          const samples = entry[label];
-          const rps = median(samples.map((s) => s.run.rps));
-          const ratio = label === 'bare' ? null : rps / bareRps;
-          rows.push({
-            case: `${c.name} [wrk]`,
-            server: label === 'bare' ? 'bare Bun.serve' : label === 'floor' ? 'durable floor (bare + fdatasync)' : 'hogbase durable',
-            'req/s': round(rps),
-            'events/s': round(median(samples.map((s) => s.run.eps))),
-            'p50 ms': round(median(samples.map((s) => s.run.p50)), 1),
-            'p99 ms': round(median(samples.map((s) => s.run.p99)), 1),
-            'peak RSS MB': Math.max(...samples.map((s) => s.peakMb ?? 0)) || null,
-            'core-µs/event': round(median(samples.map((s) => s.coreUsPerEvent ?? Number.NaN)), 1),
-            'vs bare': ratio === null ? null : round(ratio, 3),
-            target: label === 'real' ? `req/s ≥ ${TARGET_SINGLE}` : null,
-            met: label === 'real' ? (ratio! >= TARGET_SINGLE ? 'yes' : 'NO') : null,
-            'non-200': samples.reduce((n, s) => n + s.run.non200 + s.run.errors, 0),
-            'queryable after s': label === 'real' ? round(median(samples.map((s) => s.queryableS ?? Number.NaN)), 2) : null,
-          });
-        }
+        notes.push(floorNote(`${c.name} [wrk]`, entry));
+        rows.push(...caseRows(`${c.name} [wrk]`, c.kind, entry));
       }
     } finally {
       await real2.stop();
       await bare2.stop();
-      await floor2.stop();
+      await floorW.stop();
+      await floor2W.stop();
     }
   } else {
     notes.push('wrk not installed: single-event ceilings measured with autocannon only (apt-get install -y wrk)');
   }
 
   notes.push(
-    `${rounds} run(s) per case and server (medians), ~${durationS} s each, interleaved bare/real; single events 64 connections, batches 16; durable mode (fsync before 200)`,
+    `${rounds} run(s) per case and server (medians), ~${durationS} s each, interleaved bare/floors/real; single events 64 connections, batches 16; durable mode (fsync before 200)`,
     'ratios: single events compare req/s, batches events/s, each to the bare Bun.serve (read + gunzip when gzip + JSON.parse) measured in the same run',
     'core-µs/event: CPU time of the server process (all threads) per acknowledged event: robust to the shared, noisy 2-core machine',
     'queryable after: from the end of a run until the events API counts every acknowledged event (the WAL → DuckDB load backlog)',
