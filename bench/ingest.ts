@@ -8,9 +8,9 @@ import type { BenchRow, Benchmark } from './types';
  * Ingestion of the real server (durable mode, the default: a 200 only after the fsync) next to a
  * bare `Bun.serve` that reads, gunzips (when gzip) and `JSON.parse`s the same bodies and answers
  * `{"status":1}`, both measured in the same run, interleaved, medians of `rounds` runs. For
-single events two durable floors run beside them (the bare server plus a log append and a
-group-commit fdatasync before its 200, nothing else: `_ingest-procs.ts`), to show what durable
-acknowledgement alone costs on this machine under the same load generator:
+ * single events two durable floors run beside them (the bare server plus a log append and a
+ * group-commit fdatasync before its 200, nothing else: `_ingest-procs.ts`), to show what durable
+ * acknowledgement alone costs on this machine under the same load generator:
  *
  * - single events (~1 KB, posthog-js web properties) on `/capture/` (posthog-node shape) and `/e/`
  *   (posthog-js shape), 64 connections, with distinct ids from a pool of users and anonymous
