@@ -79,6 +79,18 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
     log(`capture burst batch=${batch}: ${Math.round(row['rows/s'] as number).toLocaleString()} events/s acked, ${Math.round(row['loaded rows/s'] as number).toLocaleString()}/s processed and loaded`);
   }
 
+  // Single-event requests, the same burst twice: the events' own (repeating) distinct ids, and a
+  // new id per request with the pending-id memory capped well below the burst (as a long
+  // anonymous burst fills the default 500k cap), so every request past the cap meets it.
+  const singles = quick ? 20_000 : 80_000;
+  for (const [label, opts] of [['repeating ids', {}], ['a new id each, past a 10k pending-id cap', { uniqueIds: true, maxPendingIds: 10_000 }]] as const) {
+    const runs: BurstResult[] = [];
+    for (let k = 0; k < repeats; k++) runs.push(await intakeBurst(join(tmpDir, `intake-1-${label.length}-${k}`), wire, singles, 1, opts));
+    const row = burstRow(`capture burst batch=1 durable, ${label}`, runs);
+    rows.push(row);
+    log(`capture burst batch=1 ${label}: ${Math.round(row['rows/s'] as number).toLocaleString()} events/s acked`);
+  }
+
   // ---- sustained ------------------------------------------------------------------------------
   const s = await sustained(join(tmpDir, 'sustained'), pool, sustainedMs, log);
   rows.push({
@@ -109,7 +121,8 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   notes.push(
     `ratios: durable append batch=10000 burst vs JSON.parse ${(rate('append burst batch=10000 durable') / rate('baseline: JSON.parse')).toFixed(2)}x; ` +
       `capture burst batch=10000 (its JSON.parse included) vs JSON.parse ${(rate('capture burst batch=10000') / rate('baseline: JSON.parse')).toFixed(2)}x; ` +
-      `sustained vs DuckDB read_ndjson load ${(s.storedRate / rate('baseline: DuckDB')).toFixed(2)}x`,
+      `sustained vs DuckDB read_ndjson load ${(s.storedRate / rate('baseline: DuckDB')).toFixed(2)}x; ` +
+      `single-event burst with a new id each past the pending-id cap vs repeating ids ${(rate('capture burst batch=1 durable, a new') / rate('capture burst batch=1 durable, repeating')).toFixed(2)}x`,
   );
   notes.push(
     'capture burst: what a capture request costs the store since requests are acknowledged once logged: the body is parsed (as the HTTP handler does), ' +
@@ -136,9 +149,13 @@ function toCapture(r: StoredEventRow) {
  * pipeline with persons and definitions): each body is parsed and logged, as the HTTP handler
  * does, with `concurrency` requests in flight; then everything is processed and loaded.
  */
-async function intakeBurst(dir: string, wire: readonly object[], total: number, batch: number): Promise<BurstResult> {
+/**
+ * `uniqueIds`: every request names a distinct id never seen before (an anonymous burst), with the
+ * pending-id memory capped at `maxPendingIds`, so the run goes past the cap; else the events' own ids.
+ */
+async function intakeBurst(dir: string, wire: readonly object[], total: number, batch: number, opts: { uniqueIds?: boolean; maxPendingIds?: number } = {}): Promise<BurstResult> {
   await mkdir(dir, { recursive: true });
-  const storage = await openStorage({ dataDir: dir, durability: 'durable', eventStore: { autoCompact: false } });
+  const storage = await openStorage({ dataDir: dir, durability: 'durable', eventStore: { autoCompact: false, maxPendingIds: opts.maxPendingIds } });
   const bodies: string[] = [];
   for (let i = 0; i + batch <= wire.length && bodies.length * batch < total; i += batch) bodies.push(JSON.stringify({ api_key: 'phc_bench', batch: wire.slice(i, i + batch) }));
   const requests = Math.ceil(total / batch);
@@ -155,7 +172,7 @@ async function intakeBurst(dir: string, wire: readonly object[], total: number, 
       body: text,
       events: events.length,
       parsed: events,
-      distinctIds: events.map((e) => e.distinct_id),
+      distinctIds: opts.uniqueIds ? events.map((_, k) => `visitor-${i}-${k}`) : events.map((e) => e.distinct_id),
     });
   });
   const ackMs = performance.now() - t0;

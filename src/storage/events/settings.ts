@@ -26,6 +26,7 @@ export interface Settings {
   autoCompact: boolean;
   visibilityTimeoutMs: number;
   maxMemoBytes: number;
+  maxPendingIds: number;
   deferBytes: number;
   dedupeFilterRows: number;
   directMinRows: number;
@@ -61,6 +62,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     autoCompact: o.autoCompact ?? true,
     visibilityTimeoutMs: o.visibilityTimeoutMs ?? 15_000,
     maxMemoBytes: o.maxMemoBytes ?? 16 * MiB,
+    maxPendingIds: o.maxPendingIds ?? 500_000,
     deferBytes: o.deferBytes ?? Math.min(512 * MiB, (o.maxPendingBytes ?? 2048 * MiB) / 2),
     dedupeFilterRows: o.dedupeFilterRows ?? 1_000_000,
     directMinRows: o.directMinRows ?? 50_000,

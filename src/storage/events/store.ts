@@ -22,9 +22,6 @@ import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
 const statfsAsync = promisify(statfs);
 const DISK_CHECK_MS = 1000;
-/** Distinct ids remembered for `awaitIntake` at most (beyond: wait for everything logged). */
-const MAX_PENDING_IDS = 500_000;
-const PENDING_SWEEP_AT = 50_000;
 /** Rows a store append encodes before letting the event loop run (~4 ms of encoding at ~2 µs a row). */
 const ENCODE_SLICE_ROWS = 2048;
 /**
@@ -105,6 +102,14 @@ class DuckDbEventStore implements EventStore {
   /** Distinct ids named by capture requests not yet processed: team → id → latest sequence number. */
   private pendingIds = new Map<number, Map<string, number>>();
   private pendingCount = 0;
+  /**
+   * The same requests' ids in log order (from `pendingHead` on), so forgetting what processing
+   * has done costs what it forgets. A scan of every id remembered, made by each request once
+   * 500k unique ids were pending (an anonymous burst), took 0.2–0.6 ms a request, 16–40× the
+   * request's own cost.
+   */
+  private pendingLog: Array<{ teamId: number; seq: number; ids: readonly string[] }> = [];
+  private pendingHead = 0;
   private overflowSeq = 0;
   /** The latest capture request's sequence number per project. */
   private lastSeqOfTeam = new Map<number, number>();
@@ -169,8 +174,8 @@ class DuckDbEventStore implements EventStore {
     // statfs costs ~ms of the main thread in Bun: once a second is plenty (a write that hits
     // ENOSPC in between marks the disk low at once).
     if (Date.now() - this.diskCheckedAt >= DISK_CHECK_MS) void this.checkDisk();
-    // Forget distinct ids whose requests are processed (bounded work: only once there are many).
-    if (this.pendingCount > PENDING_SWEEP_AT) this.sweepPending();
+    // Forget distinct ids whose requests are processed, with no capture request to do it.
+    this.sweepPending();
     this.upkeep.tick();
   }
 
@@ -324,32 +329,47 @@ class DuckDbEventStore implements EventStore {
 
   private trackPending(teamId: number, distinctIds: readonly string[], seq: number): void {
     this.lastSeqOfTeam.set(teamId, seq);
-    if (this.pendingCount + distinctIds.length > MAX_PENDING_IDS) {
-      this.sweepPending();
-      if (this.pendingCount + distinctIds.length > MAX_PENDING_IDS) {
-        // Too many to remember one by one: a check for any id waits for everything up to here.
-        this.overflowSeq = seq;
-        return;
-      }
+    this.sweepPending();
+    if (this.pendingCount + distinctIds.length > this.s.maxPendingIds) {
+      // Too many to remember one by one: a check for any id waits for everything up to here.
+      this.overflowSeq = seq;
+      return;
     }
+    if (distinctIds.length === 0) return;
     let ids = this.pendingIds.get(teamId);
     if (!ids) this.pendingIds.set(teamId, (ids = new Map()));
     for (const id of distinctIds) {
       if (!ids.has(id)) this.pendingCount++;
       ids.set(id, seq);
     }
+    this.pendingLog.push({ teamId, seq, ids: distinctIds });
   }
 
+  /** Forget the ids of requests processed since the last call (oldest first; an id named again later stays). */
   private sweepPending(): void {
     const done = this.loader.processedSeq;
-    for (const [team, ids] of this.pendingIds) {
-      for (const [id, seq] of ids) {
-        if (seq > done) continue;
+    const log = this.pendingLog;
+    let head = this.pendingHead;
+    while (head < log.length && log[head].seq <= done) {
+      const { teamId, ids: named } = log[head++];
+      const ids = this.pendingIds.get(teamId);
+      if (!ids) continue;
+      for (const id of named) {
+        const seq = ids.get(id);
+        if (seq === undefined || seq > done) continue;
         ids.delete(id);
         this.pendingCount--;
       }
-      if (ids.size === 0) this.pendingIds.delete(team);
+      if (ids.size === 0) this.pendingIds.delete(teamId);
     }
+    if (head === log.length) {
+      log.length = 0;
+      head = 0;
+    } else if (head >= 4096 && head * 2 >= log.length) {
+      log.splice(0, head);
+      head = 0;
+    }
+    this.pendingHead = head;
   }
 
   /** Whether a logged capture request of the project naming one of these ids is not processed yet (no promise). */
@@ -395,7 +415,7 @@ class DuckDbEventStore implements EventStore {
       if (active && active.lastSeq >= target) await this.wal.seal();
       await this.loader.waitProcessed(target, Math.max(0, timeoutMs - (Date.now() - started)));
     }
-    if (this.pendingCount > PENDING_SWEEP_AT) this.sweepPending();
+    this.sweepPending();
   }
 
   private writeFailed(error: unknown): never {
@@ -535,6 +555,7 @@ class DuckDbEventStore implements EventStore {
   stats(): EventStoreStats {
     const active = this.wal.activeSegment;
     const files = this.tiers.snapshot.files;
+    this.sweepPending(); // so pendingDistinctIds counts only ids still pending
     return {
       durability: this.s.durable ? 'durable' : 'relaxed',
       bufferedRows: (active?.rows ?? 0) + this.loader.rows,
@@ -548,6 +569,7 @@ class DuckDbEventStore implements EventStore {
       parquetRows: files.reduce((n, f) => n + f.rows, 0),
       appliedSegment: this.loader.done,
       compactedSegment: this.tiers.snapshot.compactedSegment,
+      pendingDistinctIds: this.pendingCount,
     };
   }
 

@@ -95,6 +95,8 @@ export interface EventStoreOptions {
   logger?: EventStoreLogger;
   /** Intake requests kept in memory for processing (parsed, or their body when another thread parsed them), at most, counted as logged bytes (parsed they take several times that; beyond: read and parsed again from the log). Default 16 MiB. */
   maxMemoBytes?: number;
+  /** Distinct ids of unprocessed capture requests remembered one by one for flag checks' person waits; beyond, a check waits for everything logged (default 500,000). */
+  maxPendingIds?: number;
   /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default 512 MiB (at most half of maxPendingBytes). */
   deferBytes?: number;
   /** Uuids per generation of the recent-uuid filter (8 generations; see recent-uuids.ts). Default 1M. */
@@ -139,6 +141,8 @@ export interface EventStoreStats {
   deadLetters: number;
   appliedSegment: number;
   compactedSegment: number;
+  /** Distinct ids of unprocessed capture requests remembered for flag checks' person waits. */
+  pendingDistinctIds: number;
 }
 
 export interface RelationOptions {

@@ -47,7 +47,11 @@ const toRow = (ctx: IntakeContext, e: Raw, i: number): StoredEventRow => {
 /** Main-thread time each processed request costs (a busy wait), for the saturation tests. */
 let costMs = 0;
 
+/** While set, processing waits for it (requests stay logged, not processed). */
+let gate: Promise<void> | null = null;
+
 const processIntake: NonNullable<NonNullable<EventStoreOptions['hooks']>['processIntake']> = async (ctx, parsed, text) => {
+  if (gate) await gate;
   for (const until = performance.now() + costMs; performance.now() < until; );
   const events = (parsed ?? (JSON.parse(text ?? '') as { batch: Raw[] }).batch) as Raw[];
   calls.push({ fromMemo: parsed !== null, events: events.length });
@@ -245,5 +249,51 @@ describe('intake', () => {
     } finally {
       costMs = 0;
     }
+  });
+
+  test('the distinct ids of processed requests are forgotten as processing goes, not kept until many pile up', async () => {
+    h = await open({ bufferMaxAgeMs: 60_000 });
+    for (let k = 0; k < 10; k++) await capture(h, [{ uuid: uuid(k), event: 'e', distinct_id: `visitor-${k}` }]);
+    await h.store.awaitIntake(1, ['visitor-9'], 5_000);
+    expect(h.store.stats().pendingDistinctIds).toBe(0);
+    await capture(h, [{ uuid: uuid(10), event: 'e', distinct_id: 'visitor-10' }]);
+    expect(h.store.stats().pendingDistinctIds).toBeLessThanOrEqual(1);
+    expect(await uuidsOf(h)).toEqual(Array.from({ length: 11 }, (_, k) => uuid(k)));
+  });
+
+  test('past maxPendingIds a flag check waits for everything logged; once that is processed, ids are remembered one by one again', async () => {
+    let release!: () => void;
+    gate = new Promise<void>((resolve) => (release = resolve));
+    try {
+      h = await open({ bufferMaxAgeMs: 60_000, maxPendingIds: 5 });
+      const pair = (n: number, who: string) => [
+        { uuid: uuid(n), event: 'e', distinct_id: `${who}-a` },
+        { uuid: uuid(n + 1), event: '$identify', distinct_id: `${who}-b` },
+      ];
+      await capture(h, pair(0, 'one'));
+      await capture(h, pair(2, 'two'));
+      expect(h.store.stats().pendingDistinctIds).toBe(4);
+      expect(h.store.intakePending(1, ['stranger'])).toBe(false);
+      expect(h.store.intakePending(1, ['two-b'])).toBe(true);
+      // 4 remembered + 2 more > 5: this request's ids are not remembered, so any id must wait.
+      await capture(h, pair(4, 'three'));
+      expect(h.store.stats().pendingDistinctIds).toBe(4);
+      expect(h.store.intakePending(1, ['stranger'])).toBe(true);
+      release();
+      gate = null;
+      await h.store.awaitIntake(1, ['stranger'], 5_000);
+      expect(h.store.intakePending(1, ['stranger'])).toBe(false);
+      expect(h.store.stats().pendingDistinctIds).toBe(0);
+      gate = new Promise<void>((resolve) => (release = resolve));
+      await capture(h, pair(6, 'four'));
+      expect(h.store.stats().pendingDistinctIds).toBe(2);
+      expect(h.store.intakePending(1, ['stranger'])).toBe(false);
+      expect(h.store.intakePending(1, ['four-a'])).toBe(true);
+    } finally {
+      release();
+      gate = null;
+    }
+    await h.store.awaitIntake(1, null, 5_000);
+    expect(await uuidsOf(h)).toEqual(Array.from({ length: 8 }, (_, k) => uuid(k)));
   });
 });
