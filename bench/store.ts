@@ -83,9 +83,9 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   // new id per request with the pending-id memory capped well below the burst (as a long
   // anonymous burst fills the default 500k cap), so every request past the cap meets it.
   const singles = quick ? 20_000 : 80_000;
-  for (const [label, opts] of [['repeating ids', {}], ['a new id each, past a 10k pending-id cap', { uniqueIds: true, maxPendingIds: 10_000 }]] as const) {
+  for (const [tag, label, opts] of [['repeating', 'repeating ids', {}], ['unique', 'a new id each, past a 10k pending-id cap', { uniqueIds: true, maxPendingIds: 10_000 }]] as const) {
     const runs: BurstResult[] = [];
-    for (let k = 0; k < repeats; k++) runs.push(await intakeBurst(join(tmpDir, `intake-1-${label.length}-${k}`), wire, singles, 1, opts));
+    for (let k = 0; k < repeats; k++) runs.push(await intakeBurst(join(tmpDir, `intake-1-${tag}-${k}`), wire, singles, 1, opts));
     const row = burstRow(`capture burst batch=1 durable, ${label}`, runs);
     rows.push(row);
     log(`capture burst batch=1 ${label}: ${Math.round(row['rows/s'] as number).toLocaleString()} events/s acked`);

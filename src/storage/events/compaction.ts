@@ -51,7 +51,9 @@ export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, no
   for (const f of files) {
     if (f.rows >= policy.maxFileRows || now - f.createdAt < policy.minAgeMs) continue;
     const key = `${f.teamId}/${f.day}`;
-    groups.set(key, [...(groups.get(key) ?? []), f]);
+    const group = groups.get(key);
+    if (group) group.push(f);
+    else groups.set(key, [f]);
   }
   let best: ParquetFile[] | null = null;
   for (const g of groups.values()) if (g.length >= policy.minFiles && (!best || g.length > best.length)) best = g;

@@ -20,13 +20,7 @@ type Queued = SealedSegment & { attempts: number; loadPath: string };
  * What a kept intake memo holds: the frame's context, its events already parsed (or, for a body
  * parsed in another thread, the body itself: parsed when processed), its sequence number.
  */
-export interface IntakeMemo {
-  context: IntakeContext;
-  events: unknown[] | null;
-  body: string | Uint8Array | null;
-  bytes: number;
-  seq: number;
-}
+export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & ({ events: unknown[]; body: null } | { events: null; body: string | Uint8Array });
 
 const utf8 = new TextDecoder();
 
@@ -362,7 +356,7 @@ export class SegmentLoader {
 
   private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
     try {
-      const text = memo.events ? null : typeof memo.body === 'string' ? memo.body : utf8.decode(memo.body ?? new Uint8Array(0));
+      const text = memo.events !== null ? null : typeof memo.body === 'string' ? memo.body : utf8.decode(memo.body);
       st.add(await this.process!(memo.context, memo.events, text));
     } catch (error) {
       st.failed.push({ index: st.next, error });

@@ -280,7 +280,7 @@ class DuckDbEventStore implements EventStore {
       // 31–32k → 36k req/s, 100 KB batches +7% with none then).
       let memo: IntakeMemo | null = null;
       if (this.loader.memoBytes + bytes <= this.s.maxMemoBytes && !this.busy()) {
-        memo = { context: input.context, events: input.parsed, body: input.parsed ? null : body, bytes, seq };
+        memo = input.parsed ? { context: input.context, events: input.parsed, body: null, bytes, seq } : { context: input.context, events: null, body, bytes, seq };
         this.loader.memoBytes += bytes;
       }
       const events = input.events;
