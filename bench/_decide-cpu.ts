@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BENCH_KEYS } from './_http';
 import { FLAGS, bodies, users } from './decide';
+import { withPipeline } from '../src/pipeline';
 
 const root = resolve(process.env.SRC_ROOT ?? join(import.meta.dir, '..'));
 const { createApp } = await import(`${root}/src/app.ts`);
@@ -21,7 +22,7 @@ const config = loadConfig({
   LOG_LEVEL: 'silent', DATA_DIR: dir,
   BOOTSTRAP_EMAIL: BENCH_KEYS.email, BOOTSTRAP_PERSONAL_API_KEY: BENCH_KEYS.personal, BOOTSTRAP_PROJECT_API_KEY: BENCH_KEYS.project,
 });
-const storage = await openStorage({ dataDir: dir, durability: config.DURABILITY });
+const storage = await openStorage(withPipeline({ dataDir: dir, durability: config.DURABILITY }));
 await bootstrap(storage, config);
 const app = createApp({ config, storage, logger: silentLogger, version: 'bench', now: () => new Date() });
 const call = (method: string, path: string, body: string, headers: Record<string, string> = {}) =>

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import type { NormalizedEvent } from '../src/core/ingest/normalize-event';
 import type { StoredEventRow } from '../src/core/events/columns';
 import { captureBodies, batchBodies } from './_ingest-payloads';
+import { withPipeline } from '../src/pipeline';
 
 // SRC_ROOT: another checkout's root (an A/B of a proposed change), default this one.
 const root = resolve(process.env.SRC_ROOT ?? join(import.meta.dir, '..'));
@@ -21,7 +22,7 @@ const { uuidv7 } = await import(`${root}/src/ids.ts`);
 const kind = process.argv[2] ?? 'single';
 const bodies = kind === 'single' ? captureBodies(4000) : batchBodies(40, 100_000, { gzip: false });
 const dir = mkdtempSync(join(tmpdir(), 'ingest-cpu-'));
-const storage = await openStorage({ dataDir: dir });
+const storage = await openStorage(withPipeline({ dataDir: dir }));
 await storage.persons.ensureLoaded(1);
 const query = new URLSearchParams();
 const t: Record<string, number> = {};

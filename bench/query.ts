@@ -13,6 +13,7 @@ import type { SqlParam } from '../src/storage/db';
 import { startServer, TEST_KEYS } from '../test/helpers/server-process';
 import type { BenchRow, Benchmark } from './types';
 import { seeded } from './_events';
+import { withPipeline } from '../src/pipeline';
 
 /**
  * The stored-events API on a realistic project: N generated events (seeded; a month of
@@ -261,7 +262,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   });
   const marker = join(dataDir, 'bench-query.json');
   const reused = keep ? await readMarker(marker, total) : null;
-  let storage = await openStorage({ dataDir });
+  let storage = await openStorage(withPipeline({ dataDir }));
   let teamId: number;
   let loaded: { seconds: number; users: string[] };
   if (reused) {
@@ -295,7 +296,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   // The machine is shared and noisy: direct and http alternate in cycles (the database file takes
   // one process at a time), and the medians are over every cycle's runs.
   for (let cycle = 0; cycle < cycles; cycle++) {
-    if (cycle > 0) storage = await openStorage({ dataDir });
+    if (cycle > 0) storage = await openStorage(withPipeline({ dataDir }));
     await directPhase(storage, config, teamId, all, samples, runs, log);
     if (withCsv) csv.direct.push(await directCopy(storage, teamId, exportRows, tmpDir));
     await storage.close();

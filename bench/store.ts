@@ -7,6 +7,7 @@ import { createEventStore, type EventStoreOptions } from '../src/storage/events'
 import { openStorage } from '../src/storage';
 import { createEventGenerator } from './_events';
 import type { BenchRow, Benchmark } from './types';
+import { withPipeline } from '../src/pipeline';
 
 /**
  * The event store's write path: bursts appended in batches of 100 and 10,000 (durable and
@@ -155,7 +156,7 @@ function toCapture(r: StoredEventRow) {
  */
 async function intakeBurst(dir: string, wire: readonly object[], total: number, batch: number, opts: { uniqueIds?: boolean; maxPendingIds?: number } = {}): Promise<BurstResult> {
   await mkdir(dir, { recursive: true });
-  const storage = await openStorage({ dataDir: dir, durability: 'durable', eventStore: { autoCompact: false, maxPendingIds: opts.maxPendingIds } });
+  const storage = await openStorage(withPipeline({ dataDir: dir, durability: 'durable', eventStore: { autoCompact: false, maxPendingIds: opts.maxPendingIds } }));
   const bodies: string[] = [];
   for (let i = 0; i + batch <= wire.length && bodies.length * batch < total; i += batch) bodies.push(JSON.stringify({ api_key: 'phc_bench', batch: wire.slice(i, i + batch) }));
   const requests = Math.ceil(total / batch);

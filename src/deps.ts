@@ -1,6 +1,8 @@
 import type { Config } from './config';
 import type { IngestRequest, PreparedIngest } from './core/ingest/prepare-ingest';
 import type { Logger } from './logger';
+import type { PreparedRows } from './pipeline';
+import type { IntakeContext } from './storage/events/wal-format';
 import type { Storage } from './storage';
 
 /** What every module is built from; tests pass their own (temp data dir, small buffers). */
@@ -16,6 +18,13 @@ export interface Deps {
 }
 
 export interface IngestParser {
-  /** `prepareIngest` in another thread: the body is moved there and back, the parsed events stay there. */
-  prepare(req: IngestRequest): Promise<PreparedIngest>;
+  /**
+   * `prepareIngest` in another thread: the body is moved there and back, the parsed events stay
+   * there; with `keep`, under the returned `ticket` until `rows` or `release` is called for it.
+   */
+  prepare(req: IngestRequest, keep?: boolean): Promise<PreparedIngest>;
+  /** The rows of a kept request (`prepareRows` in its thread), once its project is known. */
+  rows(ticket: number, context: IntakeContext): Promise<PreparedRows>;
+  /** Forget a kept request's events (refused, or nothing to log). */
+  release(ticket: number): void;
 }

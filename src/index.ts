@@ -4,6 +4,7 @@ import { bootstrap, describeAccount } from './bootstrap';
 import { ConfigError, loadConfig } from './config';
 import type { Deps } from './deps';
 import { createLogger } from './logger';
+import { withPipeline } from './pipeline';
 import { DatabaseLockedError, openStorage } from './storage';
 import { VERSION } from './version';
 import { createIngestParser } from './workers/ingest-parser';
@@ -21,15 +22,16 @@ async function main() {
     throw error;
   }
   const logger = createLogger(config.LOG_LEVEL);
+  // Before storage: recovery prepares the logged requests' rows in these threads too.
+  const ingestParser = config.INGEST_PARSE_THREADS > 0 ? createIngestParser(config.INGEST_PARSE_THREADS, config.MAX_BODY_BYTES, logger) : undefined;
   let storage;
   try {
-    storage = await openStorage({
-      dataDir: config.DATA_DIR,
-      durability: config.DURABILITY,
-      memoryLimit: config.DUCKDB_MEMORY_LIMIT,
-      personCopies: config.PERSON_COPIES === 'on',
-      logger,
-    });
+    storage = await openStorage(
+      withPipeline(
+        { dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on', logger },
+        ingestParser,
+      ),
+    );
   } catch (error) {
     if (error instanceof DatabaseLockedError) {
       console.error(error.message);
@@ -42,7 +44,6 @@ async function main() {
     // Printed once, on the first start only: the personal key is never shown again.
     console.log(`First start: created an organization, a project, a user and keys.\n${JSON.stringify(describeAccount(created), null, 2)}`);
   }
-  const ingestParser = config.INGEST_PARSE_THREADS > 0 ? createIngestParser(config.INGEST_PARSE_THREADS, config.MAX_BODY_BYTES, logger) : undefined;
   const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser };
   const readiness = { accepting: true };
   const app = createApp(deps, readiness).listen({

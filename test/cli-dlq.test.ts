@@ -6,6 +6,7 @@ import { hotValuesOf } from '../src/core/events/columns';
 import { uuidv7 } from '../src/ids';
 import { openStorage } from '../src/storage';
 import { runCliProcess } from './helpers/server-process';
+import { withPipeline } from '../src/pipeline';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -33,7 +34,7 @@ describe('operator CLI: dead letters', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'dlq-'));
     dirs.push(dataDir);
     // A store whose loads always fail: the acknowledged rows must end up in the dead letters.
-    const broken = await openStorage({
+    const broken = await openStorage(withPipeline({
       dataDir,
       eventStore: {
         maxFlushAttempts: 1,
@@ -44,7 +45,7 @@ describe('operator CLI: dead letters', () => {
           },
         },
       },
-    });
+    }));
     const rows = Array.from({ length: 25 }, (_, i) => row(i));
     await broken.events.append(rows);
     await broken.events.flush().catch(() => undefined);
@@ -63,7 +64,7 @@ describe('operator CLI: dead letters', () => {
     expect(replayed.stdout).toContain('replayed 1 dead letter(s), 25 rows');
     expect(JSON.parse((await runCliProcess(['dlq', 'list', '--json'], dataDir)).stdout)).toEqual([]);
 
-    const healthy = await openStorage({ dataDir });
+    const healthy = await openStorage(withPipeline({ dataDir }));
     const relation = await healthy.events.eventsRelation(1);
     const stored: string[] = [];
     for await (const chunk of healthy.events.streamQuery(`SELECT uuid FROM ${relation.sql} AS events ORDER BY uuid`, relation.params)) {

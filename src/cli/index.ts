@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { describeAccount } from '../bootstrap';
 import { ConfigError, loadConfig } from '../config';
 import { DatabaseLockedError, openStorage, type Storage } from '../storage';
+import { withPipeline } from '../pipeline';
 
 /**
  * Operator CLI: `npm run cli -- <command> [options]`. Works on DATA_DIR directly, so the server
@@ -118,7 +119,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   let storage: Storage | undefined;
   try {
     const config = loadConfig(env);
-    storage = await openStorage({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on' });
+    storage = await openStorage(withPipeline({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on' }));
     await COMMANDS[command](storage, flags, (text) => console.log(text), positionals);
     return 0;
   } catch (error) {

@@ -16,8 +16,7 @@ import type { InviteStore } from './invites/types';
 import { createCohortStore } from './cohorts/cohort-store';
 import type { CohortStore } from './cohorts/types';
 import type { EventsSourceRef } from './definitions/events-source';
-import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability } from './events';
-import { createIntakeProcessor } from './intake-pipeline';
+import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability, type ProcessIntake } from './events';
 import type { Logger } from '../logger';
 
 export { DatabaseLockedError } from './db';
@@ -67,6 +66,11 @@ export interface StorageOptions {
   logger?: Logger;
   /** Person-clustered copies of settled days (default true; see storage/events/person-copies.ts). */
   personCopies?: boolean;
+  /**
+   * Turns logged capture requests into rows (normalization, persons, definitions): the pipeline
+   * (`src/pipeline`, `withPipeline`). Without it, logged capture requests cannot be stored.
+   */
+  intake?: (stores: { persons: PersonStore; seen: SeenTracker }) => ProcessIntake;
   /** Event-store tuning (tests pass small buffers). */
   eventStore?: Partial<Parameters<typeof createEventStore>[1]>;
 }
@@ -105,7 +109,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       personCopies: options.personCopies ?? true,
       ...options.eventStore,
       hooks: {
-        processIntake: createIntakeProcessor(persons, seen),
+        processIntake: options.intake?.({ persons, seen }),
         // Persons first: every stored event's person changes are stored before the event is.
         async beforeLoad(segments) {
           await persons.flush();

@@ -1,21 +1,27 @@
 import type { PreparedIngest } from '../core/ingest/prepare-ingest';
 import type { ErrorKind } from '../errors';
+import type { PreparedRows } from '../pipeline';
+import type { IntakeContext } from '../storage/events/wal-format';
 
-/** A body to decode and parse (`IngestRequest`, with the query as its text: URLSearchParams do not cross threads). */
-export interface ParseRequest {
-  id: number;
-  body: Uint8Array;
-  contentType: string | null;
-  contentEncoding: string | null;
-  query: string;
-  ip: string | null;
-  engage: boolean;
-}
+/**
+ * Messages to an ingest thread:
+ * - `parse`: decode and parse a body (`IngestRequest`, the query as its text: URLSearchParams do
+ *   not cross threads); with `keep`, its events stay there under the request's id (its ticket)
+ *   for a later `rows`;
+ * - `rows`: prepare the rows (`prepareRows`) of the events kept under `ticket`, or of a body's
+ *   `text` read back from the log;
+ * - `release`: forget the events kept under `ticket` (the request was refused).
+ */
+export type WorkerRequest =
+  | { type: 'parse'; id: number; keep: boolean; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
+  | { type: 'rows'; id: number; ticket: number | null; text: string | null; context: IntakeContext }
+  | { type: 'release'; ticket: number };
 
-/** The prepared request (without its parsed events), or the AppError that answers it, or a bug. */
-export interface ParseReply {
+/** The answer to `parse` or `rows`, or the AppError that answers it, or a bug. */
+export interface WorkerReply {
   id: number;
   prepared?: Omit<PreparedIngest, 'parsed'>;
+  rows?: PreparedRows;
   error?: { kind: ErrorKind; detail: string; attr: string | null };
   failure?: string;
 }
@@ -25,4 +31,17 @@ export function movable(bytes: Uint8Array | string): ArrayBuffer[] {
   if (typeof bytes === 'string') return [];
   const buffer = bytes.buffer;
   return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength && bytes.byteLength > 0 ? [buffer] : [];
+}
+
+/**
+ * Prepared rows' buffers to move: their own when large (a small buffer may be a slice of a
+ * shared pool, which must not be moved away; copying it costs nothing much).
+ */
+export function movableRows(rows: PreparedRows): ArrayBuffer[] {
+  const out: ArrayBuffer[] = [];
+  for (const view of [rows.lines, rows.slots]) {
+    const buffer = view.buffer;
+    if (buffer instanceof ArrayBuffer && buffer.byteLength >= 64 * 1024 && view.byteLength * 2 >= buffer.byteLength) out.push(buffer);
+  }
+  return out;
 }

@@ -3,26 +3,57 @@ import type { IngestRequest, PreparedIngest } from '../core/ingest/prepare-inges
 import type { IngestParser } from '../deps';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
-import { movable, type ParseReply, type ParseRequest } from './ingest-parser-protocol';
+import type { PreparedRows, RowPreparer } from '../pipeline';
+import type { IntakeContext } from '../storage/events/wal-format';
+import { movable, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
-export interface IngestParserPool extends IngestParser {
+export interface IngestParserPool extends IngestParser, RowPreparer {
   close(): Promise<void>;
 }
 
 /**
- * `threads` worker threads that decode and parse capture bodies (`prepareIngest`), so the main
- * thread's time per large batch is the socket, the key check and the log. A body goes to the
- * thread with the fewest bodies in hand; it is moved (not copied) both ways when it owns its
- * buffer, and the parsed events stay in the worker (copying objects back costs more than
- * parsing them again behind the 200, which happens only when processing comes soon).
+ * `threads` worker threads that decode and parse capture bodies (`prepareIngest`) and prepare
+ * their rows (`prepareRows`: normalization and encoding), so the main thread's time per large
+ * batch is the socket, the key check, the log and the persons. A body goes to the thread with
+ * the fewest messages in hand and is moved (not copied) both ways when it owns its buffer; its
+ * parsed events stay in that thread until the main thread, having checked the key, asks for
+ * their rows (`rows`) or lets them go (`release`): each body is parsed once.
  */
 export function createIngestParser(threads: number, maxBytes: number, logger: Logger): IngestParserPool {
   const pool = Array.from({ length: threads }, () => startThread(maxBytes, logger));
+  const least = () => {
+    let best = pool[0];
+    for (const t of pool) if (t.inHand < best.inHand) best = t;
+    return best;
+  };
+  /** Which thread keeps the events of each ticket. */
+  const holders = new Map<number, ParserThread>();
+  let nextId = 0;
   return {
-    prepare(req) {
-      let best = pool[0];
-      for (const t of pool) if (t.inHand < best.inHand) best = t;
-      return best.prepare(req);
+    async prepare(req, keep = false) {
+      const thread = least();
+      const id = ++nextId;
+      const message: WorkerRequest = {
+        type: 'parse', id, keep, body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query.toString(), ip: req.ip, engage: req.engage,
+      };
+      const reply = await thread.ask(message, movable(req.body));
+      const prepared = { ...reply.prepared!, parsed: null } as PreparedIngest;
+      if (prepared.ticket !== null) holders.set(prepared.ticket, thread);
+      return prepared;
+    },
+    rows(ticket, context) {
+      const thread = holders.get(ticket);
+      if (!thread) return Promise.reject(new Error(`no ingest thread keeps ticket ${ticket}`));
+      holders.delete(ticket);
+      return thread.ask({ type: 'rows', id: ++nextId, ticket, text: null, context }, []).then((r) => r.rows!);
+    },
+    release(ticket) {
+      const thread = holders.get(ticket);
+      holders.delete(ticket);
+      thread?.worker.postMessage({ type: 'release', ticket } satisfies WorkerRequest);
+    },
+    prepareBody(context: IntakeContext, text: string): Promise<PreparedRows> {
+      return least().ask({ type: 'rows', id: ++nextId, ticket: null, text, context }, []).then((r) => r.rows!);
     },
     async close() {
       await Promise.all(pool.map((t) => t.worker.terminate()));
@@ -33,38 +64,35 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
 interface ParserThread {
   worker: Worker;
   inHand: number;
-  prepare(req: IngestRequest): Promise<PreparedIngest>;
+  ask(message: WorkerRequest & { id: number }, transfer: ArrayBuffer[]): Promise<WorkerReply>;
 }
 
 function startThread(maxBytes: number, logger: Logger): ParserThread {
   const worker = new Worker(new URL('./ingest-parser-worker.ts', import.meta.url), { workerData: { maxBytes } });
-  const waiting = new Map<number, { resolve: (p: PreparedIngest) => void; reject: (e: unknown) => void }>();
-  let nextId = 0;
+  const waiting = new Map<number, { resolve: (r: WorkerReply) => void; reject: (e: unknown) => void }>();
   const thread: ParserThread = {
     worker,
     inHand: 0,
-    prepare(req) {
-      const id = ++nextId;
-      const message: ParseRequest = { id, body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query.toString(), ip: req.ip, engage: req.engage };
+    ask(message, transfer) {
       return new Promise((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
+        waiting.set(message.id, { resolve, reject });
         thread.inHand++;
-        worker.postMessage(message, movable(req.body));
+        worker.postMessage(message, transfer);
       });
     },
   };
-  worker.on('message', (reply: ParseReply) => {
+  worker.on('message', (reply: WorkerReply) => {
     const w = waiting.get(reply.id);
     if (!w) return;
     waiting.delete(reply.id);
     thread.inHand--;
     if (reply.error) w.reject(new AppError(reply.error.kind, reply.error.detail, reply.error.attr));
-    else if (reply.failure) w.reject(new Error(`ingest parser: ${reply.failure}`));
-    else w.resolve({ ...reply.prepared!, parsed: null });
+    else if (reply.failure) w.reject(new Error(`ingest thread: ${reply.failure}`));
+    else w.resolve(reply);
   });
   worker.on('error', (error) => {
     // Bodies in hand are answered with a 500 (the client retries); the server cannot go on without it.
-    logger.error('ingest parser thread failed', { error });
+    logger.error('ingest thread failed', { error });
     for (const w of waiting.values()) w.reject(error);
     waiting.clear();
     process.exit(1);

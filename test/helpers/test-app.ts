@@ -7,6 +7,7 @@ import { loadConfig, type Config } from '../../src/config';
 import type { Deps } from '../../src/deps';
 import { silentLogger } from '../../src/logger';
 import { openStorage, type CreatedAccount } from '../../src/storage';
+import { withPipeline } from '../../src/pipeline';
 
 export const BASE = 'http://test.local';
 
@@ -24,7 +25,7 @@ export interface TestApp {
 export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date()): Promise<TestApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'analytics-test-'));
   const config: Config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
-  const storage = await openStorage({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on' });
+  const storage = await openStorage(withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on' }));
   const account = (await bootstrap(storage, config))!;
   const deps: Deps = { config, storage, logger: silentLogger, version: 'test', now };
   const app = createApp(deps);

@@ -111,7 +111,11 @@ describe('capture through the app with a parser thread', () => {
   beforeAll(async () => {
     viaThread = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
     parser = createIngestParser(1, viaThread.deps.config.MAX_BODY_BYTES, silentLogger);
-    viaThread.deps.ingestParser = { prepare: (req) => (handedOver++, parser.prepare(req)) };
+    viaThread.deps.ingestParser = {
+      prepare: (req, keep) => (handedOver++, parser.prepare(req, keep)),
+      rows: (ticket, context) => parser.rows(ticket, context),
+      release: (ticket) => parser.release(ticket),
+    };
     local = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
   });
   afterAll(async () => {

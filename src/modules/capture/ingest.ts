@@ -28,7 +28,7 @@ export interface IngestOutcome {
  * event store does behind its log, in order (`storage/intake-pipeline.ts`).
  */
 export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
-  if (deps.ingestParser && parseSize(req.body) >= PARSE_ELSEWHERE_MIN_BYTES) return deps.ingestParser.prepare(req).then((prepared) => logIngest(deps, prepared));
+  if (deps.ingestParser && parseSize(req.body) >= PARSE_ELSEWHERE_MIN_BYTES) return deps.ingestParser.prepare(req, true).then((prepared) => logIngest(deps, prepared));
   try {
     return logIngest(deps, prepareIngest(req, deps.config.MAX_BODY_BYTES, true));
   } catch (error) {
@@ -36,26 +36,33 @@ export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
   }
 }
 
-/** authenticate → log. */
+/**
+ * authenticate → log. A body parsed in another thread has its rows prepared there too, from
+ * the events it kept, as soon as the project is known (`ticket`): behind the 200, what is left
+ * for this thread is persons.
+ */
 async function logIngest(deps: Deps, prepared: PreparedIngest): Promise<IngestOutcome> {
-  const project = await projectForPublicKey(deps, prepared.token, prepared.projectId, NO_KEY);
+  const { ticket } = prepared;
+  let project;
+  try {
+    project = await projectForPublicKey(deps, prepared.token, prepared.projectId, NO_KEY);
+  } catch (error) {
+    if (ticket !== null) deps.ingestParser?.release(ticket);
+    throw error;
+  }
   if (prepared.events === 0) return { logged: 0 };
   const logged = prepared.events;
+  const context = {
+    teamId: project.id,
+    receivedAt: deps.now().getTime(),
+    ip: prepared.ip,
+    anonymizeIps: project.settings.anonymize_ips,
+    sentAt: prepared.sentAt,
+    engage: prepared.engage,
+  };
+  const rows = ticket !== null && deps.ingestParser ? deps.ingestParser.rows(ticket, context) : null;
   // Returned, not awaited: this frame must not keep the parsed events alive until the flush.
   return deps.storage.events
-    .appendIntake({
-      context: {
-        teamId: project.id,
-        receivedAt: deps.now().getTime(),
-        ip: prepared.ip,
-        anonymizeIps: project.settings.anonymize_ips,
-        sentAt: prepared.sentAt,
-        engage: prepared.engage,
-      },
-      body: prepared.body,
-      events: logged,
-      parsed: prepared.parsed,
-      distinctIds: prepared.distinctIds,
-    })
+    .appendIntake({ context, body: prepared.body, events: logged, parsed: prepared.parsed, distinctIds: prepared.distinctIds, prepared: rows })
     .then(() => ({ logged }));
 }

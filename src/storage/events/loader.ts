@@ -11,16 +11,22 @@ import { parquetRoot } from './parquet';
 import { ANY_TEAM } from './recovery';
 import { MiB, type Counters, type Settings } from './settings';
 import type { Tiers } from './tiers';
-import { decodeIntakeFrame, encodeFrame, scanFrames, type IntakeContext } from './wal-format';
+import { decodeIntakeFrame, encodeFrame, frameHeader, scanFrames, type IntakeContext } from './wal-format';
+import type { EncodedRows, ProcessIntake } from './types';
 import { mergeSpans, PROCESSED_SUFFIX, type SealedSegment, type TimeSpan } from './wal';
 
 type Queued = SealedSegment & { attempts: number; loadPath: string };
 
 /**
- * What a kept intake memo holds: the frame's context, its events already parsed (or, for a body
- * parsed in another thread, the body itself: parsed when processed), its sequence number.
+ * What a kept intake memo holds: the frame's context, its sequence number, and one of: its rows
+ * being prepared in another thread since receipt (`prepared`), its events already parsed, or
+ * its body (parsed when processed).
  */
-export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & ({ events: unknown[]; body: null } | { events: null; body: string | Uint8Array });
+export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & (
+  | { prepared: Promise<unknown>; events: null; body: null }
+  | { prepared: null; events: unknown[]; body: null }
+  | { prepared: null; events: null; body: string | Uint8Array }
+);
 
 const utf8 = new TextDecoder();
 
@@ -36,17 +42,22 @@ class ProcWriter {
 
   constructor(readonly path: string) {}
 
-  /** Queue `frame` for writing; `done` runs once it is written (or given up on). */
-  append(frame: Buffer, done?: () => void): void {
+  /** Queue `frame` (one buffer, or its parts in order) for writing; `done` runs once it is written (or given up on). */
+  append(frame: Uint8Array | Uint8Array[], done?: () => void): void {
     this.tail = this.tail
       .then(async () => {
         if (this.error) return;
         try {
           this.file ??= await open(this.path, 'w');
-          for (let at = 0; at < frame.length; ) {
-            const { bytesWritten } = await this.file.write(frame, at, frame.length - at);
+          let parts = Array.isArray(frame) ? frame : [frame];
+          let total = 0;
+          for (const p of parts) total += p.length;
+          // One writev; what a short write leaves is written again from where it stopped.
+          for (let written = 0; written < total; ) {
+            const { bytesWritten } = await this.file.writev(parts);
             if (bytesWritten <= 0) throw new Error(`short write to ${this.path}`);
-            at += bytesWritten;
+            written += bytesWritten;
+            if (written < total) parts = [Buffer.concat(parts).subarray(bytesWritten)];
           }
         } catch (error) {
           this.error = error;
@@ -90,12 +101,46 @@ interface ProcState {
   /** The oldest filter generation the rows made so far were added in (Infinity: none yet). */
   uuidGen: number;
   add(rows: readonly StoredEventRow[]): void;
+  addEncoded(rows: EncodedRows): void;
   addFrame(frame: Buffer, rows: number): void;
   flush(): void;
 }
 
 function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): ProcState {
   let pending: StoredEventRow[] = [];
+  // Encoded rows gathered into one frame: their lines as they are, under one header.
+  let parts: Uint8Array[] = [];
+  let partRows = 0;
+  let partBytes = 0;
+  const noteSpan = (teamId: number, lo: number, hi: number) => {
+    const spans = st.spans;
+    if (!spans) return;
+    const span = spans.get(teamId);
+    if (!span) spans.set(teamId, [lo, hi]);
+    else {
+      if (lo < span[0]) span[0] = lo;
+      if (hi > span[1]) span[1] = hi;
+    }
+  };
+  const flushRows = () => {
+    if (pending.length === 0) return;
+    const lent: Buffer[] = [];
+    const frame = encodeFrame(pending, (estimate) => scratch.borrow(estimate, lent));
+    st.writer.append(frame, () => scratch.giveBack(lent));
+    st.rows += pending.length;
+    for (const r of pending) noteSpan(r.teamId, r.timestamp, r.timestamp);
+    pending = [];
+  };
+  const flushParts = () => {
+    if (parts.length === 0) return;
+    let crc = 0;
+    for (const p of parts) crc = Bun.hash.crc32(p, crc);
+    st.writer.append([frameHeader(partBytes, crc, partRows), ...parts]);
+    st.rows += partRows;
+    parts = [];
+    partRows = 0;
+    partBytes = 0;
+  };
   const st: ProcState = {
     next: 0,
     writer: new ProcWriter(path),
@@ -105,11 +150,23 @@ function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): 
     mayRepeat: false,
     uuidGen: Infinity,
     add(rows) {
+      flushParts();
       // Tested in log order, as processing goes: an earlier request's rows are in the filter.
       st.uuidGen = Math.min(st.uuidGen, recent.generation);
       if (recent.addAll(rows)) st.mayRepeat = true;
       for (const r of rows) pending.push(r);
-      if (pending.length >= ROWS_PER_FRAME) st.flush();
+      if (pending.length >= ROWS_PER_FRAME) flushRows();
+    },
+    addEncoded(rows) {
+      if (rows.rows === 0) return;
+      flushRows();
+      st.uuidGen = Math.min(st.uuidGen, recent.generation);
+      if (recent.addUuids(rows.uuids)) st.mayRepeat = true;
+      parts.push(rows.lines);
+      partRows += rows.rows;
+      partBytes += rows.lines.length;
+      if (rows.span) noteSpan(rows.teamId, rows.span[0], rows.span[1]);
+      if (partRows >= ROWS_PER_FRAME) flushParts();
     },
     addFrame(frame, rows) {
       st.flush();
@@ -118,28 +175,12 @@ function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): 
       st.spans = undefined; // a row frame's times are not recorded here
     },
     flush() {
-      if (pending.length === 0) return;
-      const lent: Buffer[] = [];
-      const frame = encodeFrame(pending, (estimate) => scratch.borrow(estimate, lent));
-      st.writer.append(frame, () => scratch.giveBack(lent));
-      st.rows += pending.length;
-      const spans = st.spans;
-      if (spans) {
-        for (const r of pending) {
-          const span = spans.get(r.teamId);
-          if (!span) spans.set(r.teamId, [r.timestamp, r.timestamp]);
-          else if (r.timestamp < span[0]) span[0] = r.timestamp;
-          else if (r.timestamp > span[1]) span[1] = r.timestamp;
-        }
-      }
-      pending = [];
+      flushRows();
+      flushParts();
     },
   };
   return st;
 }
-
-/** Turns one intake frame's events into rows: given the parsed events (a memo) or the body text. */
-export type ProcessIntake = (context: IntakeContext, events: unknown[] | null, text: string | null) => Promise<StoredEventRow[]>;
 
 /** Rows per encoded frame of a processed copy, and main-thread time per slice before yielding. */
 const ROWS_PER_FRAME = 2000;
@@ -356,8 +397,8 @@ export class SegmentLoader {
 
   private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
     try {
-      const text = memo.events !== null ? null : typeof memo.body === 'string' ? memo.body : utf8.decode(memo.body);
-      st.add(await this.process!(memo.context, memo.events, text));
+      const text = memo.body === null ? null : typeof memo.body === 'string' ? memo.body : utf8.decode(memo.body);
+      addProcessed(st, await this.process!(memo.context, memo.events, text, memo.prepared));
     } catch (error) {
       st.failed.push({ index: st.next, error });
     }
@@ -403,7 +444,7 @@ export class SegmentLoader {
       } else {
         try {
           const { context, text } = decodeIntakeFrame(data, f);
-          st.add(await this.process(context, null, text));
+          addProcessed(st, await this.process(context, null, text));
         } catch (error) {
           await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, error);
         }
@@ -649,6 +690,11 @@ export class SegmentLoader {
     this.done = Math.max(this.done, seg);
     this.waiters.release(this.done);
   }
+}
+
+function addProcessed(st: ProcState, rows: EncodedRows | StoredEventRow[]): void {
+  if (Array.isArray(rows)) st.add(rows);
+  else st.addEncoded(rows);
 }
 
 /** Waiters for a mark (a segment id, a sequence number) that only grows; each waits at most its timeout. */

@@ -47,22 +47,34 @@ export class RecentUuids {
    */
   addAll(rows: readonly { uuid: string }[]): boolean {
     let seen = false;
-    for (const { uuid } of rows) {
-      const at = Bun.hash.cityHash32(uuid) >>> 0;
-      const fp = Bun.hash.murmur32v3(uuid) >>> 0 || 1; // 0 marks an empty slot
-      for (const gen of this.gens) {
-        if (this.find(gen, at, fp) < 0) {
-          seen = true;
-          break;
-        }
+    for (const { uuid } of rows) if (this.add(uuid)) seen = true;
+    return seen;
+  }
+
+  /** `addAll` for the uuids themselves. */
+  addUuids(uuids: readonly string[]): boolean {
+    let seen = false;
+    for (const uuid of uuids) if (this.add(uuid)) seen = true;
+    return seen;
+  }
+
+  /** Add one uuid; true when it may have been added before. */
+  private add(uuid: string): boolean {
+    let seen = false;
+    const at = Bun.hash.cityHash32(uuid) >>> 0;
+    const fp = Bun.hash.murmur32v3(uuid) >>> 0 || 1; // 0 marks an empty slot
+    for (const gen of this.gens) {
+      if (this.find(gen, at, fp) < 0) {
+        seen = true;
+        break;
       }
-      if (this.gens.length === 0 || this.filled >= this.perGeneration) this.rotate();
-      const cur = this.gens[this.gens.length - 1];
-      const slot = this.find(cur, at, fp);
-      if (slot >= 0) {
-        cur[slot] = fp;
-        this.filled++;
-      }
+    }
+    if (this.gens.length === 0 || this.filled >= this.perGeneration) this.rotate();
+    const cur = this.gens[this.gens.length - 1];
+    const slot = this.find(cur, at, fp);
+    if (slot >= 0) {
+      cur[slot] = fp;
+      this.filled++;
     }
     return seen;
   }

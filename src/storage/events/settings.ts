@@ -61,7 +61,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     checkpointWalBytes: o.checkpointWalBytes ?? 256 * MiB,
     autoCompact: o.autoCompact ?? true,
     visibilityTimeoutMs: o.visibilityTimeoutMs ?? 15_000,
-    maxMemoBytes: o.maxMemoBytes ?? 16 * MiB,
+    maxMemoBytes: o.maxMemoBytes ?? 64 * MiB,
     maxPendingIds: o.maxPendingIds ?? 500_000,
     deferBytes: o.deferBytes ?? Math.min(512 * MiB, (o.maxPendingBytes ?? 2048 * MiB) / 2),
     dedupeFilterRows: o.dedupeFilterRows ?? 1_000_000,

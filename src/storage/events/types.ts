@@ -2,8 +2,7 @@ import type { StoredEventRow } from '../../core/events/columns';
 import type { Row, SqlParam } from '../db';
 import type { DeadLetter } from './dead-letters';
 import type { EventsRelation, StreamOptions, TimeRange } from './relation';
-import type { ProcessIntake } from './loader';
-import type { SealedSegment } from './wal';
+import type { SealedSegment, TimeSpan } from './wal';
 import type { IntakeContext } from './wal-format';
 
 /** One capture request for `appendIntake`. */
@@ -23,7 +22,38 @@ export interface IntakeInput {
   parsed: unknown[] | null;
   /** Distinct ids the request names, for `awaitIntake`. */
   distinctIds: readonly string[];
+  /**
+   * Its rows being prepared elsewhere since receipt (another thread), handed to the intake
+   * processor as they are: the store only carries it. Null: the processor starts from `parsed`
+   * or the body.
+   */
+  prepared?: Promise<unknown> | null;
 }
+
+/**
+ * A request's rows as the intake processor hands them back: encoded as log lines
+ * (`encodeRowLines`, person ids filled in), with their uuids (for the retry filter) and their
+ * event-time span.
+ */
+export interface EncodedRows {
+  teamId: number;
+  lines: Uint8Array;
+  rows: number;
+  uuids: readonly string[];
+  span: TimeSpan | null;
+}
+
+/**
+ * Turns one logged capture request into rows, in log order: given what the store kept of it
+ * (the rows `prepared` at receipt, or its parsed `events`), else its body's `text` read back
+ * from the log. Plain rows (`StoredEventRow[]`) are encoded by the store.
+ */
+export type ProcessIntake = (
+  context: IntakeContext,
+  events: unknown[] | null,
+  text: string | null,
+  prepared?: unknown,
+) => Promise<EncodedRows | StoredEventRow[]>;
 
 export type Durability = 'durable' | 'relaxed';
 
@@ -93,7 +123,7 @@ export interface EventStoreOptions {
   /** How long a query waits for its team's buffered rows to be loaded (default 15 s). */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
-  /** Intake requests kept in memory for processing (parsed, or their body when another thread parsed them), at most, counted as logged bytes (parsed they take several times that; beyond: read and parsed again from the log). Default 16 MiB. */
+  /** Intake requests kept in memory for processing (parsed, or their body when another thread parsed them), at most, counted as logged bytes (parsed they take several times that; beyond: read and parsed again from the log). Default 64 MiB. */
   maxMemoBytes?: number;
   /** Distinct ids of unprocessed capture requests remembered one by one for flag checks' person waits; beyond, a check waits for everything logged (default 500,000). */
   maxPendingIds?: number;

@@ -46,7 +46,7 @@ export const WAL_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['properties', 'VARCHAR'],
 ];
 
-function checkRow(r: StoredEventRow): void {
+function checkRow(r: PersonlessRow): void {
   if (!Number.isSafeInteger(r.teamId) || !Number.isFinite(r.timestamp) || !Number.isFinite(r.createdAt)) {
     throw new AppError('invalid_input', 'Event rows need an integer team id and finite timestamps.', 'timestamp');
   }
@@ -81,7 +81,7 @@ function linePrefix(r: StoredEventRow, h: HotValues): string {
   );
 }
 
-const hotOf = (r: StoredEventRow): HotValues => r.hot ?? hotValuesOf(JSON.parse(r.properties) as Record<string, unknown>);
+const hotOf = (r: PersonlessRow): HotValues => r.hot ?? hotValuesOf(JSON.parse(r.properties) as Record<string, unknown>);
 const propsField = (p: string): string => (CONTROL.test(p) ? field(p) : p);
 
 /**
@@ -114,6 +114,78 @@ export function encodeFrame(rows: readonly StoredEventRow[], borrow?: (estimate:
   const start = 64 - Buffer.byteLength(header);
   buf.write(header, start, 'latin1');
   return buf.subarray(start, o);
+}
+
+/**
+ * The `person_id` field of a line whose person is not known when it is encoded: 36 spaces,
+ * overwritten in place once it is (`fillPersonSlot`; a person id is a 36-character uuid), read
+ * as NULL if it never is. Events are encoded where they are normalized (a worker thread) and
+ * get their person on the main thread, in log order, without being encoded again.
+ */
+export const PERSON_SLOT = ' '.repeat(36);
+const PERSON_SLOT_BYTES = 36;
+
+/** A row to encode before its person is known. */
+export type PersonlessRow = Omit<StoredEventRow, 'personId'>;
+
+/** Lines of rows (no frame header), each with a person slot at `slots[i]`. */
+export interface RowLines {
+  lines: Uint8Array;
+  slots: Int32Array;
+}
+
+/** uuid, team, event and distinct id with their separators: no control character, none NULL. */
+const HEAD_OK = /^[^\x00-\x1f]+\x1f-?\d+\x1f[^\x00-\x1f]+\x1f[^\x00-\x1f]+\x1f$/;
+/** Times, elements chain and hot values with their separators (a hot value may be the NULL mark). */
+const TAIL_OK = /^\x1f-?\d+\x1f-?\d+\x1f(?:[^\x00-\x1f]*\x1f|\x15\x1f){5}$/;
+
+/** Encode rows as lines with a person slot each (`PERSON_SLOT`), into one new buffer. */
+export function encodeRowLines(rows: readonly PersonlessRow[]): RowLines {
+  let estimate = 0;
+  for (const r of rows) estimate += r.properties.length + r.uuid.length + r.event.length + r.distinctId.length + r.elementsChain.length + 300;
+  let buf: Buffer = Buffer.allocUnsafe(estimate);
+  const slots = new Int32Array(rows.length);
+  let o = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i];
+    checkRow(r);
+    const h = hotOf(r);
+    let head = [r.uuid, r.teamId, r.event, r.distinctId, ''].join(FIELD);
+    if (!HEAD_OK.test(head)) head = field(r.uuid) + FIELD + r.teamId + FIELD + field(r.event) + FIELD + field(r.distinctId) + FIELD;
+    const ec = r.elementsChain ?? '';
+    let tail = ['', int(r.timestamp), int(r.createdAt), ec, h[0] ?? NULL_MARK, h[1] ?? NULL_MARK, h[2] ?? NULL_MARK, h[3] ?? NULL_MARK, ''].join(FIELD);
+    const ambiguous = ec === NULL_MARK || h[0] === NULL_MARK || h[1] === NULL_MARK || h[2] === NULL_MARK || h[3] === NULL_MARK;
+    if (ambiguous || !TAIL_OK.test(tail)) {
+      tail = FIELD + int(r.timestamp) + FIELD + int(r.createdAt) + FIELD + field(ec) + FIELD + nullable(h[0]) + FIELD + nullable(h[1]) + FIELD + nullable(h[2]) + FIELD + nullable(h[3]) + FIELD;
+    }
+    const props = propsField(r.properties);
+    const room = buf.length - o;
+    if (room < (head.length + tail.length + props.length) * 3 + PERSON_SLOT_BYTES + 1) {
+      const need = Buffer.byteLength(head) + Buffer.byteLength(tail) + Buffer.byteLength(props) + PERSON_SLOT_BYTES + 1;
+      if (room < need) buf = grow(buf, o + need);
+    }
+    o += buf.write(head, o);
+    slots[i] = o;
+    o += buf.write(PERSON_SLOT, o, 'latin1');
+    o += buf.write(tail, o);
+    o += buf.write(props, o);
+    buf[o++] = 0x0a;
+  }
+  return { lines: buf.subarray(0, o), slots };
+}
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Write a person id into a line's slot (left as it is, NULL when read, for an event without a person). */
+export function fillPersonSlot(lines: Buffer, slot: number, personId: string | null): void {
+  if (personId === null) return;
+  if (!UUID_TEXT.test(personId)) throw new Error(`a person id must be a uuid: ${JSON.stringify(personId)}`);
+  lines.write(personId, slot, 'latin1');
+}
+
+/** The header of a frame of `rows` lines, `bytes` long with this CRC-32, written before them. */
+export function frameHeader(bytes: number, crc: number, rows: number): Buffer {
+  return Buffer.from(`${FRAME_MAGIC}${bytes} ${(crc >>> 0).toString(16)} ${rows}\n`, 'latin1');
 }
 
 /** Wrap already-encoded lines (dead-letter replay, rescued rows) in a frame. */
@@ -332,5 +404,6 @@ export function readWalSql(files: readonly string[], extra = ''): string {
 
 /** The SELECT list turning WAL columns into events columns (EVENT_COLUMNS order). */
 export const WAL_TO_EVENT_SELECT =
-  'uuid, team_id, event, distinct_id, person_id, properties::JSON AS properties, make_timestamp(ts_ms * 1000) AS timestamp, ' +
+  `uuid, team_id, event, distinct_id, nullif(person_id, '${PERSON_SLOT}') AS person_id, properties::JSON AS properties, ` +
+  'make_timestamp(ts_ms * 1000) AS timestamp, ' +
   'make_timestamp(created_ms * 1000) AS created_at, elements_chain, mat_browser, mat_os, mat_current_url, mat_session_id';

@@ -9,9 +9,18 @@ import type { ManagementStore } from '../management/types';
  */
 export interface SeenTracker {
   record(teamId: number, event: string, timestamp: number, properties: Record<string, unknown>, personSet: Record<string, unknown> | null): void;
+  /** What a whole request's events show (`record` for each, summed up where they were normalized). */
+  recordSummary(teamId: number, summary: SeenSummary): void;
   flush(): Promise<void>;
   pendingChanges(): number;
   forgetTeam(teamId: number): void;
+}
+
+/** Event names with their latest time, and property keys with whether their first value was a number. */
+export interface SeenSummary {
+  events: ReadonlyArray<readonly [name: string, lastSeen: number]>;
+  properties: ReadonlyArray<readonly [name: string, numeric: boolean]>;
+  personProperties: ReadonlyArray<readonly [name: string, numeric: boolean]>;
 }
 
 interface PendingEvent {
@@ -110,21 +119,43 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
     }, 0);
   };
 
+  const noteNames = (teamId: number, kind: string, pairs: SeenSummary['properties']) => {
+    if (pairs.length === 0) return;
+    const names = namesOf(teamId, kind);
+    for (const [name, numeric] of pairs) {
+      if (names.has(name)) continue;
+      names.add(name);
+      properties.set(`${teamId}\u0000${kind}\u0000${name}`, { teamId, kind, name, numeric });
+    }
+  };
+  const noteTeam = (teamId: number) => {
+    if (!ingestedTeams.has(teamId) && !teamsToMark.has(teamId)) {
+      teamsToMark.add(teamId);
+      flushSoon(tracker);
+    }
+  };
+  const noteEvent = (teamId: number, event: string, timestamp: number) => {
+    const written = knownEvents.get(teamId)?.get(event);
+    const pending = events.get(teamId)?.get(event);
+    if (pending) pending.lastSeen = Math.max(pending.lastSeen, timestamp);
+    else if (written === undefined || timestamp - written >= LAST_SEEN_RESOLUTION_MS) {
+      inTeam(events, teamId, () => new Map()).set(event, { teamId, name: event, lastSeen: timestamp });
+      if (written === undefined) flushSoon(tracker);
+    }
+  };
+
   const tracker: SeenTracker = {
     record(teamId, event, timestamp, props, personSet) {
-      if (!ingestedTeams.has(teamId) && !teamsToMark.has(teamId)) {
-        teamsToMark.add(teamId);
-        flushSoon(tracker);
-      }
-      const written = knownEvents.get(teamId)?.get(event);
-      const pending = events.get(teamId)?.get(event);
-      if (pending) pending.lastSeen = Math.max(pending.lastSeen, timestamp);
-      else if (written === undefined || timestamp - written >= LAST_SEEN_RESOLUTION_MS) {
-        inTeam(events, teamId, () => new Map()).set(event, { teamId, name: event, lastSeen: timestamp });
-        if (written === undefined) flushSoon(tracker);
-      }
+      noteTeam(teamId);
+      noteEvent(teamId, event, timestamp);
       noteProperties(teamId, 'event', props);
       if (personSet) noteProperties(teamId, 'person', personSet);
+    },
+    recordSummary(teamId, summary) {
+      noteTeam(teamId);
+      for (const [name, lastSeen] of summary.events) noteEvent(teamId, name, lastSeen);
+      noteNames(teamId, 'event', summary.properties);
+      noteNames(teamId, 'person', summary.personProperties);
     },
     pendingChanges: () => pendingEvents() + properties.size + teamsToMark.size,
     flush() {

@@ -1,0 +1,48 @@
+import { parseJson } from '../core/ingest/decode-payload';
+import { extractEvents } from '../core/ingest/extract-events';
+import { uuidv7 } from '../ids';
+import type { StorageOptions } from '../storage';
+import type { ProcessIntake } from '../storage/events';
+import type { IntakeContext } from '../storage/events/wal-format';
+import type { PersonStore } from '../storage/persons/types';
+import type { SeenTracker } from '../storage/seen/seen-tracker';
+import { createRowApplier } from './apply-rows';
+import { prepareRows, type PreparedRows } from './prepare-rows';
+
+export { prepareRows, type PreparedRows, type SeenSummary } from './prepare-rows';
+
+/** Prepares rows in another thread (`src/workers/`): of a body read back from the log. */
+export interface RowPreparer {
+  prepareBody(context: IntakeContext, text: string): Promise<PreparedRows>;
+}
+
+/**
+ * What happens to a capture request behind its 200, in log order: its events are normalized
+ * (timestamps and clock skew against the receive time, `$set`/`$set_once`, `$ip`) and encoded
+ * (`prepareRows`: stateless, in a worker thread when there is one), then persons are created,
+ * updated and merged, definitions noted and each row given its person (`applyRows`, the main
+ * thread). The event store calls this for each logged request, with what it kept of it: rows
+ * already prepared (`prepared`, started at receipt), the parsed events, or the body's text.
+ *
+ * The same runs after a crash on the logged body: everything it reads was fixed at receipt (the
+ * context), and person changes are idempotent (`$set`, `$set_once`, `$unset`, merges). An event
+ * without a client uuid gets a new one on a replay, which is harmless: the first run's rows were
+ * never committed, or the segment would not be replayed.
+ */
+export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, preparer?: RowPreparer): ProcessIntake {
+  const applyRows = createRowApplier(persons, seen);
+  return async (ctx, events, text, prepared) => {
+    const newUuid = () => uuidv7(ctx.receivedAt);
+    let rows: PreparedRows;
+    if (prepared) rows = await (prepared as Promise<PreparedRows>);
+    else if (events) rows = prepareRows(ctx, events, newUuid);
+    else if (preparer) rows = await preparer.prepareBody(ctx, text ?? '');
+    else rows = prepareRows(ctx, extractEvents(parseJson(text ?? ''), { engage: ctx.engage }).events, newUuid);
+    return applyRows(ctx, rows);
+  };
+}
+
+/** Storage options with this pipeline as the event store's intake processor. */
+export function withPipeline(options: StorageOptions, preparer?: RowPreparer): StorageOptions {
+  return { ...options, intake: ({ persons, seen }) => createIntakeProcessor(persons, seen, preparer) };
+}

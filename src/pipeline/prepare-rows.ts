@@ -1,0 +1,89 @@
+import { hotValuesOf } from '../core/events/columns';
+import type { RawEvent } from '../core/ingest/extract-events';
+import { normalizeEvent } from '../core/ingest/normalize-event';
+import { encodeRowLines, type IntakeContext, type PersonlessRow } from '../storage/events/wal-format';
+import { toPersonInput, type PersonInput } from './person-input';
+
+/**
+ * What definitions learn from a request: event names with their latest time, and property keys
+ * (of events, and of persons through `$set`) with whether their first value was a number.
+ */
+export interface SeenSummary {
+  events: Array<[name: string, lastSeen: number]>;
+  properties: Array<[name: string, numeric: boolean]>;
+  personProperties: Array<[name: string, numeric: boolean]>;
+}
+
+/**
+ * A capture request's events normalized and encoded as stored rows, all but their person:
+ * everything that needs no state, so it can run in any thread. `applyRows` (main thread, log
+ * order) then runs the persons, notes the definitions and writes each row's person id in place.
+ */
+export interface PreparedRows {
+  lines: Uint8Array;
+  /** Byte offset of each row's person slot in `lines`. */
+  slots: Int32Array;
+  rows: number;
+  uuids: string[];
+  /** Event-time span of the rows (epoch ms), null when there are none. */
+  span: [number, number] | null;
+  /** JSON text of one `PersonInput` per row, in row order (one string crosses threads faster than objects). */
+  people: string;
+  seen: SeenSummary;
+}
+
+/**
+ * Normalize a request's events (dropping those without a name or distinct id, as the spec
+ * says) and encode them. Everything it reads was fixed at receipt (the context), so a replay of
+ * the log prepares what the first run did; `newUuid` stands in for a missing client uuid.
+ */
+export function prepareRows(ctx: IntakeContext, events: readonly unknown[], newUuid: () => string): PreparedRows {
+  const context = { now: new Date(ctx.receivedAt), sentAt: ctx.sentAt === null ? null : new Date(ctx.sentAt), ip: ctx.ip, anonymizeIps: ctx.anonymizeIps, newUuid };
+  const rows: PersonlessRow[] = [];
+  const people: PersonInput[] = [];
+  const uuids: string[] = [];
+  const lastSeen = new Map<string, number>();
+  const properties = new Map<string, boolean>();
+  const personProperties = new Map<string, boolean>();
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const raw of events) {
+    const result = normalizeEvent(raw as RawEvent, context);
+    if (!('ok' in result)) continue;
+    const e = result.ok;
+    rows.push({
+      uuid: e.uuid,
+      teamId: ctx.teamId,
+      event: e.event,
+      distinctId: e.distinctId,
+      properties: JSON.stringify(e.properties),
+      timestamp: e.timestamp,
+      createdAt: ctx.receivedAt,
+      elementsChain: e.elementsChain,
+      hot: hotValuesOf(e.properties),
+    });
+    people.push(toPersonInput(e));
+    uuids.push(e.uuid);
+    if (e.timestamp < lo) lo = e.timestamp;
+    if (e.timestamp > hi) hi = e.timestamp;
+    const seenAt = lastSeen.get(e.event);
+    if (seenAt === undefined || e.timestamp > seenAt) lastSeen.set(e.event, e.timestamp);
+    noteKeys(properties, e.properties);
+    noteKeys(personProperties, e.set);
+  }
+  const { lines, slots } = encodeRowLines(rows);
+  return {
+    lines,
+    slots,
+    rows: rows.length,
+    uuids,
+    span: rows.length ? [lo, hi] : null,
+    people: JSON.stringify(people),
+    seen: { events: [...lastSeen], properties: [...properties], personProperties: [...personProperties] },
+  };
+}
+
+/** First value of each key decides whether it is numeric (as the definitions tracker does). */
+function noteKeys(into: Map<string, boolean>, props: Record<string, unknown>): void {
+  for (const name in props) if (!into.has(name)) into.set(name, typeof props[name] === 'number');
+}
