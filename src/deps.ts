@@ -27,4 +27,6 @@ export interface IngestParser {
   rows(ticket: number, context: IntakeContext): Promise<PreparedRows>;
   /** Forget a kept request's events (refused, or nothing to log). */
   release(ticket: number): void;
+  /** The rows of a body parsed on this thread (parsed there again: cheaper than moving its objects). */
+  prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows>;
 }

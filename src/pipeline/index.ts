@@ -11,9 +11,9 @@ import { prepareRows, type PreparedRows } from './prepare-rows';
 
 export { prepareRows, type PreparedRows, type SeenSummary } from './prepare-rows';
 
-/** Prepares rows in another thread (`src/workers/`): of a body read back from the log. */
+/** Prepares rows in another thread (`src/workers/`): of a body parsed where it arrived, or read back from the log. */
 export interface RowPreparer {
-  prepareBody(context: IntakeContext, text: string): Promise<PreparedRows>;
+  prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows>;
 }
 
 /**

@@ -10,18 +10,22 @@ import type { IntakeContext } from '../storage/events/wal-format';
  *   for a later `rows`;
  * - `rows`: prepare the rows (`prepareRows`) of the events kept under `ticket`, or of a body's
  *   `text` read back from the log;
+ * - `bodies`: prepare the rows of several bodies (small requests parsed where they arrived,
+ *   gathered over one turn of the event loop: one message instead of one each);
  * - `release`: forget the events kept under `ticket` (the request was refused).
  */
 export type WorkerRequest =
   | { type: 'parse'; id: number; keep: boolean; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
   | { type: 'rows'; id: number; ticket: number | null; text: string | null; context: IntakeContext }
+  | { type: 'bodies'; id: number; items: Array<{ body: string | Uint8Array; context: IntakeContext }> }
   | { type: 'release'; ticket: number };
 
-/** The answer to `parse` or `rows`, or the AppError that answers it, or a bug. */
+/** The answer to `parse`, `rows` or `bodies` (one result each, in order), or the AppError that answers it, or a bug. */
 export interface WorkerReply {
   id: number;
   prepared?: Omit<PreparedIngest, 'parsed'>;
   rows?: PreparedRows;
+  batch?: Array<{ rows?: PreparedRows; failure?: string }>;
   error?: { kind: ErrorKind; detail: string; attr: string | null };
   failure?: string;
 }

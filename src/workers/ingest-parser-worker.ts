@@ -12,6 +12,7 @@ const { maxBytes } = workerData as { maxBytes: number };
 const port = parentPort!;
 /** Parsed events of requests whose rows are asked for next (ticket → events). */
 const kept = new Map<number, unknown[]>();
+const utf8 = new TextDecoder();
 
 port.on('message', (m: WorkerRequest) => {
   if (m.type === 'release') {
@@ -31,6 +32,17 @@ port.on('message', (m: WorkerRequest) => {
       if (ticket !== null) kept.set(ticket, parsed!);
       reply = { id: m.id, prepared: { ...prepared, ticket } };
       transfer = movable(prepared.body);
+    } else if (m.type === 'bodies') {
+      const batch: NonNullable<WorkerReply['batch']> = [];
+      for (const { body, context } of m.items) {
+        try {
+          const text = typeof body === 'string' ? body : utf8.decode(body);
+          batch.push({ rows: prepareRows(context, extractEvents(parseJson(text), { engage: context.engage }).events, () => uuidv7(context.receivedAt)) });
+        } catch (error) {
+          batch.push({ failure: String(error) });
+        }
+      }
+      reply = { id: m.id, batch };
     } else {
       const ctx = m.context;
       let events: unknown[];

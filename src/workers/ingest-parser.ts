@@ -29,6 +29,19 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
   /** Which thread keeps the events of each ticket. */
   const holders = new Map<number, ParserThread>();
   let nextId = 0;
+  // Bodies whose rows are asked for in one turn of the event loop go in one message.
+  let gathered: Array<{ body: string | Uint8Array; context: IntakeContext; resolve: (r: PreparedRows) => void; reject: (e: unknown) => void }> = [];
+  const sendGathered = () => {
+    const items = gathered;
+    gathered = [];
+    least()
+      .ask({ type: 'bodies', id: ++nextId, items: items.map(({ body, context }) => ({ body, context })) }, [])
+      .then(
+        (reply) =>
+          reply.batch!.forEach((r, i) => (r.rows ? items[i].resolve(r.rows) : items[i].reject(new Error(`ingest thread: ${r.failure}`)))),
+        (error) => items.forEach((item) => item.reject(error)),
+      );
+  };
   return {
     async prepare(req, keep = false) {
       const thread = least();
@@ -52,8 +65,11 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
       holders.delete(ticket);
       thread?.worker.postMessage({ type: 'release', ticket } satisfies WorkerRequest);
     },
-    prepareBody(context: IntakeContext, text: string): Promise<PreparedRows> {
-      return least().ask({ type: 'rows', id: ++nextId, ticket: null, text, context }, []).then((r) => r.rows!);
+    prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows> {
+      return new Promise((resolve, reject) => {
+        if (gathered.length === 0) setImmediate(sendGathered);
+        gathered.push({ body, context, resolve, reject });
+      });
     },
     async close() {
       await Promise.all(pool.map((t) => t.worker.terminate()));

@@ -115,6 +115,7 @@ describe('capture through the app with a parser thread', () => {
       prepare: (req, keep) => (handedOver++, parser.prepare(req, keep)),
       rows: (ticket, context) => parser.rows(ticket, context),
       release: (ticket) => parser.release(ticket),
+      prepareBody: (context, body) => parser.prepareBody(context, body),
     };
     local = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
   });
@@ -153,6 +154,27 @@ describe('capture through the app with a parser thread', () => {
     const person = (app: TestApp) => app.deps.storage.persons.findByDistinctId(app.account.project.id, 'anon-1-10');
     expect(person(viaThread)?.properties).toEqual(person(local)!.properties);
     expect(person(viaThread)?.properties).toMatchObject({ name: 'Zoë' });
+  });
+
+  test('every event prepared in the thread carries the person its distinct id has, as on the main thread', async () => {
+    const body = bytesOf(batch(60, 5));
+    const small = bytesOf(batch(2, 6));
+    for (const app of [viaThread, local]) {
+      for (const b of [body, small]) expect((await post(app, b.slice())).status).toBe(200);
+    }
+    const pairs = async (app: TestApp) => {
+      const q = encodeURIComponent('["distinct_id", "person_id"]');
+      const list = await app.json('GET', `/api/projects/${app.account.project.id}/events/?select=${q}&limit=1000`);
+      return list.body.results as Array<[string, string | null]>;
+    };
+    for (const app of [viaThread, local]) {
+      const rows = await pairs(app);
+      expect(rows.length).toBeGreaterThan(60);
+      const mismatched = rows.filter(([d, p]) => p !== app.deps.storage.persons.findByDistinctId(app.account.project.id, d)?.uuid);
+      expect(mismatched).toEqual([]);
+    }
+    const distinctIds = (rows: Array<[string, string | null]>) => rows.map(([d]) => d).sort();
+    expect(distinctIds(await pairs(viaThread))).toEqual(distinctIds(await pairs(local)));
   });
 
   test('a malformed large body is the same 400 either way, and nothing is stored', async () => {

@@ -37,9 +37,10 @@ export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
 }
 
 /**
- * authenticate → log. A body parsed in another thread has its rows prepared there too, from
- * the events it kept, as soon as the project is known (`ticket`): behind the 200, what is left
- * for this thread is persons.
+ * authenticate → log. With parser threads, a request's rows are prepared there as soon as the
+ * project is known: a large body's from the events its thread kept (`ticket`), a small one's
+ * from its body (parsed again there: moving its objects would cost as much). Behind the 200,
+ * what is left for this thread is persons.
  */
 async function logIngest(deps: Deps, prepared: PreparedIngest): Promise<IngestOutcome> {
   const { ticket } = prepared;
@@ -60,7 +61,8 @@ async function logIngest(deps: Deps, prepared: PreparedIngest): Promise<IngestOu
     sentAt: prepared.sentAt,
     engage: prepared.engage,
   };
-  const rows = ticket !== null && deps.ingestParser ? deps.ingestParser.rows(ticket, context) : null;
+  const parser = deps.ingestParser;
+  const rows = !parser ? null : ticket !== null ? parser.rows(ticket, context) : parser.prepareBody(context, prepared.body);
   // Returned, not awaited: this frame must not keep the parsed events alive until the flush.
   return deps.storage.events
     .appendIntake({ context, body: prepared.body, events: logged, parsed: prepared.parsed, distinctIds: prepared.distinctIds, prepared: rows })

@@ -187,27 +187,6 @@ const ROWS_PER_FRAME = 2000;
 const SLICE_MS = 4;
 
 /**
- * While appends arrive faster than they are answered (`busy`), processing (and loading) step
- * aside: the log absorbs the burst and acknowledgements keep their pace. It does nothing at all
- * while the unprocessed backlog is under `deferBytes` and nobody waits for it; past
- * that, or while a flag check or a query waits for its events, it takes a 4 ms slice every 40 ms
- * (10% of the main thread), a larger share once the backlog nears the store's cap (`busyPauseMs`).
- * The backlog is worked off as soon as the load eases, and the store's byte caps answer 503 if
- * it never does.
- */
-const BUSY_PAUSE_MS = 36;
-
-/** The pause between processing slices under saturation with `backlog` bytes of log behind (see `SegmentLoader.busyPauseMs`). */
-export function busyPauseMs(backlog: number, maxPendingBytes: number): number {
-  const rampFrom = maxPendingBytes * RAMP_FROM;
-  const toCap = (backlog - rampFrom) / Math.max(1, maxPendingBytes - rampFrom);
-  return toCap <= 0 ? BUSY_PAUSE_MS : Math.max(SLICE_MS, Math.round(BUSY_PAUSE_MS * (1 - toCap)));
-}
-
-/** Where, as a share of the 503 cap, processing starts to take more than its 10% under saturation. */
-const RAMP_FROM = 0.75;
-
-/**
  * Two stages, each single-flight and in log order. **Processing** turns a sealed segment's
  * intake frames (capture requests, acknowledged once durable) into rows — normalization,
  * persons and definitions, through the `process` hook — and writes them with the segment's row
@@ -230,8 +209,6 @@ export class SegmentLoader {
   private procScratch = new ScratchPool(8 * MiB, 4);
   /** The log's segment being written, for processing frames as they become durable. */
   activeSegment: (() => Readonly<SealedSegment> | null) | null = null;
-  /** True while capture requests arrive at a saturating rate: processing backs off (see BUSY_PAUSE_MS). */
-  busy: () => boolean = () => false;
   /** Processed, not yet loaded. */
   private queue: Queued[] = [];
   private running: Promise<void> | null = null;
@@ -333,24 +310,13 @@ export class SegmentLoader {
       });
   }
 
-  private async yieldToRequests(): Promise<void> {
-    if (!this.busy()) return new Promise<void>((resolve) => setImmediate(resolve));
-    await Bun.sleep(this.busyPauseMs());
-    while (this.busy() && !this.processedWaiters.waiting && this.unprocessedBytes() < this.s.deferBytes) await Bun.sleep(BUSY_PAUSE_MS);
-  }
-
   /**
-   * The pause between slices under saturation: the full pause (10% of the main thread) until
-   * the backlog is three quarters of the cap where capture answers 503, then shorter as it nears
-   * the cap, down to one slice's length (50%): acknowledgements slow down before any is refused.
+   * Between slices, requests waiting on the event loop are answered. Processing does not step
+   * aside for a burst beyond that: what is acknowledged is stored as fast as it comes, and when
+   * the machine cannot keep up the log's cap answers 503 rather than let a backlog grow.
    */
-  private busyPauseMs(): number {
-    return busyPauseMs((this.activeSegment?.()?.bytes ?? 0) + this.bytes, this.s.maxPendingBytes);
-  }
-
-  /** Logged bytes not yet processed: sealed segments waiting for it and the active one. */
-  private unprocessedBytes(): number {
-    return (this.activeSegment?.()?.bytes ?? 0) + bytesOf(this.intake);
+  private yieldToRequests(): Promise<void> {
+    return new Promise<void>((resolve) => setImmediate(resolve));
   }
 
   private advance(seq: number): void {
@@ -503,15 +469,10 @@ export class SegmentLoader {
     this.counters.deadLetters++;
   }
 
-  /**
-   * Start loading what is processed, unless a load runs or the last one failed recently; while
-   * appends saturate the store, loads wait (as processing does) until `deferBytes` of the log are
-   * behind or someone waits for them, unless `force`d.
-   */
-  kick(force = false): void {
+  /** Start loading what is processed, unless a load runs or the last one failed recently. */
+  kick(): void {
     this.kickProcess();
     if (this.running || this.queue.length === 0 || Date.now() < this.nextAt) return;
-    if (!force && this.busy() && !this.waiters.waiting && bytesOf(this.queue) < this.s.deferBytes) return;
     this.running = this.loadBatch()
       .catch((error) => this.s.log.error('event load failed', { error: String(error) }))
       .finally(() => {
@@ -532,7 +493,7 @@ export class SegmentLoader {
       if (!this.running) {
         const wait = this.nextAt - Date.now();
         if (wait > 0) await Bun.sleep(wait);
-        this.kick(true);
+        this.kick();
       }
       if (this.running) await this.running;
     }
@@ -541,7 +502,7 @@ export class SegmentLoader {
   /** Resolves once segment `seg` is done (or after `timeoutMs`). */
   async waitFor(seg: number, timeoutMs: number): Promise<void> {
     if (seg <= this.done) return;
-    this.kick(true);
+    this.kick();
     await this.waiters.wait(seg, timeoutMs);
   }
 

@@ -27,7 +27,6 @@ export interface Settings {
   visibilityTimeoutMs: number;
   maxMemoBytes: number;
   maxPendingIds: number;
-  deferBytes: number;
   dedupeFilterRows: number;
   directMinRows: number;
   dedupeWindowMs: number;
@@ -60,10 +59,9 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     purgeGraceMs: o.purgeGraceMs ?? 30_000,
     checkpointWalBytes: o.checkpointWalBytes ?? 256 * MiB,
     autoCompact: o.autoCompact ?? true,
-    visibilityTimeoutMs: o.visibilityTimeoutMs ?? 15_000,
+    visibilityTimeoutMs: o.visibilityTimeoutMs ?? 1_000,
     maxMemoBytes: o.maxMemoBytes ?? 64 * MiB,
     maxPendingIds: o.maxPendingIds ?? 500_000,
-    deferBytes: o.deferBytes ?? Math.min(512 * MiB, (o.maxPendingBytes ?? 2048 * MiB) / 2),
     dedupeFilterRows: o.dedupeFilterRows ?? 1_000_000,
     directMinRows: o.directMinRows ?? 50_000,
     dedupeWindowMs: o.dedupeWindowMs ?? 60_000,

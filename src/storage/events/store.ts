@@ -30,6 +30,10 @@ const ENCODE_SLICE_ROWS = 2048;
  * appenders of 100 rows, durable: 211-250k rows/s instead of 157-190k.
  */
 const ENCODE_YIELD_MS = 2;
+/** How long a wait for persons (cohorts, person lists) waits for unprocessed capture requests by default. */
+const PERSONS_WAIT_MS = 15_000;
+/** How long deleting a project's events waits for its acknowledged events to be loaded. */
+const DELETE_WAIT_MS = 600_000;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
@@ -133,7 +137,6 @@ class DuckDbEventStore implements EventStore {
     this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment);
     this.loader.process = s.hooks.processIntake ?? null;
     this.loader.activeSegment = () => this.wal.activeSegment;
-    this.loader.busy = () => this.busy();
     this.upkeep = new Maintenance(db, s, tiers, this.counters, () => this.loader.done);
     this.upkeep.saturated = () => this.busy();
     this.upkeep.backlog = () => this.loader.waiting > 0;
@@ -395,7 +398,7 @@ class DuckDbEventStore implements EventStore {
    * request) has been processed, so their person changes are visible. Returns at once when none
    * is pending, which is the usual case.
    */
-  async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = this.s.visibilityTimeoutMs): Promise<void> {
+  async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = PERSONS_WAIT_MS): Promise<void> {
     const done = this.loader.processedSeq;
     let target = this.overflowSeq > done ? this.overflowSeq : 0;
     const ids = teamId === null ? undefined : this.pendingIds.get(teamId);
@@ -477,16 +480,17 @@ class DuckDbEventStore implements EventStore {
 
   /**
    * Make the team's acknowledged rows visible: seal the active segment if it holds any, then
-   * wait until every segment holding the team is loaded (bounded by visibilityTimeoutMs).
+   * wait until every segment holding the team is loaded, at most `timeoutMs` (a query's
+   * `visibilityTimeoutMs`: under a backlog it reads what is loaded rather than wait for it).
    */
-  private async sync(teamId: number): Promise<void> {
+  private async sync(teamId: number, timeoutMs = this.s.visibilityTimeoutMs): Promise<void> {
     const holds = (seg: Readonly<SealedSegment>) => seg.teams.has(teamId) || seg.teams.has(ANY_TEAM);
     const active = this.wal.activeSegment;
     if (active && active.rows > 0 && holds(active)) await this.wal.seal();
     else await this.wal.idle();
     let target = 0;
     for (const seg of this.loader.segments) if (holds(seg)) target = Math.max(target, seg.id);
-    await this.loader.waitFor(target, this.s.visibilityTimeoutMs);
+    await this.loader.waitFor(target, timeoutMs);
   }
 
   async eventsRelation(teamId: number, range?: TimeRange, options: RelationOptions = {}): Promise<EventsRelation> {
@@ -516,7 +520,8 @@ class DuckDbEventStore implements EventStore {
 
   async deleteTeamEvents(teamId: number): Promise<void> {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
-    await this.sync(teamId);
+    // Everything acknowledged must be loaded first, or it would outlive the deletion.
+    await this.sync(teamId, DELETE_WAIT_MS);
     await this.upkeep.deleteTeam(teamId);
   }
 

@@ -120,15 +120,16 @@ export interface EventStoreOptions {
   checkpointWalBytes?: number;
   /** Background compaction (default true). */
   autoCompact?: boolean;
-  /** How long a query waits for its team's buffered rows to be loaded (default 15 s). */
+  /**
+   * How long a query waits for its project's acknowledged rows to be loaded (default 1 s): under
+   * a backlog it then reads what is loaded, so it never waits minutes behind ingestion.
+   */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
   /** Intake requests kept in memory for processing (parsed, or their body when another thread parsed them), at most, counted as logged bytes (parsed they take several times that; beyond: read and parsed again from the log). Default 64 MiB. */
   maxMemoBytes?: number;
   /** Distinct ids of unprocessed capture requests remembered one by one for flag checks' person waits; beyond, a check waits for everything logged (default 500,000). */
   maxPendingIds?: number;
-  /** While appends saturate the store, processing and loading wait until this much of the log is behind (unless a query or flag check waits for it). Default 512 MiB (at most half of maxPendingBytes). */
-  deferBytes?: number;
   /** Uuids per generation of the recent-uuid filter (8 generations; see recent-uuids.ts). Default 1M. */
   dedupeFilterRows?: number;
   /** Test seams: run before every load attempt (throw to fail it, await to stall it). */

@@ -10,7 +10,7 @@ import { makeEvent, openHarness, saturate, uuidsOf, type Harness } from './helpe
  * Capture requests logged as intake frames: answered once durable, turned into rows behind the
  * answer (in memory while memos are kept, from the log otherwise), replayed after a crash, and
  * dead-lettered when processing throws. The processor here is a stand-in for the real pipeline
- * (storage/intake-pipeline.ts, tested through the app): one row per event, uuid from the event.
+ * (src/pipeline, tested through the app): one row per event, uuid from the event.
  */
 
 let h: Harness | null = null;
@@ -85,6 +85,23 @@ describe('intake', () => {
     await h.store.awaitIntake(1, ['u-4'], 5_000);
     expect(h.store.stats().walSegments).toBe(1); // still the active segment
     expect(calls).toEqual([{ fromMemo: true, events: 3 }, { fromMemo: true, events: 3 }]);
+    expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
+  });
+
+  test('a query waits a short bound (1 s by default) for its project\'s unloaded events, then reads what is loaded; the rest follows once loaded', async () => {
+    let release!: () => void;
+    const stalled = new Promise<void>((resolve) => (release = resolve));
+    let stall = false;
+    h = await open({ bufferMaxAgeMs: 60_000, hooks: { processIntake, beforeLoad: () => (stall ? stalled : undefined) } });
+    await capture(h, rawEvents(0, 3));
+    expect(await uuidsOf(h)).toEqual([0, 1, 2].map(uuid));
+    stall = true;
+    await capture(h, rawEvents(3, 2));
+    // The load of the second request hangs: the query answers anyway (waiting 15 s, as it did,
+    // would outlast this test's 5 s limit), without the unloaded events.
+    expect(await uuidsOf(h)).toEqual([0, 1, 2].map(uuid));
+    release();
+    stall = false;
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
   });
 
@@ -197,23 +214,21 @@ describe('intake', () => {
   const saturateCapture = (hh: Harness, ms: number, during?: () => void) =>
     saturate(ms, (i) => capture(hh, rawEvents(i, 1)), () => calls.length, { during });
 
-  test('while capture requests saturate the server, processing waits for them (small backlog, nobody waiting), then catches up', async () => {
+  test('while capture requests saturate the server, processing keeps pace with them (it no longer stands aside), and only the first requests keep a memo', async () => {
     calls.length = 0;
     costMs = 1;
     try {
       // Relaxed: the rounds' pace (and the saturation it makes) does not depend on flush times.
       h = await open({ bufferMaxAgeMs: 60_000, durability: 'relaxed' });
       const load = await saturateCapture(h, 500);
-      // Without the deferral it would take a 4 ms slice every 40 ms: ~40 more requests here.
-      expect(load.atEnd - load.atStart).toBeLessThanOrEqual(4);
-      // The load over, the backlog is worked off.
+      // Standing aside until 512 MiB were behind, it processed at most ~4 requests here.
+      expect(load.atEnd - load.atStart).toBeGreaterThan(50);
       await h.store.awaitIntake(1, null, 20_000);
       expect(calls.length).toBe(load.sent);
       expect((await uuidsOf(h)).length).toBe(load.sent);
       // Once saturated, requests keep no memo (their parsed events would outlive the young
       // generation waiting): only the first window's are processed from memory.
       const fromMemo = calls.filter((c) => c.fromMemo).length;
-      expect(load.sent).toBeGreaterThan(1000);
       expect(fromMemo).toBeGreaterThan(0);
       expect(fromMemo).toBeLessThan(load.sent / 4);
     } finally {
@@ -221,28 +236,19 @@ describe('intake', () => {
     }
   });
 
-  test('under saturation processing still takes its slices past the backlog threshold, or while a flag check waits', async () => {
+  test('a flag check during a saturating load is answered once its request is processed, before the load ends', async () => {
     calls.length = 0;
     costMs = 1;
     try {
-      h = await open({ bufferMaxAgeMs: 60_000, deferBytes: 0 });
-      const overThreshold = await saturateCapture(h, 500);
-      expect(overThreshold.atEnd - overThreshold.atStart).toBeGreaterThanOrEqual(5);
-      await h.store.awaitIntake(1, null, 20_000);
-      await h.cleanup();
-
-      calls.length = 0;
       h = await open({ bufferMaxAgeMs: 60_000 });
       const hh = h;
       let waited: Promise<void> | null = null;
       let answeredAt = 0;
       const load = await saturateCapture(h, 700, () => {
-        // A flag check for the user of a request not yet processed: processing goes on until it is.
         const asked = performance.now();
         waited = hh.store.awaitIntake(1, ['u-20'], 5_000).then(() => void (answeredAt = performance.now() - asked));
       });
       await waited;
-      expect(load.atStart).toBeLessThan(20);
       expect(answeredAt).toBeGreaterThan(0);
       expect(answeredAt).toBeLessThan(600); // before the load ends
       expect(load.atEnd).toBeGreaterThanOrEqual(21);

@@ -1,19 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import { compactionDue, compactionEnd, mergePolicy } from '../../../src/storage/events/maintenance';
 import { pickMerge } from '../../../src/storage/events/compaction';
-import { busyPauseMs } from '../../../src/storage/events/loader';
 import type { ParquetFile } from '../../../src/storage/events/parquet';
 
 const s = { autoCompact: true, compactMinRows: 1000, compactMaxAgeMs: 60_000 };
 const NOW = 1_000_000;
 
 describe('background work under saturation', () => {
-  test('processing pauses 36 ms between 4 ms slices until the backlog is 3/4 of the 503 cap, then less as it nears the cap', () => {
-    const MB = 1024 * 1024;
-    const pause = (backlogMb: number) => busyPauseMs(backlogMb * MB, 2048 * MB);
-    expect([0, 512, 1024, 1536, 1664, 1792, 1920, 2000, 2048, 4096].map(pause)).toEqual([36, 36, 36, 36, 27, 18, 9, 4, 4, 4]);
-  });
-
   test('compaction is due at its threshold, or twice it while appends saturate the store; age always counts', () => {
     const due = (rows: number, saturated: boolean, oldestAt: number | null = NOW) => compactionDue(rows, oldestAt, s, saturated, NOW);
     expect([due(999, false), due(1000, false), due(1000, true), due(1999, true), due(2000, true)]).toEqual([false, true, false, false, true]);

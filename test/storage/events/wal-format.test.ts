@@ -4,7 +4,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hotValuesOf } from '../../../src/core/events/columns';
-import { decodeIntakeFrame, encodeFrame, encodeIntakeFrames, intakeParts, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext } from '../../../src/storage/events/wal-format';
+import {
+  decodeIntakeFrame, encodeFrame, encodeIntakeFrames, encodeRowLines, fillPersonSlot, frameHeader, intakeParts, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext,
+} from '../../../src/storage/events/wal-format';
 import { makeEvent } from './helpers';
 
 async function readBack(bytes: Uint8Array) {
@@ -44,6 +46,23 @@ describe('WAL line format', () => {
       expect(JSON.parse(String(r.properties))).toEqual(JSON.parse(src.properties));
       expect((r.timestamp as Date).getTime()).toBe(src.timestamp);
     });
+  });
+
+  test('lines encoded before their person is known: hostile strings round-trip, and each slot reads as the person id written into it, or NULL', async () => {
+    const nasty = ['a\x1fb', 'line\nbreak', '\x1e quote \x1e\x1e', '\x15', 'ünïcødé 漢字 🎉', 'plain', '\x1dW1 1 2 3'];
+    const rows = nasty.map((s, i) => makeEvent(i, { event: s, distinctId: s, elementsChain: i % 2 ? s : '', hot: [s, null, i % 3 ? s : null, '\x15'] }));
+    const { lines, slots } = encodeRowLines(rows);
+    const buf = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength);
+    const personOf = (i: number) => (i % 3 === 2 ? null : `0190aaaa-bbbb-7ccc-8ddd-${String(i).padStart(12, '0')}`);
+    rows.forEach((_, i) => fillPersonSlot(buf, slots[i], personOf(i)));
+    expect(() => fillPersonSlot(buf, slots[0], 'not-a-uuid')).toThrow();
+    const header = frameHeader(lines.length, Bun.hash.crc32(lines), rows.length);
+    const framed = Buffer.concat([header, lines]);
+    expect(scanFrames(framed).frames.map((f) => f.rows)).toEqual([rows.length]);
+    const back = await readBack(framed);
+    expect(back.map((r) => [r.uuid, r.event, r.distinct_id, r.person_id, r.elements_chain, r.mat_browser, r.mat_os, r.mat_current_url, r.mat_session_id])).toEqual(
+      rows.map((r, i) => [r.uuid, r.event, r.distinctId, personOf(i), r.elementsChain, ...r.hot!]),
+    );
   });
 
   test('hot values are extracted when the caller does not pass them', async () => {
