@@ -88,6 +88,8 @@ export async function startRealServer(env: Record<string, string> = {}, options:
     cwd: options.root ?? ROOT,
     env: {
       ...process.env,
+      // As `npm start` sets it: DuckDB's statements and file I/O share this pool (src/index.ts).
+      UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16',
       PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,

@@ -19,14 +19,11 @@ export interface Deps {
 
 export interface IngestParser {
   /**
-   * `prepareIngest` in another thread: the body is moved there and back, the parsed events stay
-   * there; with `keep`, under the returned `ticket` until `rows` or `release` is called for it.
+   * `prepareIngest` in another thread, and the rows of its events prepared there at once for a
+   * request received at `receivedAt` (`rows`; null without events): the body is moved there and
+   * back, the parsed events stay there.
    */
-  prepare(req: IngestRequest, keep?: boolean): Promise<PreparedIngest>;
-  /** The rows of a kept request (`prepareRows` in its thread), once its project is known. */
-  rows(ticket: number, context: IntakeContext): Promise<PreparedRows>;
-  /** Forget a kept request's events (refused, or nothing to log). */
-  release(ticket: number): void;
+  prepare(req: IngestRequest, receivedAt: number): Promise<PreparedIngest & { rows: PreparedRows | null }>;
   /** The rows of a body parsed on this thread (parsed there again: cheaper than moving its objects). */
   prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows>;
 }

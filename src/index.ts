@@ -22,6 +22,7 @@ async function main() {
     throw error;
   }
   const logger = createLogger(config.LOG_LEVEL);
+  warnSmallThreadPool(logger);
   // Before storage: recovery prepares the logged requests' rows in these threads too.
   const ingestParser = config.INGEST_PARSE_THREADS > 0 ? createIngestParser(config.INGEST_PARSE_THREADS, config.MAX_BODY_BYTES, logger) : undefined;
   let storage;
@@ -76,5 +77,20 @@ async function main() {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
+
+/**
+ * Bun runs DuckDB's statements and file I/O (the log's fdatasync: the 200) on one thread pool,
+ * as many threads as cores unless UV_THREADPOOL_SIZE says otherwise, read once at start. With
+ * two cores, two long statements (a load, a query) held every thread and a capture request's
+ * fsync waited seconds behind them. `npm start` sets 16; started another way, say so.
+ */
+function warnSmallThreadPool(logger: ReturnType<typeof createLogger>): void {
+  const size = Number(process.env.UV_THREADPOOL_SIZE ?? 0);
+  if (size >= MIN_THREAD_POOL) return;
+  logger.warn('UV_THREADPOOL_SIZE is unset or small: database work can delay acknowledgements; start with npm start, or set it to 16', { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? null });
+}
+
+/** DuckDB's connections (1 writer + 4 readers), the log's writes and syncs, and headroom. */
+const MIN_THREAD_POOL = 8;
 
 await main();

@@ -1,5 +1,5 @@
 import type { EncodedRows } from '../storage/events';
-import { fillPersonSlot, type IntakeContext } from '../storage/events/wal-format';
+import { fillPersonSlot, fillTeamSlot, type IntakeContext } from '../storage/events/wal-format';
 import type { PersonStore } from '../storage/persons/types';
 import type { SeenTracker } from '../storage/seen/seen-tracker';
 import { fromPersonInput, type PersonInput } from './person-input';
@@ -7,8 +7,8 @@ import type { PreparedRows } from './prepare-rows';
 
 /**
  * The stateful half of processing, on the thread that owns persons and in log order: each row's
- * person changes (create, `$set`, merges), the request's definitions, and the person id written
- * into its row's slot. The rows are not encoded again.
+ * person changes (create, `$set`, merges), the request's definitions, and the project and
+ * person ids written into its row's slots. The rows are not encoded again.
  */
 export function createRowApplier(persons: PersonStore, seen: SeenTracker) {
   return async function applyRows(ctx: IntakeContext, prepared: PreparedRows): Promise<EncodedRows> {
@@ -18,7 +18,8 @@ export function createRowApplier(persons: PersonStore, seen: SeenTracker) {
       const lines = Buffer.from(prepared.lines.buffer, prepared.lines.byteOffset, prepared.lines.byteLength);
       for (let i = 0; i < inputs.length; i++) {
         const plan = persons.processEvent(ctx.teamId, fromPersonInput(inputs[i]));
-        fillPersonSlot(lines, prepared.slots[i], plan.personId);
+        fillTeamSlot(lines, prepared.teams[i], ctx.teamId);
+        fillPersonSlot(lines, prepared.persons[i], plan.personId);
       }
       seen.recordSummary(ctx.teamId, prepared.seen);
     }

@@ -1,7 +1,7 @@
 import { hotValuesOf } from '../core/events/columns';
 import type { RawEvent } from '../core/ingest/extract-events';
 import { normalizeEvent } from '../core/ingest/normalize-event';
-import { encodeRowLines, type IntakeContext, type PersonlessRow } from '../storage/events/wal-format';
+import { encodeRowLines, type IntakeContext, type UnplacedRow } from '../storage/events/wal-format';
 import { toPersonInput, type PersonInput } from './person-input';
 
 /**
@@ -15,14 +15,16 @@ export interface SeenSummary {
 }
 
 /**
- * A capture request's events normalized and encoded as stored rows, all but their person:
- * everything that needs no state, so it can run in any thread. `applyRows` (main thread, log
- * order) then runs the persons, notes the definitions and writes each row's person id in place.
+ * A capture request's events normalized and encoded as stored rows, all but their project and
+ * person: everything that needs no state, so it can run in any thread, as soon as the body is
+ * parsed. `applyRows` (main thread, log order) then runs the persons, notes the definitions and
+ * writes each row's project and person ids in place.
  */
 export interface PreparedRows {
   lines: Uint8Array;
-  /** Byte offset of each row's person slot in `lines`. */
-  slots: Int32Array;
+  /** Byte offsets of each row's team and person slots in `lines`. */
+  teams: Int32Array;
+  persons: Int32Array;
   rows: number;
   uuids: string[];
   /** Event-time span of the rows (epoch ms), null when there are none. */
@@ -32,14 +34,17 @@ export interface PreparedRows {
   seen: SeenSummary;
 }
 
+/** What preparing reads of a request: all of its context but the project (the key is checked later). */
+export type PrepareContext = Pick<IntakeContext, 'receivedAt' | 'ip' | 'anonymizeIps' | 'sentAt'>;
+
 /**
  * Normalize a request's events (dropping those without a name or distinct id, as the spec
  * says) and encode them. Everything it reads was fixed at receipt (the context), so a replay of
  * the log prepares what the first run did; `newUuid` stands in for a missing client uuid.
  */
-export function prepareRows(ctx: IntakeContext, events: readonly unknown[], newUuid: () => string): PreparedRows {
+export function prepareRows(ctx: PrepareContext, events: readonly unknown[], newUuid: () => string): PreparedRows {
   const context = { now: new Date(ctx.receivedAt), sentAt: ctx.sentAt === null ? null : new Date(ctx.sentAt), ip: ctx.ip, anonymizeIps: ctx.anonymizeIps, newUuid };
-  const rows: PersonlessRow[] = [];
+  const rows: UnplacedRow[] = [];
   const people: PersonInput[] = [];
   const uuids: string[] = [];
   const lastSeen = new Map<string, number>();
@@ -53,7 +58,6 @@ export function prepareRows(ctx: IntakeContext, events: readonly unknown[], newU
     const e = result.ok;
     rows.push({
       uuid: e.uuid,
-      teamId: ctx.teamId,
       event: e.event,
       distinctId: e.distinctId,
       properties: JSON.stringify(e.properties),
@@ -71,10 +75,11 @@ export function prepareRows(ctx: IntakeContext, events: readonly unknown[], newU
     noteKeys(properties, e.properties);
     noteKeys(personProperties, e.set);
   }
-  const { lines, slots } = encodeRowLines(rows);
+  const { lines, teams, persons } = encodeRowLines(rows);
   return {
     lines,
-    slots,
+    teams,
+    persons,
     rows: rows.length,
     uuids,
     span: rows.length ? [lo, hi] : null,

@@ -6,25 +6,21 @@ import type { IntakeContext } from '../storage/events/wal-format';
 /**
  * Messages to an ingest thread:
  * - `parse`: decode and parse a body (`IngestRequest`, the query as its text: URLSearchParams do
- *   not cross threads); with `keep`, its events stay there under the request's id (its ticket)
- *   for a later `rows`;
- * - `rows`: prepare the rows (`prepareRows`) of the events kept under `ticket`, or of a body's
- *   `text` read back from the log;
- * - `bodies`: prepare the rows of several bodies (small requests parsed where they arrived,
- *   gathered over one turn of the event loop: one message instead of one each);
- * - `release`: forget the events kept under `ticket` (the request was refused).
+ *   not cross threads) and prepare its rows at once (`prepareRows`, for a project that does not
+ *   anonymize addresses: the rows are prepared again from the body for one that does), while
+ *   its events are fresh: kept for a later message, they outlived the young generation;
+ * - `bodies`: prepare the rows of several bodies (small requests parsed where they arrived, or
+ *   bodies read back from the log, gathered over one turn of the event loop: one message).
  */
 export type WorkerRequest =
-  | { type: 'parse'; id: number; keep: boolean; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
-  | { type: 'rows'; id: number; ticket: number | null; text: string | null; context: IntakeContext }
-  | { type: 'bodies'; id: number; items: Array<{ body: string | Uint8Array; context: IntakeContext }> }
-  | { type: 'release'; ticket: number };
+  | { type: 'parse'; id: number; receivedAt: number; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
+  | { type: 'bodies'; id: number; items: Array<{ body: string | Uint8Array; context: IntakeContext }> };
 
-/** The answer to `parse`, `rows` or `bodies` (one result each, in order), or the AppError that answers it, or a bug. */
+/** The answer to `parse` or `bodies` (one result each, in order), or the AppError that answers it, or a bug. */
 export interface WorkerReply {
   id: number;
   prepared?: Omit<PreparedIngest, 'parsed'>;
-  rows?: PreparedRows;
+  rows?: PreparedRows | null;
   batch?: Array<{ rows?: PreparedRows; failure?: string }>;
   error?: { kind: ErrorKind; detail: string; attr: string | null };
   failure?: string;
@@ -43,7 +39,7 @@ export function movable(bytes: Uint8Array | string): ArrayBuffer[] {
  */
 export function movableRows(rows: PreparedRows): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
-  for (const view of [rows.lines, rows.slots]) {
+  for (const view of [rows.lines, rows.teams, rows.persons]) {
     const buffer = view.buffer;
     if (buffer instanceof ArrayBuffer && buffer.byteLength >= 64 * 1024 && view.byteLength * 2 >= buffer.byteLength) out.push(buffer);
   }

@@ -13,11 +13,12 @@ export interface IngestParserPool extends IngestParser, RowPreparer {
 
 /**
  * `threads` worker threads that decode and parse capture bodies (`prepareIngest`) and prepare
- * their rows (`prepareRows`: normalization and encoding), so the main thread's time per large
- * batch is the socket, the key check, the log and the persons. A body goes to the thread with
- * the fewest messages in hand and is moved (not copied) both ways when it owns its buffer; its
- * parsed events stay in that thread until the main thread, having checked the key, asks for
- * their rows (`rows`) or lets them go (`release`): each body is parsed once.
+ * their rows (`prepareRows`: normalization and encoding) in the same step, while the parsed
+ * events are fresh, so the main thread's time per large batch is the socket, the key check, the
+ * log and the persons, and each body is parsed once. A body goes to the thread with the fewest
+ * messages in hand and is moved (not copied) both ways when it owns its buffer; the rows'
+ * buffers are moved back. Small bodies, parsed on the main thread, are sent to have their rows
+ * prepared a turn of the event loop's worth at a time (`prepareBody`).
  */
 export function createIngestParser(threads: number, maxBytes: number, logger: Logger): IngestParserPool {
   const pool = Array.from({ length: threads }, () => startThread(maxBytes, logger));
@@ -26,10 +27,7 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
     for (const t of pool) if (t.inHand < best.inHand) best = t;
     return best;
   };
-  /** Which thread keeps the events of each ticket. */
-  const holders = new Map<number, ParserThread>();
   let nextId = 0;
-  // Bodies whose rows are asked for in one turn of the event loop go in one message.
   let gathered: Array<{ body: string | Uint8Array; context: IntakeContext; resolve: (r: PreparedRows) => void; reject: (e: unknown) => void }> = [];
   const sendGathered = () => {
     const items = gathered;
@@ -37,33 +35,17 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
     least()
       .ask({ type: 'bodies', id: ++nextId, items: items.map(({ body, context }) => ({ body, context })) }, [])
       .then(
-        (reply) =>
-          reply.batch!.forEach((r, i) => (r.rows ? items[i].resolve(r.rows) : items[i].reject(new Error(`ingest thread: ${r.failure}`)))),
+        (reply) => reply.batch!.forEach((r, i) => (r.rows ? items[i].resolve(r.rows) : items[i].reject(new Error(`ingest thread: ${r.failure}`)))),
         (error) => items.forEach((item) => item.reject(error)),
       );
   };
   return {
-    async prepare(req, keep = false) {
-      const thread = least();
-      const id = ++nextId;
+    async prepare(req, receivedAt) {
       const message: WorkerRequest = {
-        type: 'parse', id, keep, body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query.toString(), ip: req.ip, engage: req.engage,
+        type: 'parse', id: ++nextId, receivedAt, body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query.toString(), ip: req.ip, engage: req.engage,
       };
-      const reply = await thread.ask(message, movable(req.body));
-      const prepared = { ...reply.prepared!, parsed: null } as PreparedIngest;
-      if (prepared.ticket !== null) holders.set(prepared.ticket, thread);
-      return prepared;
-    },
-    rows(ticket, context) {
-      const thread = holders.get(ticket);
-      if (!thread) return Promise.reject(new Error(`no ingest thread keeps ticket ${ticket}`));
-      holders.delete(ticket);
-      return thread.ask({ type: 'rows', id: ++nextId, ticket, text: null, context }, []).then((r) => r.rows!);
-    },
-    release(ticket) {
-      const thread = holders.get(ticket);
-      holders.delete(ticket);
-      thread?.worker.postMessage({ type: 'release', ticket } satisfies WorkerRequest);
+      const reply = await least().ask(message, movable(req.body));
+      return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };
     },
     prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows> {
       return new Promise((resolve, reject) => {

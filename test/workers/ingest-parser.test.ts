@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { gzipSync } from 'node:zlib';
 import { prepareIngest, type IngestRequest } from '../../src/core/ingest/prepare-ingest';
 import { AppError } from '../../src/errors';
+import { prepareRows } from '../../src/pipeline';
 import { silentLogger } from '../../src/logger';
 import { createIngestParser, type IngestParserPool } from '../../src/workers/ingest-parser';
 import { BASE, createTestApp, type TestApp } from '../helpers/test-app';
@@ -63,18 +64,21 @@ describe('ingest parser threads', () => {
     ['plain JSON', () => request(bytesOf(batch(120)))],
     ['gzip by header', () => request(new Uint8Array(gzipSync(bytesOf(batch(120)))), { contentEncoding: 'gzip' })],
     ['gzip-js by query, the key from the query', () => request(new Uint8Array(gzipSync(bytesOf({ ...batch(120), api_key: undefined }))), { query: new URLSearchParams('compression=gzip-js&token=phc_q') })],
-  ])('%s: what the main thread would make, without the parsed events', async (_, make) => {
-    const local = prepareIngest(make(), MAX, false);
-    const remote = await pool.prepare(make());
-    expect(remote).toEqual(local);
+  ])('%s: what the main thread would make, without the parsed events, and their rows prepared as the main thread would', async (_, make) => {
+    const local = prepareIngest(make(), MAX, true);
+    const { rows, ...remote } = await pool.prepare(make(), NOW.getTime());
+    expect(remote).toEqual({ ...local, parsed: null });
     expect(remote.events).toBe(120);
     expect(remote.distinctIds).toContain('anon-0-0');
+    const here = prepareRows({ receivedAt: NOW.getTime(), ip: '203.0.113.7', anonymizeIps: false, sentAt: local.sentAt }, local.parsed!, () => 'unused: every event has a uuid');
+    expect(rows!.rows).toBe(120);
+    expect({ ...rows!, lines: Buffer.from(rows!.lines).toString() }).toEqual({ ...here, lines: Buffer.from(here.lines).toString() });
   });
 
   test('a body moved to the thread comes back with the answer (its buffer is handed over both ways)', async () => {
     const body = bytesOf(batch(50));
     const copy = body.slice();
-    const prepared = await pool.prepare(request(body));
+    const prepared = await pool.prepare(request(body), NOW.getTime());
     expect(body.byteLength).toBe(0); // moved, not copied
     expect(prepared.body).toEqual(copy);
   });
@@ -87,7 +91,7 @@ describe('ingest parser threads', () => {
   ])('%s: the same AppError as on the main thread', async (_, make) => {
     const local = thrown(() => prepareIngest(make(), MAX, false)) as AppError;
     expect(local).toBeInstanceOf(AppError);
-    const remote = await pool.prepare(make()).then(
+    const remote = await pool.prepare(make(), NOW.getTime()).then(
       () => null,
       (error: unknown) => error,
     );
@@ -97,7 +101,7 @@ describe('ingest parser threads', () => {
 
   test('many bodies in flight over two threads: each is answered with its own (answers matched by id)', async () => {
     const bodies = Array.from({ length: 12 }, (_, k) => batch(30 + k, k));
-    const answers = await Promise.all(bodies.map((b) => pool.prepare(request(bytesOf(b)))));
+    const answers = await Promise.all(bodies.map((b) => pool.prepare(request(bytesOf(b)), NOW.getTime())));
     expect(answers.map((a) => a.events)).toEqual(bodies.map((b) => b.batch.length));
     expect(answers.map((a) => a.distinctIds[0])).toEqual(bodies.map((_, k) => `user-${k}-0`));
   });
@@ -112,9 +116,7 @@ describe('capture through the app with a parser thread', () => {
     viaThread = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
     parser = createIngestParser(1, viaThread.deps.config.MAX_BODY_BYTES, silentLogger);
     viaThread.deps.ingestParser = {
-      prepare: (req, keep) => (handedOver++, parser.prepare(req, keep)),
-      rows: (ticket, context) => parser.rows(ticket, context),
-      release: (ticket) => parser.release(ticket),
+      prepare: (req, receivedAt) => (handedOver++, parser.prepare(req, receivedAt)),
       prepareBody: (context, body) => parser.prepareBody(context, body),
     };
     local = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
@@ -175,6 +177,23 @@ describe('capture through the app with a parser thread', () => {
     }
     const distinctIds = (rows: Array<[string, string | null]>) => rows.map(([d]) => d).sort();
     expect(distinctIds(await pairs(viaThread))).toEqual(distinctIds(await pairs(local)));
+  });
+
+  test('a project that anonymizes addresses gets no $ip on events parsed in the thread either (their rows are prepared again)', async () => {
+    const id = viaThread.account.project.id;
+    const ips = async () => {
+      const q = encodeURIComponent('["distinct_id", "properties.$ip"]');
+      const list = await viaThread.json('GET', `/api/projects/${id}/events/?select=${q}&limit=1000`);
+      return (list.body.results as Array<[string, string | null]>).filter(([d]) => d.startsWith('user-8-') || d.startsWith('user-9-')).map(([d, ip]) => `${d.slice(0, 6)} ${ip}`);
+    };
+    expect((await post(viaThread, bytesOf(batch(30, 8)))).status).toBe(200);
+    expect((await viaThread.json('PATCH', `/api/projects/${id}/`, { body: { anonymize_ips: true } })).status).toBe(200);
+    try {
+      expect((await post(viaThread, bytesOf(batch(30, 9)))).status).toBe(200);
+      expect(new Set(await ips())).toEqual(new Set(['user-8 203.0.113.7', 'user-9 null']));
+    } finally {
+      await viaThread.json('PATCH', `/api/projects/${id}/`, { body: { anonymize_ips: false } });
+    }
   });
 
   test('a malformed large body is the same 400 either way, and nothing is stored', async () => {

@@ -31,8 +31,6 @@ export interface PreparedIngest {
   body: Uint8Array | string;
   /** The events parsed, when they stay in this thread (not handed to another). */
   parsed: unknown[] | null;
-  /** Parsed in another thread, which keeps the events under this number for preparing their rows (null: it does not). */
-  ticket: number | null;
 }
 
 /** decode → find the events and the key; throws the AppError that answers a bad body. */
@@ -51,6 +49,5 @@ export function prepareIngest(req: IngestRequest, maxBytes: number, keepParsed: 
     distinctIds,
     body: decoded.bytes ?? decoded.text,
     parsed: keepParsed ? extracted.events : null,
-    ticket: null,
   };
 }

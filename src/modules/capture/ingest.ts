@@ -1,5 +1,6 @@
 import { prepareIngest, type IngestRequest, type PreparedIngest } from '../../core/ingest/prepare-ingest';
 import type { Deps } from '../../deps';
+import type { PreparedRows } from '../../pipeline';
 import { projectForPublicKey } from '../../http/project-key';
 
 const NO_KEY = 'API key not provided. You can find your project API key in PostHog project settings.';
@@ -28,43 +29,39 @@ export interface IngestOutcome {
  * event store does behind its log, in order (`storage/intake-pipeline.ts`).
  */
 export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
-  if (deps.ingestParser && parseSize(req.body) >= PARSE_ELSEWHERE_MIN_BYTES) return deps.ingestParser.prepare(req, true).then((prepared) => logIngest(deps, prepared));
+  const receivedAt = deps.now().getTime();
+  if (deps.ingestParser && parseSize(req.body) >= PARSE_ELSEWHERE_MIN_BYTES) {
+    return deps.ingestParser.prepare(req, receivedAt).then(({ rows, ...prepared }) => logIngest(deps, prepared, receivedAt, rows));
+  }
   try {
-    return logIngest(deps, prepareIngest(req, deps.config.MAX_BODY_BYTES, true));
+    return logIngest(deps, prepareIngest(req, deps.config.MAX_BODY_BYTES, true), receivedAt, null);
   } catch (error) {
     return Promise.reject(error);
   }
 }
 
 /**
- * authenticate → log. With parser threads, a request's rows are prepared there as soon as the
- * project is known: a large body's from the events its thread kept (`ticket`), a small one's
- * from its body (parsed again there: moving its objects would cost as much). Behind the 200,
- * what is left for this thread is persons.
+ * authenticate → log. With parser threads, a request's rows are prepared there: a large body's
+ * as it was parsed (`rows`; prepared again from the body for a project that anonymizes
+ * addresses), a small one's from its body (parsed again there: moving its objects would cost as
+ * much). Behind the 200, what is left for this thread is persons.
  */
-async function logIngest(deps: Deps, prepared: PreparedIngest): Promise<IngestOutcome> {
-  const { ticket } = prepared;
-  let project;
-  try {
-    project = await projectForPublicKey(deps, prepared.token, prepared.projectId, NO_KEY);
-  } catch (error) {
-    if (ticket !== null) deps.ingestParser?.release(ticket);
-    throw error;
-  }
+async function logIngest(deps: Deps, prepared: PreparedIngest, receivedAt: number, rows: PreparedRows | null): Promise<IngestOutcome> {
+  const project = await projectForPublicKey(deps, prepared.token, prepared.projectId, NO_KEY);
   if (prepared.events === 0) return { logged: 0 };
   const logged = prepared.events;
   const context = {
     teamId: project.id,
-    receivedAt: deps.now().getTime(),
+    receivedAt,
     ip: prepared.ip,
     anonymizeIps: project.settings.anonymize_ips,
     sentAt: prepared.sentAt,
     engage: prepared.engage,
   };
   const parser = deps.ingestParser;
-  const rows = !parser ? null : ticket !== null ? parser.rows(ticket, context) : parser.prepareBody(context, prepared.body);
+  const ready = !parser ? null : rows && !context.anonymizeIps ? Promise.resolve(rows) : parser.prepareBody(context, prepared.body);
   // Returned, not awaited: this frame must not keep the parsed events alive until the flush.
   return deps.storage.events
-    .appendIntake({ context, body: prepared.body, events: logged, parsed: prepared.parsed, distinctIds: prepared.distinctIds, prepared: rows })
+    .appendIntake({ context, body: prepared.body, events: logged, parsed: prepared.parsed, distinctIds: prepared.distinctIds, prepared: ready })
     .then(() => ({ logged }));
 }

@@ -46,10 +46,13 @@ export const WAL_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['properties', 'VARCHAR'],
 ];
 
-function checkRow(r: PersonlessRow): void {
-  if (!Number.isSafeInteger(r.teamId) || !Number.isFinite(r.timestamp) || !Number.isFinite(r.createdAt)) {
-    throw new AppError('invalid_input', 'Event rows need an integer team id and finite timestamps.', 'timestamp');
-  }
+function checkRow(r: StoredEventRow): void {
+  if (!Number.isSafeInteger(r.teamId)) throw new AppError('invalid_input', 'Event rows need an integer team id.', 'team_id');
+  checkUnplaced(r);
+}
+
+function checkUnplaced(r: UnplacedRow): void {
+  if (!Number.isFinite(r.timestamp) || !Number.isFinite(r.createdAt)) throw new AppError('invalid_input', 'Event rows need finite timestamps.', 'timestamp');
   if (typeof r.uuid !== 'string' || r.uuid.length === 0) throw new AppError('invalid_input', 'Event rows need a uuid.', 'uuid');
 }
 
@@ -81,7 +84,7 @@ function linePrefix(r: StoredEventRow, h: HotValues): string {
   );
 }
 
-const hotOf = (r: PersonlessRow): HotValues => r.hot ?? hotValuesOf(JSON.parse(r.properties) as Record<string, unknown>);
+const hotOf = (r: Pick<StoredEventRow, 'hot' | 'properties'>): HotValues => r.hot ?? hotValuesOf(JSON.parse(r.properties) as Record<string, unknown>);
 const propsField = (p: string): string => (CONTROL.test(p) ? field(p) : p);
 
 /**
@@ -117,41 +120,46 @@ export function encodeFrame(rows: readonly StoredEventRow[], borrow?: (estimate:
 }
 
 /**
- * The `person_id` field of a line whose person is not known when it is encoded: 36 spaces,
- * overwritten in place once it is (`fillPersonSlot`; a person id is a 36-character uuid), read
- * as NULL if it never is. Events are encoded where they are normalized (a worker thread) and
- * get their person on the main thread, in log order, without being encoded again.
+ * The `team_id` and `person_id` fields of a line encoded before its project and person are
+ * known: events are normalized and encoded in a parser thread as their body is parsed, before
+ * the key is checked, and get their project and person on the main thread (in log order) without
+ * being encoded again. The slots are overwritten in place (`fillTeamSlot`: the id as 10 digits;
+ * `fillPersonSlot`: a 36-character uuid). A person slot never filled reads as NULL (an event
+ * without a person); a team slot never filled fails the load (no row may land in no project).
  */
+export const TEAM_SLOT = ' '.repeat(10);
 export const PERSON_SLOT = ' '.repeat(36);
-const PERSON_SLOT_BYTES = 36;
 
-/** A row to encode before its person is known. */
-export type PersonlessRow = Omit<StoredEventRow, 'personId'>;
+/** A row to encode before its project and person are known. */
+export type UnplacedRow = Omit<StoredEventRow, 'personId' | 'teamId'>;
 
-/** Lines of rows (no frame header), each with a person slot at `slots[i]`. */
+/** Lines of rows (no frame header), each with a team slot at `teams[i]` and a person slot at `persons[i]`. */
 export interface RowLines {
   lines: Uint8Array;
-  slots: Int32Array;
+  teams: Int32Array;
+  persons: Int32Array;
 }
 
-/** uuid, team, event and distinct id with their separators: no control character, none NULL. */
-const HEAD_OK = /^[^\x00-\x1f]+\x1f-?\d+\x1f[^\x00-\x1f]+\x1f[^\x00-\x1f]+\x1f$/;
+/** Event and distinct id with their separators: no control character, none NULL. */
+const NAMES_OK = /^\x1f[^\x00-\x1f]+\x1f[^\x00-\x1f]+\x1f$/;
 /** Times, elements chain and hot values with their separators (a hot value may be the NULL mark). */
 const TAIL_OK = /^\x1f-?\d+\x1f-?\d+\x1f(?:[^\x00-\x1f]*\x1f|\x15\x1f){5}$/;
 
-/** Encode rows as lines with a person slot each (`PERSON_SLOT`), into one new buffer. */
-export function encodeRowLines(rows: readonly PersonlessRow[]): RowLines {
+/** Encode rows as lines with a team and a person slot each, into one new buffer. */
+export function encodeRowLines(rows: readonly UnplacedRow[]): RowLines {
   let estimate = 0;
   for (const r of rows) estimate += r.properties.length + r.uuid.length + r.event.length + r.distinctId.length + r.elementsChain.length + 300;
   let buf: Buffer = Buffer.allocUnsafe(estimate);
-  const slots = new Int32Array(rows.length);
+  const teams = new Int32Array(rows.length);
+  const persons = new Int32Array(rows.length);
   let o = 0;
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i];
-    checkRow(r);
+    checkUnplaced(r);
     const h = hotOf(r);
-    let head = [r.uuid, r.teamId, r.event, r.distinctId, ''].join(FIELD);
-    if (!HEAD_OK.test(head)) head = field(r.uuid) + FIELD + r.teamId + FIELD + field(r.event) + FIELD + field(r.distinctId) + FIELD;
+    const uuid = field(r.uuid) + FIELD;
+    let names = ['', r.event, r.distinctId, ''].join(FIELD);
+    if (!NAMES_OK.test(names)) names = FIELD + field(r.event) + FIELD + field(r.distinctId) + FIELD;
     const ec = r.elementsChain ?? '';
     let tail = ['', int(r.timestamp), int(r.createdAt), ec, h[0] ?? NULL_MARK, h[1] ?? NULL_MARK, h[2] ?? NULL_MARK, h[3] ?? NULL_MARK, ''].join(FIELD);
     const ambiguous = ec === NULL_MARK || h[0] === NULL_MARK || h[1] === NULL_MARK || h[2] === NULL_MARK || h[3] === NULL_MARK;
@@ -160,18 +168,28 @@ export function encodeRowLines(rows: readonly PersonlessRow[]): RowLines {
     }
     const props = propsField(r.properties);
     const room = buf.length - o;
-    if (room < (head.length + tail.length + props.length) * 3 + PERSON_SLOT_BYTES + 1) {
-      const need = Buffer.byteLength(head) + Buffer.byteLength(tail) + Buffer.byteLength(props) + PERSON_SLOT_BYTES + 1;
+    const slots = TEAM_SLOT.length + PERSON_SLOT.length + 1;
+    if (room < (uuid.length + names.length + tail.length + props.length) * 3 + slots) {
+      const need = Buffer.byteLength(uuid) + Buffer.byteLength(names) + Buffer.byteLength(tail) + Buffer.byteLength(props) + slots;
       if (room < need) buf = grow(buf, o + need);
     }
-    o += buf.write(head, o);
-    slots[i] = o;
+    o += buf.write(uuid, o);
+    teams[i] = o;
+    o += buf.write(TEAM_SLOT, o, 'latin1');
+    o += buf.write(names, o);
+    persons[i] = o;
     o += buf.write(PERSON_SLOT, o, 'latin1');
     o += buf.write(tail, o);
     o += buf.write(props, o);
     buf[o++] = 0x0a;
   }
-  return { lines: buf.subarray(0, o), slots };
+  return { lines: buf.subarray(0, o), teams, persons };
+}
+
+/** Write a project id into a line's team slot (10 digits, zero-padded). */
+export function fillTeamSlot(lines: Buffer, slot: number, teamId: number): void {
+  if (!Number.isSafeInteger(teamId) || teamId < 0 || teamId >= 1e10) throw new Error(`a project id must fit the team slot: ${teamId}`);
+  lines.write(String(teamId).padStart(TEAM_SLOT.length, '0'), slot, 'latin1');
 }
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hotValuesOf } from '../../../src/core/events/columns';
 import {
-  decodeIntakeFrame, encodeFrame, encodeIntakeFrames, encodeRowLines, fillPersonSlot, frameHeader, intakeParts, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext,
+  decodeIntakeFrame, encodeFrame, encodeIntakeFrames, encodeRowLines, fillPersonSlot, fillTeamSlot, frameHeader, intakeParts, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext,
 } from '../../../src/storage/events/wal-format';
 import { makeEvent } from './helpers';
 
@@ -48,21 +48,33 @@ describe('WAL line format', () => {
     });
   });
 
-  test('lines encoded before their person is known: hostile strings round-trip, and each slot reads as the person id written into it, or NULL', async () => {
+  test('lines encoded before their project and person are known: hostile strings round-trip, and each slot reads as the id written into it (a person never written: NULL)', async () => {
     const nasty = ['a\x1fb', 'line\nbreak', '\x1e quote \x1e\x1e', '\x15', 'ünïcødé 漢字 🎉', 'plain', '\x1dW1 1 2 3'];
     const rows = nasty.map((s, i) => makeEvent(i, { event: s, distinctId: s, elementsChain: i % 2 ? s : '', hot: [s, null, i % 3 ? s : null, '\x15'] }));
-    const { lines, slots } = encodeRowLines(rows);
+    const { lines, teams, persons } = encodeRowLines(rows);
     const buf = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength);
     const personOf = (i: number) => (i % 3 === 2 ? null : `0190aaaa-bbbb-7ccc-8ddd-${String(i).padStart(12, '0')}`);
-    rows.forEach((_, i) => fillPersonSlot(buf, slots[i], personOf(i)));
-    expect(() => fillPersonSlot(buf, slots[0], 'not-a-uuid')).toThrow();
+    const teamOf = (i: number) => [1, 42, 2_000_000_000][i % 3];
+    rows.forEach((_, i) => {
+      fillTeamSlot(buf, teams[i], teamOf(i));
+      fillPersonSlot(buf, persons[i], personOf(i));
+    });
+    expect(() => fillPersonSlot(buf, persons[0], 'not-a-uuid')).toThrow();
+    expect(() => fillTeamSlot(buf, teams[0], 1e10)).toThrow();
     const header = frameHeader(lines.length, Bun.hash.crc32(lines), rows.length);
     const framed = Buffer.concat([header, lines]);
     expect(scanFrames(framed).frames.map((f) => f.rows)).toEqual([rows.length]);
     const back = await readBack(framed);
-    expect(back.map((r) => [r.uuid, r.event, r.distinct_id, r.person_id, r.elements_chain, r.mat_browser, r.mat_os, r.mat_current_url, r.mat_session_id])).toEqual(
-      rows.map((r, i) => [r.uuid, r.event, r.distinctId, personOf(i), r.elementsChain, ...r.hot!]),
+    expect(back.map((r) => [r.uuid, r.team_id, r.event, r.distinct_id, r.person_id, r.elements_chain, r.mat_browser, r.mat_os, r.mat_current_url, r.mat_session_id])).toEqual(
+      rows.map((r, i) => [r.uuid, teamOf(i), r.event, r.distinctId, personOf(i), r.elementsChain, ...r.hot!]),
     );
+  });
+
+  test('a line whose team slot was never written is refused by the load (no row lands in no project)', async () => {
+    const { lines, persons } = encodeRowLines([makeEvent(1)]);
+    fillPersonSlot(Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength), persons[0], null);
+    const framed = Buffer.concat([frameHeader(lines.length, Bun.hash.crc32(lines), 1), lines]);
+    expect(await readBack(framed).then(() => 'loaded', (e: unknown) => String(e))).toMatch(/Could not convert/);
   });
 
   test('hot values are extracted when the caller does not pass them', async () => {
