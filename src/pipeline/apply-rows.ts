@@ -14,7 +14,7 @@ export function createRowApplier(persons: PersonStore, seen: SeenTracker) {
   return async function applyRows(ctx: IntakeContext, prepared: PreparedRows): Promise<EncodedRows> {
     if (prepared.rows > 0) {
       await persons.ensureLoaded(ctx.teamId);
-      const inputs = JSON.parse(prepared.people) as PersonInput[];
+      const inputs = typeof prepared.people === 'string' ? (JSON.parse(prepared.people) as PersonInput[]) : prepared.people;
       const lines = Buffer.from(prepared.lines.buffer, prepared.lines.byteOffset, prepared.lines.byteLength);
       for (let i = 0; i < inputs.length; i++) {
         const plan = persons.processEvent(ctx.teamId, fromPersonInput(inputs[i]));

@@ -11,6 +11,12 @@ import { prepareRows, type PreparedRows } from './prepare-rows';
 
 export { prepareRows, type PreparedRows, type SeenSummary } from './prepare-rows';
 
+/**
+ * A body read back from the log is prepared in another thread from this size: a small one's
+ * hand-over costs more than preparing it here.
+ */
+const ELSEWHERE_MIN_CHARS = 16 * 1024;
+
 /** Prepares rows in another thread (`src/workers/`): of a body parsed where it arrived, or read back from the log. */
 export interface RowPreparer {
   prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows>;
@@ -36,7 +42,7 @@ export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, p
     let rows: PreparedRows;
     if (prepared) rows = await (prepared as Promise<PreparedRows>);
     else if (events) rows = prepareRows(ctx, events, newUuid);
-    else if (preparer) rows = await preparer.prepareBody(ctx, text ?? '');
+    else if (preparer && (text?.length ?? 0) >= ELSEWHERE_MIN_CHARS) rows = await preparer.prepareBody(ctx, text ?? '');
     else rows = prepareRows(ctx, extractEvents(parseJson(text ?? ''), { engage: ctx.engage }).events, newUuid);
     return applyRows(ctx, rows);
   };

@@ -29,8 +29,8 @@ export interface PreparedRows {
   uuids: string[];
   /** Event-time span of the rows (epoch ms), null when there are none. */
   span: [number, number] | null;
-  /** JSON text of one `PersonInput` per row, in row order (one string crosses threads faster than objects). */
-  people: string;
+  /** One `PersonInput` per row, in row order: as JSON text to cross threads (one string crosses faster than objects). */
+  people: PersonInput[] | string;
   seen: SeenSummary;
 }
 
@@ -83,7 +83,7 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     rows: rows.length,
     uuids,
     span: rows.length ? [lo, hi] : null,
-    people: JSON.stringify(people),
+    people,
     seen: { events: [...lastSeen], properties: [...properties], personProperties: [...personProperties] },
   };
 }

@@ -4,13 +4,16 @@ import { extractEvents } from '../core/ingest/extract-events';
 import { prepareIngest } from '../core/ingest/prepare-ingest';
 import { isAppError } from '../errors';
 import { uuidv7 } from '../ids';
-import { prepareRows } from '../pipeline/prepare-rows';
+import { prepareRows, type PreparedRows } from '../pipeline/prepare-rows';
 import { movable, movableRows, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 /** An ingest thread (see ingest-parser.ts): parses bodies and prepares their rows. */
 const { maxBytes } = workerData as { maxBytes: number };
 const port = parentPort!;
 const utf8 = new TextDecoder();
+
+/** Rows to send: their person inputs as one JSON text (one string crosses threads faster than many objects). */
+const crossing = (rows: PreparedRows): PreparedRows => ({ ...rows, people: JSON.stringify(rows.people) });
 
 port.on('message', (m: WorkerRequest) => {
   let reply: WorkerReply;
@@ -23,7 +26,7 @@ port.on('message', (m: WorkerRequest) => {
         true,
       );
       const ctx = { receivedAt: m.receivedAt, ip: m.ip, anonymizeIps: false, sentAt: prepared.sentAt };
-      const rows = parsed && parsed.length > 0 ? prepareRows(ctx, parsed, () => uuidv7(ctx.receivedAt)) : null;
+      const rows = parsed && parsed.length > 0 ? crossing(prepareRows(ctx, parsed, () => uuidv7(ctx.receivedAt))) : null;
       reply = { id: m.id, prepared, rows };
       transfer = [...movable(prepared.body), ...(rows ? movableRows(rows) : [])];
     } else {
@@ -31,7 +34,7 @@ port.on('message', (m: WorkerRequest) => {
       for (const { body, context } of m.items) {
         try {
           const text = typeof body === 'string' ? body : utf8.decode(body);
-          batch.push({ rows: prepareRows(context, extractEvents(parseJson(text), { engage: context.engage }).events, () => uuidv7(context.receivedAt)) });
+          batch.push({ rows: crossing(prepareRows(context, extractEvents(parseJson(text), { engage: context.engage }).events, () => uuidv7(context.receivedAt))) });
         } catch (error) {
           batch.push({ failure: String(error) });
         }

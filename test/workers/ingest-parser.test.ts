@@ -72,7 +72,7 @@ describe('ingest parser threads', () => {
     expect(remote.distinctIds).toContain('anon-0-0');
     const here = prepareRows({ receivedAt: NOW.getTime(), ip: '203.0.113.7', anonymizeIps: false, sentAt: local.sentAt }, local.parsed!, () => 'unused: every event has a uuid');
     expect(rows!.rows).toBe(120);
-    expect({ ...rows!, lines: Buffer.from(rows!.lines).toString() }).toEqual({ ...here, lines: Buffer.from(here.lines).toString() });
+    expect({ ...rows!, lines: Buffer.from(rows!.lines).toString() }).toEqual({ ...here, lines: Buffer.from(here.lines).toString(), people: JSON.stringify(here.people) });
   });
 
   test('a body moved to the thread comes back with the answer (its buffer is handed over both ways)', async () => {

@@ -108,10 +108,24 @@ interface ProcState {
 
 function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): ProcState {
   let pending: StoredEventRow[] = [];
-  // Encoded rows gathered into one frame: their lines as they are, under one header.
+  // Encoded rows gathered into one frame under one header: large requests' lines as they are,
+  // small ones' copied together (a frame of 2,000 single events was 2,001 buffers to write).
   let parts: Uint8Array[] = [];
   let partRows = 0;
   let partBytes = 0;
+  let small: Buffer | null = null;
+  let smallAt = 0;
+  const closeSmall = () => {
+    if (small && smallAt > 0) parts.push(small.subarray(0, smallAt));
+    small = null;
+    smallAt = 0;
+  };
+  const addSmall = (lines: Uint8Array) => {
+    if (small && smallAt + lines.length > small.length) closeSmall();
+    small ??= Buffer.allocUnsafe(Math.max(SMALL_PARTS_BYTES, lines.length));
+    small.set(lines, smallAt);
+    smallAt += lines.length;
+  };
   const noteSpan = (teamId: number, lo: number, hi: number) => {
     const spans = st.spans;
     if (!spans) return;
@@ -132,6 +146,7 @@ function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): 
     pending = [];
   };
   const flushParts = () => {
+    closeSmall();
     if (parts.length === 0) return;
     let crc = 0;
     for (const p of parts) crc = Bun.hash.crc32(p, crc);
@@ -162,7 +177,11 @@ function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): 
       flushRows();
       st.uuidGen = Math.min(st.uuidGen, recent.generation);
       if (recent.addUuids(rows.uuids)) st.mayRepeat = true;
-      parts.push(rows.lines);
+      if (rows.lines.length < SMALL_PARTS_BYTES / 4) addSmall(rows.lines);
+      else {
+        closeSmall();
+        parts.push(rows.lines);
+      }
       partRows += rows.rows;
       partBytes += rows.lines.length;
       if (rows.span) noteSpan(rows.teamId, rows.span[0], rows.span[1]);
@@ -184,6 +203,8 @@ function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): 
 
 /** Rows per encoded frame of a processed copy, and main-thread time per slice before yielding. */
 const ROWS_PER_FRAME = 2000;
+/** Small requests' lines are copied together into buffers of this size. */
+const SMALL_PARTS_BYTES = 256 * 1024;
 const SLICE_MS = 4;
 
 /**

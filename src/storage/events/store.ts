@@ -277,13 +277,12 @@ class DuckDbEventStore implements EventStore {
       const seq = ++this.intakeSeq;
       this.trackPending(input.context.teamId, input.distinctIds, seq);
       this.noteArrival(bytes);
-      // A memo spares processing a read of the log (and, holding the parsed events, a second
-      // parse), but only when processing comes soon: while appends saturate the store it steps
-      // aside, and memo'd events would live on into the old generation. Rows prepared in
-      // another thread are kept anyway (within the budget): what is left of them is cheap.
+      // A memo spares processing a read of the log and, holding the parsed events or the rows
+      // prepared elsewhere, a second parse: processing follows the log closely (it no longer
+      // stands aside for a burst), so a memo is short-lived; the budget bounds the memory.
       const prepared = input.prepared ?? null;
       let memo: IntakeMemo | null = null;
-      if (this.loader.memoBytes + bytes <= this.s.maxMemoBytes && (prepared !== null || !this.busy())) {
+      if (this.loader.memoBytes + bytes <= this.s.maxMemoBytes) {
         const kept = { context: input.context, bytes, seq };
         if (prepared) memo = { ...kept, prepared, events: null, body: null };
         else if (input.parsed) memo = { ...kept, prepared: null, events: input.parsed, body: null };
