@@ -13,7 +13,7 @@ describe('config', () => {
       DURABILITY: 'durable',
       INGEST_PARSE_THREADS: 1,
       MAX_BODY_BYTES: 20 * 1024 * 1024,
-      DUCKDB_MEMORY_LIMIT: '2GB',
+      DUCKDB_MEMORY_LIMIT: '1GB',
       PERSON_COPIES: 'on',
       INVITE_EXPIRY_DAYS: 3,
       QUERY_TIMEOUT_MS: 30000,

@@ -60,7 +60,7 @@ export interface Storage {
 
 export interface StorageOptions {
   dataDir: string;
-  /** DuckDB's memory cap (default 2GB); over it, work spills to `<dataDir>/tmp`. */
+  /** DuckDB's memory cap (default 1GB); over it, work spills to `<dataDir>/tmp`. */
   memoryLimit?: string;
   durability?: Durability;
   logger?: Logger;
@@ -83,7 +83,7 @@ export const DATABASE_FILE = 'analytics.duckdb';
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   await mkdir(options.dataDir, { recursive: true });
   const db: Database = await openDatabase(join(options.dataDir, DATABASE_FILE), {
-    memoryLimit: options.memoryLimit ?? '2GB',
+    memoryLimit: options.memoryLimit ?? '1GB',
     tempDirectory: join(options.dataDir, 'tmp'),
   });
   try {
@@ -108,8 +108,8 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       logger: options.logger,
       personCopies: options.personCopies ?? true,
       ...options.eventStore,
+      intake: options.intake?.({ persons, seen }),
       hooks: {
-        processIntake: options.intake?.({ persons, seen }),
         // Persons first: every stored event's person changes are stored before the event is.
         async beforeLoad(segments) {
           await persons.flush();

@@ -210,7 +210,7 @@ const SLICE_MS = 4;
 /**
  * Two stages, each single-flight and in log order. **Processing** turns a sealed segment's
  * intake frames (capture requests, acknowledged once durable) into rows — normalization,
- * persons and definitions, through the `process` hook — and writes them with the segment's row
+ * persons and definitions, through the intake processor the store was given — and writes them with the segment's row
  * frames to its processed copy (`.proc`, derived: recovery deletes it and processes again). It
  * runs in slices of a few milliseconds so requests keep being answered meanwhile. **Loading**
  * puts processed segments into DuckDB, oldest first, one batch at a time.
@@ -228,8 +228,6 @@ export class SegmentLoader {
   private states = new Map<number, ProcState>();
   /** Encoding buffers of processed frames (2,000 rows of ~2 KB fit), reused once their frame is written. */
   private procScratch = new ScratchPool(8 * MiB, 4);
-  /** The log's segment being written, for processing frames as they become durable. */
-  activeSegment: (() => Readonly<SealedSegment> | null) | null = null;
   /** Processed, not yet loaded. */
   private queue: Queued[] = [];
   private running: Promise<void> | null = null;
@@ -238,8 +236,6 @@ export class SegmentLoader {
   processedSeq = 0;
   /** Bytes of intake memos held (released as their segments are processed). */
   memoBytes = 0;
-  /** Called for each intake frame; without it a segment holding intake frames cannot be loaded. */
-  process: ProcessIntake | null = null;
   /** The uuids taken lately: processed rows are added as they are made (the store adds row frames'). */
   recent: RecentUuids;
   private nextAt = 0;
@@ -256,6 +252,10 @@ export class SegmentLoader {
     private readonly tiers: Tiers,
     private readonly counters: Counters,
     appliedSegment: number,
+    /** Turns each intake frame into rows (the pipeline); without it a segment holding intake frames cannot be loaded. */
+    private readonly process: ProcessIntake | null,
+    /** The log's segment being written, for processing frames as they become durable. */
+    private readonly activeSegment: () => Readonly<SealedSegment> | null,
   ) {
     this.done = appliedSegment;
     this.recent = new RecentUuids(s.dedupeFilterRows, 8);
@@ -319,7 +319,7 @@ export class SegmentLoader {
           this.advance(seg.lastSeq);
           this.kick();
         }
-        const active = this.activeSegment?.();
+        const active = this.activeSegment();
         if (active && active.intake > 0) await this.processActive(active);
       } while (this.processAgain || this.intake.length > 0);
     })()

@@ -69,22 +69,20 @@ export class Maintenance {
   private lastWalCheck = 0;
   private lastIndex = 0;
   private readonly root: string;
-  /** True while appends saturate the store: indexing (a read of every row's JSON) waits. */
-  saturated: () => boolean = () => false;
-  /**
-   * True while logged segments wait to be processed or loaded: indexing waits for that too (it
-   * parses every row's JSON again, ~10 µs a row here, and took as much time as the loads when it
-   * ran beside them).
-   */
-  backlog: () => boolean = () => false;
 
   constructor(
     private readonly db: Database,
     private readonly s: Settings,
     private readonly tiers: Tiers,
     private readonly counters: Counters,
-    /** The highest loaded segment: compaction takes hot rows up to it. */
-    private readonly loadedSegment: () => number,
+    private readonly store: {
+      /** The highest loaded segment: compaction takes hot rows up to it. */
+      loadedSegment: () => number;
+      /** True while appends saturate the store: compaction and merges wait within bounds, indexing (a read of every row's JSON) waits. */
+      saturated: () => boolean;
+      /** True while logged segments wait to be processed or loaded: indexing waits for that too (it parses every row's JSON again). */
+      backlog: () => boolean;
+    },
   ) {
     this.root = parquetRoot(s.dataDir);
   }
@@ -106,13 +104,13 @@ export class Maintenance {
     if (this.busy) return;
     const now = Date.now();
     const hot = this.tiers.hot;
-    const saturated = this.saturated();
+    const saturated = this.store.saturated();
     const compactDue = compactionDue(this.tiers.hotRows, hot[0]?.at ?? null, this.s, saturated, now);
     const purgeDue = this.purges.some((p) => p.at <= now) || this.retired.some((r) => r.at <= now);
     const merge = this.s.autoCompact ? pickMerge(this.tiers.snapshot.files, mergePolicy(this.s.merge, saturated), now) : null;
     // Small loads land in DuckDB's own WAL: look at its size now and then.
     const walCheck = now - this.lastWalCheck >= 5_000;
-    const idle = !compactDue && !merge && !saturated && !this.backlog() && now - this.lastIndex >= INDEX_SPACING_MS;
+    const idle = !compactDue && !merge && !saturated && !this.store.backlog() && now - this.lastIndex >= INDEX_SPACING_MS;
     const index = idle ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
     // One copy at a time, when nothing else is due (a day's sort and write takes seconds).
     const copy = idle && index.length === 0 ? (dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, this.s.personCopies, now)[0] ?? null) : null;
@@ -186,7 +184,7 @@ export class Maintenance {
    */
   private async compactHot(maxRows = Number.POSITIVE_INFINITY): Promise<void> {
     const from = this.tiers.snapshot.compactedSegment;
-    const to = compactionEnd(this.tiers.hot, this.loadedSegment(), maxRows);
+    const to = compactionEnd(this.tiers.hot, this.store.loadedSegment(), maxRows);
     if (to <= from) return;
     const files = await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files);
     this.tiers.compacted(to, files);

@@ -1,6 +1,6 @@
 import type { MergePolicy } from './compaction';
 import type { PersonCopyPolicy } from './person-copies';
-import type { EventStoreLogger, EventStoreOptions } from './types';
+import type { EventStoreLogger, EventStoreOptions, ProcessIntake } from './types';
 
 export const MiB = 1024 * 1024;
 
@@ -35,6 +35,7 @@ export interface Settings {
   personCopies: PersonCopyPolicy;
   log: EventStoreLogger;
   hooks: NonNullable<EventStoreOptions['hooks']>;
+  intake: ProcessIntake | null;
 }
 
 const silentLogger: EventStoreLogger = { info() {}, warn() {}, error() {} };
@@ -74,6 +75,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     personCopies: { enabled: o.personCopies ?? true, minAgeMs: o.personCopyMinAgeMs ?? 10 * 60_000 },
     log: o.logger ?? silentLogger,
     hooks: o.hooks ?? {},
+    intake: o.intake ?? null,
   };
 }
 

@@ -134,12 +134,12 @@ class DuckDbEventStore implements EventStore {
     nextSegment: number,
   ) {
     this.root = parquetRoot(s.dataDir);
-    this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment);
-    this.loader.process = s.hooks.processIntake ?? null;
-    this.loader.activeSegment = () => this.wal.activeSegment;
-    this.upkeep = new Maintenance(db, s, tiers, this.counters, () => this.loader.done);
-    this.upkeep.saturated = () => this.busy();
-    this.upkeep.backlog = () => this.loader.waiting > 0;
+    this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment, s.intake, () => this.wal.activeSegment);
+    this.upkeep = new Maintenance(db, s, tiers, this.counters, {
+      loadedSegment: () => this.loader.done,
+      saturated: () => this.busy(),
+      backlog: () => this.loader.waiting > 0,
+    });
     this.wal = new WalWriter(
       {
         dir: join(s.dataDir, 'events', 'wal'),
@@ -307,7 +307,7 @@ class DuckDbEventStore implements EventStore {
   /**
    * Appends and their bytes per 100 ms window: at a sustained rate (≥ BUSY_PER_WINDOW appends or
    * BUSY_BYTES_PER_WINDOW bytes a window) the store is taken to be saturated, and processing and
-   * loading step aside while the backlog allows (loader.ts).
+   * background maintenance steps aside within bounds (maintenance.ts).
    */
   private noteArrival(bytes: number): void {
     const now = performance.now();

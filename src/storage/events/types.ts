@@ -132,11 +132,11 @@ export interface EventStoreOptions {
   maxPendingIds?: number;
   /** Uuids per generation of the recent-uuid filter (8 generations; see recent-uuids.ts). Default 1M. */
   dedupeFilterRows?: number;
+  /** Turns each logged capture request into rows, in log order: the pipeline (`src/pipeline`). Without it, intake frames cannot be loaded. */
+  intake?: ProcessIntake;
   /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
   hooks?: {
     beforeLoad?(segments: readonly SealedSegment[]): void | Promise<void>;
-    /** Turns one capture request's events into rows (normalization, persons, definitions), in log order. */
-    processIntake?: ProcessIntake;
   };
 }
 

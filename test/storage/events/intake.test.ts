@@ -50,7 +50,7 @@ let costMs = 0;
 /** While set, processing waits for it (requests stay logged, not processed). */
 let gate: Promise<void> | null = null;
 
-const processIntake: NonNullable<NonNullable<EventStoreOptions['hooks']>['processIntake']> = async (ctx, parsed, text) => {
+const processIntake: NonNullable<EventStoreOptions['intake']> = async (ctx, parsed, text) => {
   if (gate) await gate;
   for (const until = performance.now() + costMs; performance.now() < until; );
   const events = (parsed ?? (JSON.parse(text ?? '') as { batch: Raw[] }).batch) as Raw[];
@@ -73,7 +73,7 @@ async function capture(hh: Harness, events: Raw[], teamId = 1): Promise<void> {
   });
 }
 
-const open = (more: Partial<EventStoreOptions> = {}) => openHarness({ ...more, hooks: { processIntake, ...more.hooks } });
+const open = (more: Partial<EventStoreOptions> = {}) => openHarness({ intake: processIntake, ...more });
 
 describe('intake', () => {
   test('acknowledged requests become rows in order, processed from memory, visible to queries', async () => {
@@ -92,7 +92,7 @@ describe('intake', () => {
     let release!: () => void;
     const stalled = new Promise<void>((resolve) => (release = resolve));
     let stall = false;
-    h = await open({ bufferMaxAgeMs: 60_000, hooks: { processIntake, beforeLoad: () => (stall ? stalled : undefined) } });
+    h = await open({ bufferMaxAgeMs: 60_000, hooks: { beforeLoad: () => (stall ? stalled : undefined) } });
     await capture(h, rawEvents(0, 3));
     expect(await uuidsOf(h)).toEqual([0, 1, 2].map(uuid));
     stall = true;
@@ -169,7 +169,7 @@ describe('intake', () => {
     await capture(h, rawEvents(50, 50));
     // The process "dies": rows were processed in memory, never loaded. Reopen on the same files.
     h.store = { close: async () => undefined } as typeof h.store;
-    await h.reopen({ hooks: { processIntake } });
+    await h.reopen({ intake: processIntake, hooks: {} });
     expect(await uuidsOf(h)).toEqual(Array.from({ length: 100 }, (_, i) => uuid(i)));
     expect((await readdir(join(h.dir, 'events', 'wal'))).filter((n) => n.endsWith('.proc'))).toEqual([]);
   });
