@@ -64,7 +64,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     maxMemoBytes: o.maxMemoBytes ?? 64 * MiB,
     maxPendingIds: o.maxPendingIds ?? 500_000,
     dedupeFilterRows: o.dedupeFilterRows ?? 1_000_000,
-    directMinRows: o.directMinRows ?? 50_000,
+    directMinRows: o.directMinRows ?? 5_000,
     dedupeWindowMs: o.dedupeWindowMs ?? 60_000,
     dedupeWindowRows: o.dedupeWindowRows ?? 2_000_000,
     merge: {

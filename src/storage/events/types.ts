@@ -94,7 +94,12 @@ export interface EventStoreOptions {
   maxFlushAttempts?: number;
   /** First retry delay after a failed load; doubles up to 10 s (default 200 ms). */
   flushRetryMs?: number;
-  /** Loads of at least this many rows go straight to Parquet instead of the hot table (default 50,000). */
+  /**
+   * Loads of at least this many rows go straight to Parquet instead of the hot table (default
+   * 5,000). Storing as fast as acknowledging, loads under a steady stream are whatever came in
+   * during the previous load (10–50k rows here): inserting them into the hot table and
+   * compacting them later cost more than writing Parquet and merging the small files.
+   */
   directMinRows?: number;
   /** Load-time dedupe also checks Parquet files written this recently (default 60 s)... */
   dedupeWindowMs?: number;
