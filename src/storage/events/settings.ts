@@ -60,7 +60,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     purgeGraceMs: o.purgeGraceMs ?? 30_000,
     checkpointWalBytes: o.checkpointWalBytes ?? 256 * MiB,
     autoCompact: o.autoCompact ?? true,
-    visibilityTimeoutMs: o.visibilityTimeoutMs ?? 1_000,
+    visibilityTimeoutMs: o.visibilityTimeoutMs ?? 500,
     maxMemoBytes: o.maxMemoBytes ?? 64 * MiB,
     maxPendingIds: o.maxPendingIds ?? 500_000,
     dedupeFilterRows: o.dedupeFilterRows ?? 1_000_000,

@@ -126,7 +126,7 @@ export interface EventStoreOptions {
   /** Background compaction (default true). */
   autoCompact?: boolean;
   /**
-   * How long a query waits for its project's acknowledged rows to be loaded (default 1 s): under
+   * How long a query waits for its project's acknowledged rows to be loaded (default 0.5 s): under
    * a backlog it then reads what is loaded, so it never waits minutes behind ingestion.
    */
   visibilityTimeoutMs?: number;

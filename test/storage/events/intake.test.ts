@@ -88,7 +88,7 @@ describe('intake', () => {
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
   });
 
-  test('a query waits a short bound (1 s by default) for its project\'s unloaded events, then reads what is loaded; the rest follows once loaded', async () => {
+  test('a query waits a short bound (0.5 s by default) for its project\'s unloaded events, then reads what is loaded; the rest follows once loaded', async () => {
     let release!: () => void;
     const stalled = new Promise<void>((resolve) => (release = resolve));
     let stall = false;
