@@ -41,14 +41,17 @@ const BUSY_PER_WINDOW = 100;
 const BUSY_BYTES_PER_WINDOW = 4 * 1024 * 1024;
 
 /**
- * The life of an event: `append` encodes the rows as WAL frames (one per 2,048 rows) and hands
- * them to the group commit (`wal.ts`), which writes every frame that arrived meanwhile with one write and one
- * fdatasync, then resolves them all: that is the 200. Segments of the log are sealed by size or
- * age and loaded into DuckDB by the loader (`loader.ts`, `flush.ts`): large loads straight to
- * Parquet, small ones into the hot table, each with its watermark in one transaction. Background
- * maintenance (`maintenance.ts`) compacts hot rows to Parquet, merges small files and runs
- * checkpoints. Queries get one relation over hot rows and registered Parquet files, after the
- * team's acknowledged rows are loaded (`relation.ts`).
+ * The life of an event: `appendIntake` hands a capture request (its context and body) to the
+ * group commit (`wal.ts`), which writes every frame that arrived meanwhile with one write and one
+ * fdatasync, then resolves them all: that is the 200. Behind it the loader (`loader.ts`) has the
+ * store's intake processor (the pipeline) turn each request into encoded rows, in log order, as
+ * its group becomes durable, and writes them to the segment's processed copy. Segments of the
+ * log are sealed by size or age and loaded into DuckDB (`flush.ts`): loads of 5,000 rows or more
+ * straight to Parquet, smaller ones into the hot table, each with its watermark in one
+ * transaction. Background maintenance (`maintenance.ts`) compacts hot rows to Parquet, merges
+ * small files and runs checkpoints. Queries get one relation over hot rows and registered
+ * Parquet files, after waiting (briefly) for the team's acknowledged rows (`relation.ts`).
+ * `append` logs rows already made (dead-letter replays, tests) as row frames on the same path.
  *
  * `createEventStore` applies the migrations, recovers (exactly-once replay of the log, orphan
  * and torn-file cleanup) and resolves once what the log held is loaded.
