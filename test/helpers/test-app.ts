@@ -25,7 +25,12 @@ export interface TestApp {
 export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date()): Promise<TestApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'analytics-test-'));
   const config: Config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
-  const storage = await openStorage(withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on' }));
+  // Queries wait up to 10 s (not the default 0.5 s) for events just captured: these tests check what is
+  // stored, and a slow CI machine must not turn a load that takes a moment into a missing row
+  // (the default bound is tested in test/storage/events/intake.test.ts).
+  const storage = await openStorage(
+    withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', eventStore: { visibilityTimeoutMs: 10_000 } }),
+  );
   const account = (await bootstrap(storage, config))!;
   const deps: Deps = { config, storage, logger: silentLogger, version: 'test', now };
   const app = createApp(deps);
