@@ -200,6 +200,44 @@ export const median = (values: number[]): number => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
+export const percentile = (xs: readonly number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(s.length * p))] ?? Number.NaN;
+};
+
+/** The events-list requests a query probe makes during a load (project 1). */
+export const EVENTS_LIST_QUERIES: Readonly<Record<string, string>> = {
+  'latest 100': '/api/projects/1/events/?limit=100',
+  'latest 100 of one event': '/api/projects/1/events/?limit=100&event=%24pageview',
+  'select count()': `/api/projects/1/events/?select=${encodeURIComponent('["count()"]')}`,
+};
+
+/**
+ * Events-list requests, one every 250 ms in turn, until stopped: the latencies of those `ask`
+ * answered (true) by kind. `ask(path)` makes the request: over HTTP, or through the app in process.
+ */
+export function startQueryProbe(ask: (path: string) => Promise<boolean>) {
+  let on = true;
+  const out: Record<string, number[]> = {};
+  const loop = (async () => {
+    while (on) {
+      for (const [name, path] of Object.entries(EVENTS_LIST_QUERIES)) {
+        if (!on) break;
+        const t = performance.now();
+        if (await ask(path)) (out[name] ??= []).push(performance.now() - t);
+        await Bun.sleep(250);
+      }
+    }
+  })();
+  return {
+    async stop(): Promise<Record<string, number[]>> {
+      on = false;
+      await loop;
+      return out;
+    },
+  };
+}
+
 /** JSON request to the real server with the bench personal key. */
 export async function apiJson(baseUrl: string, method: string, path: string, body?: unknown) {
   const response = await fetch(baseUrl + path, {

@@ -1,21 +1,17 @@
-// Per-stage CPU of the ingest path, in-process (no HTTP): µs per event for each step of
-// src/modules/capture/ingest.ts, on the same bodies the ingest bench sends. Robust to a noisy
-// machine (CPU time of this thread, many repetitions). `bun bench/_ingest-cpu.ts [single|batch]`.
-import { mkdtempSync, rmSync } from 'node:fs';
+// Per-stage CPU of the ingest path, in-process (no HTTP): µs per event for each step a capture
+// request goes through (capture's decode, then the pipeline's prepareRows and applyRows), on the
+// same bodies the ingest bench sends. Wall time of this one thread over many repetitions. `bun bench/_ingest-cpu.ts [single|batch]`.
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { NormalizedEvent } from '../src/core/ingest/normalize-event';
-import type { StoredEventRow } from '../src/core/events/columns';
 import { captureBodies, batchBodies } from './_ingest-payloads';
-import { withPipeline } from '../src/pipeline';
 
 // SRC_ROOT: another checkout's root (an A/B of a proposed change), default this one.
 const root = resolve(process.env.SRC_ROOT ?? join(import.meta.dir, '..'));
 const { decodePayload } = await import(`${root}/src/core/ingest/decode-payload.ts`);
 const { extractEvents } = await import(`${root}/src/core/ingest/extract-events.ts`);
-const { normalizeEvent } = await import(`${root}/src/core/ingest/normalize-event.ts`);
-const { hotValuesOf } = await import(`${root}/src/core/events/columns.ts`);
-const { encodeFrame } = await import(`${root}/src/storage/events/wal-format.ts`);
+const { prepareRows, withPipeline } = await import(`${root}/src/pipeline/index.ts`);
+const { createRowApplier } = await import(`${root}/src/pipeline/apply-rows.ts`);
 const { openStorage } = await import(`${root}/src/storage/index.ts`);
 const { uuidv7 } = await import(`${root}/src/ids.ts`);
 
@@ -24,6 +20,7 @@ const bodies = kind === 'single' ? captureBodies(4000) : batchBodies(40, 100_000
 const dir = mkdtempSync(join(tmpdir(), 'ingest-cpu-'));
 const storage = await openStorage(withPipeline({ dataDir: dir }));
 await storage.persons.ensureLoaded(1);
+const applyRows = createRowApplier(storage.persons, storage.seen);
 const query = new URLSearchParams();
 const t: Record<string, number> = {};
 const add = (k: string, ms: number) => (t[k] = (t[k] ?? 0) + ms);
@@ -38,24 +35,12 @@ for (let round = 0; round < ROUNDS; round++) {
     lap('decode (utf8 + JSON.parse)');
     const extracted = extractEvents(decoded.payload, { hints: decoded.hints });
     lap('extractEvents');
-    const now = new Date();
-    const ctx = { now, sentAt: extracted.sentAt === null ? null : new Date(extracted.sentAt), ip: '127.0.0.1', anonymizeIps: false, newUuid: () => uuidv7(now.getTime()) };
-    const normalized: NormalizedEvent[] = [];
-    for (const raw of extracted.events) { const r = normalizeEvent(raw, ctx); if ('ok' in r) normalized.push(r.ok); }
-    lap('normalizeEvent');
-    const plans = normalized.map((e) => storage.persons.processEvent(1, e));
-    lap('persons.processEvent');
-    for (const e of normalized) storage.seen.record(1, e.event, e.timestamp, e.properties, Object.keys(e.set).length ? e.set : null);
-    lap('seen.record');
-    const props = normalized.map((e) => JSON.stringify(e.properties));
-    lap('JSON.stringify(properties)');
-    const hot = normalized.map((e) => hotValuesOf(e.properties));
-    lap('hotValuesOf');
-    const rows: StoredEventRow[] = normalized.map((e, i) => ({ uuid: e.uuid, teamId: 1, event: e.event, distinctId: e.distinctId, personId: plans[i].personId, properties: props[i], timestamp: e.timestamp, createdAt: now.getTime(), elementsChain: e.elementsChain, hot: hot[i] }));
-    lap('build rows');
-    encodeFrame(rows);
-    lap('encodeFrame');
-    events += normalized.length;
+    const ctx = { teamId: 1, receivedAt: Date.now(), ip: '127.0.0.1', anonymizeIps: false, sentAt: extracted.sentAt, engage: false };
+    const prepared = prepareRows(ctx, extracted.events, () => uuidv7(ctx.receivedAt));
+    lap('prepareRows (normalize, encode)');
+    const rows = await applyRows(ctx, prepared);
+    lap('applyRows (persons, definitions, slots)');
+    events += rows.rows;
   }
   // keep the person store's pending changes bounded like the 1 s background flush does
   await storage.persons.flush();
@@ -63,6 +48,5 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 const total = Object.values(t).reduce((a, b) => a + b, 0);
 console.log(`${root} ${kind}: ${events} events, ${(total * 1000 / events).toFixed(1)} µs/event in JS stages`);
-for (const [k, ms] of Object.entries(t)) console.log(`  ${k.padEnd(30)} ${(ms * 1000 / events).toFixed(2).padStart(7)} µs/event  ${((ms / total) * 100).toFixed(1).padStart(5)}%`);
+for (const [k, ms] of Object.entries(t)) console.log(`  ${k.padEnd(40)} ${(ms * 1000 / events).toFixed(2).padStart(7)} µs/event  ${((ms / total) * 100).toFixed(1).padStart(5)}%`);
 await storage.close();
-rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { apiJson } from './_http';
+import { apiJson, percentile, startQueryProbe } from './_http';
 import { averageBytes, batchBodies, captureBodies, eBodies, type Body } from './_ingest-payloads';
 import { cpuSeconds, peakRssMb, resetPeakRss, spawnBareServer, spawnDurableFloorServer, spawnRealServer, type Child } from './_ingest-procs';
 import { cannon, hasWrk, wrk, type CannonCase, type RunResult } from './_ingest-runner';
@@ -75,41 +75,6 @@ function buildCases(quick: boolean): Case[] {
     { name: 'POST /batch/ ~1 MB gzip', kind: 'batch', connections: 16, path: '/batch/', bodies: b1m[1], headers: gz },
   ];
 }
-
-const QUERIES: Record<string, string> = {
-  'latest 100': '/api/projects/1/events/?limit=100',
-  'latest 100 of one event': '/api/projects/1/events/?limit=100&event=%24pageview',
-  'select count()': `/api/projects/1/events/?select=${encodeURIComponent('["count()"]')}`,
-};
-
-/** Events-list requests, one every 250 ms in turn, until stopped: their latencies by kind. */
-function startQueries(url: string) {
-  let on = true;
-  const out: Record<string, number[]> = {};
-  const loop = (async () => {
-    while (on) {
-      for (const [name, path] of Object.entries(QUERIES)) {
-        if (!on) break;
-        const t = performance.now();
-        const r = await apiJson(url, 'GET', path).catch(() => null);
-        if (r?.status === 200) (out[name] ??= []).push(performance.now() - t);
-        await Bun.sleep(250);
-      }
-    }
-  })();
-  return {
-    async stop() {
-      on = false;
-      await loop;
-      return out;
-    },
-  };
-}
-
-const percentile = (xs: readonly number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(s.length * p))] ?? Number.NaN;
-};
 
 /** Stored events of project 1 as the events API counts them. */
 async function storedCount(url: string): Promise<number | null> {
@@ -363,13 +328,14 @@ const bench: Benchmark = async (ctx) => {
   // ---- phase 3: sustained ~1 MB batches into queryable storage, with queries ---------------------
   if (phases.has('sustained')) {
     const seconds = quick ? 5 : 60;
-    const c: Case = { name: 'POST /batch/ ~1 MB sustained', kind: 'batch', connections: 4, path: '/batch/', bodies: cases[4].bodies, headers: cases[4].headers };
+    const mb = cases.find((x) => x.name === 'POST /batch/ ~1 MB')!;
+    const c: Case = { ...mb, name: 'POST /batch/ ~1 MB sustained', connections: 4 };
     const sReal = await spawnRealServer();
     const sFloor = await spawnDurableFloorServer(1);
     try {
       const floorRun = await cannon(sFloor.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
       resetPeakRss(sReal.pid);
-      const probe = startQueries(sReal.url);
+      const probe = startQueryProbe((path) => apiJson(sReal.url, 'GET', path).then((r) => r.status === 200, () => false));
       const run = await cannon(sReal.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
       const unknownS = run.indeterminate * c.bodies[0].events;
       const seen = await waitForCount(sReal.url, run.ackedEvents, unknownS, 600_000);

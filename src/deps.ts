@@ -24,6 +24,6 @@ export interface IngestParser {
    * back, the parsed events stay there.
    */
   prepare(req: IngestRequest, receivedAt: number): Promise<PreparedIngest & { rows: PreparedRows | null }>;
-  /** The rows of a body parsed on this thread (parsed there again: cheaper than moving its objects). */
+  /** A body's rows prepared there for a known context (again, for a project that anonymizes addresses). */
   prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows>;
 }

@@ -9,7 +9,7 @@ import type { SeenTracker } from '../storage/seen/seen-tracker';
 import { createRowApplier } from './apply-rows';
 import { prepareRows, type PreparedRows } from './prepare-rows';
 
-export { prepareRows, type PreparedRows, type SeenSummary } from './prepare-rows';
+export { prepareRows, type PreparedRows } from './prepare-rows';
 
 /**
  * A body read back from the log is prepared in another thread from this size: a small one's
@@ -17,7 +17,7 @@ export { prepareRows, type PreparedRows, type SeenSummary } from './prepare-rows
  */
 const ELSEWHERE_MIN_CHARS = 16 * 1024;
 
-/** Prepares rows in another thread (`src/workers/`): of a body parsed where it arrived, or read back from the log. */
+/** Prepares a body's rows in another thread (`src/workers/`): a large body read back from the log. */
 export interface RowPreparer {
   prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows>;
 }

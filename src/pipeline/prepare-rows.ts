@@ -2,17 +2,8 @@ import { hotValuesOf } from '../core/events/columns';
 import type { RawEvent } from '../core/ingest/extract-events';
 import { normalizeEvent } from '../core/ingest/normalize-event';
 import { encodeRowLines, type IntakeContext, type UnplacedRow } from '../storage/events/wal-format';
+import type { SeenSummary } from '../storage/seen/seen-tracker';
 import { toPersonInput, type PersonInput } from './person-input';
-
-/**
- * What definitions learn from a request: event names with their latest time, and property keys
- * (of events, and of persons through `$set`) with whether their first value was a number.
- */
-export interface SeenSummary {
-  events: Array<[name: string, lastSeen: number]>;
-  properties: Array<[name: string, numeric: boolean]>;
-  personProperties: Array<[name: string, numeric: boolean]>;
-}
 
 /**
  * A capture request's events normalized and encoded as stored rows, all but their project and

@@ -9,19 +9,18 @@ import type { IntakeContext } from '../storage/events/wal-format';
  *   not cross threads) and prepare its rows at once (`prepareRows`, for a project that does not
  *   anonymize addresses: the rows are prepared again from the body for one that does), while
  *   its events are fresh: kept for a later message, they outlived the young generation;
- * - `bodies`: prepare the rows of several bodies (small requests parsed where they arrived, or
- *   bodies read back from the log, gathered over one turn of the event loop: one message).
+ * - `body`: prepare the rows of a body again (a project that anonymizes addresses) or of one
+ *   read back from the log, for a known context.
  */
 export type WorkerRequest =
   | { type: 'parse'; id: number; receivedAt: number; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
-  | { type: 'bodies'; id: number; items: Array<{ body: string | Uint8Array; context: IntakeContext }> };
+  | { type: 'body'; id: number; body: string | Uint8Array; context: IntakeContext };
 
-/** The answer to `parse` or `bodies` (one result each, in order), or the AppError that answers it, or a bug. */
+/** The answer to `parse` or `body`, or the AppError that answers it, or a bug. */
 export interface WorkerReply {
   id: number;
   prepared?: Omit<PreparedIngest, 'parsed'>;
   rows?: PreparedRows | null;
-  batch?: Array<{ rows?: PreparedRows; failure?: string }>;
   error?: { kind: ErrorKind; detail: string; attr: string | null };
   failure?: string;
 }

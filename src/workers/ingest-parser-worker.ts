@@ -30,16 +30,10 @@ port.on('message', (m: WorkerRequest) => {
       reply = { id: m.id, prepared, rows };
       transfer = [...movable(prepared.body), ...(rows ? movableRows(rows) : [])];
     } else {
-      const batch: NonNullable<WorkerReply['batch']> = [];
-      for (const { body, context } of m.items) {
-        try {
-          const text = typeof body === 'string' ? body : utf8.decode(body);
-          batch.push({ rows: crossing(prepareRows(context, extractEvents(parseJson(text), { engage: context.engage }).events, () => uuidv7(context.receivedAt))) });
-        } catch (error) {
-          batch.push({ failure: String(error) });
-        }
-      }
-      reply = { id: m.id, batch };
+      const text = typeof m.body === 'string' ? m.body : utf8.decode(m.body);
+      const rows = crossing(prepareRows(m.context, extractEvents(parseJson(text), { engage: m.context.engage }).events, () => uuidv7(m.context.receivedAt)));
+      reply = { id: m.id, rows };
+      transfer = movableRows(rows);
     }
   } catch (error) {
     reply = isAppError(error) ? { id: m.id, error: { kind: error.kind, detail: error.detail, attr: error.attr } } : { id: m.id, failure: String(error) };

@@ -17,8 +17,8 @@ export interface IngestParserPool extends IngestParser, RowPreparer {
  * events are fresh, so the main thread's time per large batch is the socket, the key check, the
  * log and the persons, and each body is parsed once. A body goes to the thread with the fewest
  * messages in hand and is moved (not copied) both ways when it owns its buffer; the rows'
- * buffers are moved back. Small bodies, parsed on the main thread, are sent to have their rows
- * prepared a turn of the event loop's worth at a time (`prepareBody`).
+ * buffers are moved back. `prepareBody` prepares a body's rows again for a known context (a
+ * project that anonymizes addresses, a large body read back from the log).
  */
 export function createIngestParser(threads: number, maxBytes: number, logger: Logger): IngestParserPool {
   const pool = Array.from({ length: threads }, () => startThread(maxBytes, logger));
@@ -28,17 +28,6 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
     return best;
   };
   let nextId = 0;
-  let gathered: Array<{ body: string | Uint8Array; context: IntakeContext; resolve: (r: PreparedRows) => void; reject: (e: unknown) => void }> = [];
-  const sendGathered = () => {
-    const items = gathered;
-    gathered = [];
-    least()
-      .ask({ type: 'bodies', id: ++nextId, items: items.map(({ body, context }) => ({ body, context })) }, [])
-      .then(
-        (reply) => reply.batch!.forEach((r, i) => (r.rows ? items[i].resolve(r.rows) : items[i].reject(new Error(`ingest thread: ${r.failure}`)))),
-        (error) => items.forEach((item) => item.reject(error)),
-      );
-  };
   return {
     async prepare(req, receivedAt) {
       const message: WorkerRequest = {
@@ -48,10 +37,7 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
       return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };
     },
     prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows> {
-      return new Promise((resolve, reject) => {
-        if (gathered.length === 0) setImmediate(sendGathered);
-        gathered.push({ body, context, resolve, reject });
-      });
+      return least().ask({ type: 'body', id: ++nextId, body, context }, []).then((reply) => reply.rows!);
     },
     async close() {
       await Promise.all(pool.map((t) => t.worker.terminate()));

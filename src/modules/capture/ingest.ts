@@ -26,7 +26,7 @@ export interface IngestOutcome {
  * decode → authenticate → log. Each step returns a value or throws the AppError that answers
  * the request; resolves once the request is as durable as configured, which is the 200. What
  * PostHog's plugin server does behind Kafka — normalization, persons, definitions, rows — the
- * event store does behind its log, in order (`storage/intake-pipeline.ts`).
+ * event store does behind its log, in order, with the pipeline (`src/pipeline`).
  */
 export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
   const receivedAt = deps.now().getTime();

@@ -1,17 +1,15 @@
 import { open, readFile, rm, type FileHandle } from 'node:fs/promises';
-import type { StoredEventRow } from '../../core/events/columns';
 import type { Database } from '../db';
 import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
 import { syncFile } from './fs-sync';
 import { join } from 'node:path';
 import { oldestUuidGen, RecentUuids } from './recent-uuids';
-import { ScratchPool } from './scratch';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
 import { ANY_TEAM } from './recovery';
 import { MiB, type Counters, type Settings } from './settings';
 import type { Tiers } from './tiers';
-import { decodeIntakeFrame, encodeFrame, frameHeader, scanFrames, type IntakeContext } from './wal-format';
+import { decodeIntakeFrame, frameHeader, scanFrames, type IntakeContext } from './wal-format';
 import type { EncodedRows, ProcessIntake } from './types';
 import { mergeSpans, PROCESSED_SUFFIX, type SealedSegment, type TimeSpan } from './wal';
 
@@ -19,16 +17,9 @@ type Queued = SealedSegment & { attempts: number; loadPath: string };
 
 /**
  * What a kept intake memo holds: the frame's context, its sequence number, and one of: its rows
- * being prepared in another thread since receipt (`prepared`), its events already parsed, or
- * its body (parsed when processed).
+ * being prepared in another thread since receipt (`prepared`), or its events already parsed.
  */
-export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & (
-  | { prepared: Promise<unknown>; events: null; body: null }
-  | { prepared: null; events: unknown[]; body: null }
-  | { prepared: null; events: null; body: string | Uint8Array }
-);
-
-const utf8 = new TextDecoder();
+export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & ({ prepared: Promise<unknown>; events: null } | { prepared: null; events: unknown[] });
 
 /**
  * A segment's processed copy, written as it is made: each frame is appended after the one before
@@ -42,8 +33,8 @@ class ProcWriter {
 
   constructor(readonly path: string) {}
 
-  /** Queue `frame` (one buffer, or its parts in order) for writing; `done` runs once it is written (or given up on). */
-  append(frame: Uint8Array | Uint8Array[], done?: () => void): void {
+  /** Queue `frame` (one buffer, or its parts in order) for writing. */
+  append(frame: Uint8Array | Uint8Array[]): void {
     this.tail = this.tail
       .then(async () => {
         if (this.error) return;
@@ -62,8 +53,7 @@ class ProcWriter {
         } catch (error) {
           this.error = error;
         }
-      })
-      .finally(() => done?.());
+      });
   }
 
   /** Everything appended is written and the file closed (made empty if nothing was); throws the first failure. */
@@ -100,14 +90,14 @@ interface ProcState {
   mayRepeat: boolean;
   /** The oldest filter generation the rows made so far were added in (Infinity: none yet). */
   uuidGen: number;
-  add(rows: readonly StoredEventRow[]): void;
-  addEncoded(rows: EncodedRows): void;
+  /** A request's rows, made by the intake processor. */
+  add(rows: EncodedRows): void;
+  /** A row frame of the segment (rows logged as they are), copied as it is. */
   addFrame(frame: Buffer, rows: number): void;
   flush(): void;
 }
 
-function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): ProcState {
-  let pending: StoredEventRow[] = [];
+function newProcState(recent: RecentUuids, path: string): ProcState {
   // Encoded rows gathered into one frame under one header: large requests' lines as they are,
   // small ones' copied together (a frame of 2,000 single events was 2,001 buffers to write).
   let parts: Uint8Array[] = [];
@@ -136,15 +126,6 @@ function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): 
       if (hi > span[1]) span[1] = hi;
     }
   };
-  const flushRows = () => {
-    if (pending.length === 0) return;
-    const lent: Buffer[] = [];
-    const frame = encodeFrame(pending, (estimate) => scratch.borrow(estimate, lent));
-    st.writer.append(frame, () => scratch.giveBack(lent));
-    st.rows += pending.length;
-    for (const r of pending) noteSpan(r.teamId, r.timestamp, r.timestamp);
-    pending = [];
-  };
   const flushParts = () => {
     closeSmall();
     if (parts.length === 0) return;
@@ -165,16 +146,8 @@ function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): 
     mayRepeat: false,
     uuidGen: Infinity,
     add(rows) {
-      flushParts();
-      // Tested in log order, as processing goes: an earlier request's rows are in the filter.
-      st.uuidGen = Math.min(st.uuidGen, recent.generation);
-      if (recent.addAll(rows)) st.mayRepeat = true;
-      for (const r of rows) pending.push(r);
-      if (pending.length >= ROWS_PER_FRAME) flushRows();
-    },
-    addEncoded(rows) {
       if (rows.rows === 0) return;
-      flushRows();
+      // Tested in log order, as processing goes: an earlier request's rows are in the filter.
       st.uuidGen = Math.min(st.uuidGen, recent.generation);
       if (recent.addUuids(rows.uuids)) st.mayRepeat = true;
       if (rows.lines.length < SMALL_PARTS_BYTES / 4) addSmall(rows.lines);
@@ -193,10 +166,7 @@ function newProcState(recent: RecentUuids, path: string, scratch: ScratchPool): 
       st.rows += rows;
       st.spans = undefined; // a row frame's times are not recorded here
     },
-    flush() {
-      flushRows();
-      flushParts();
-    },
+    flush: flushParts,
   };
   return st;
 }
@@ -226,8 +196,6 @@ export class SegmentLoader {
   private processAgain = false;
   /** Processing progress of segments begun from memory (the active one, or just sealed). */
   private states = new Map<number, ProcState>();
-  /** Encoding buffers of processed frames (2,000 rows of ~2 KB fit), reused once their frame is written. */
-  private procScratch = new ScratchPool(8 * MiB, 4);
   /** Processed, not yet loaded. */
   private queue: Queued[] = [];
   private running: Promise<void> | null = null;
@@ -348,7 +316,7 @@ export class SegmentLoader {
 
   private stateOf(seg: Readonly<SealedSegment>): ProcState {
     let st = this.states.get(seg.id);
-    if (!st) this.states.set(seg.id, (st = newProcState(this.recent, `${seg.path}${PROCESSED_SUFFIX}`, this.procScratch)));
+    if (!st) this.states.set(seg.id, (st = newProcState(this.recent, `${seg.path}${PROCESSED_SUFFIX}`)));
     return st;
   }
 
@@ -384,8 +352,7 @@ export class SegmentLoader {
 
   private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
     try {
-      const text = memo.body === null ? null : typeof memo.body === 'string' ? memo.body : utf8.decode(memo.body);
-      addProcessed(st, await this.process!(memo.context, memo.events, text, memo.prepared));
+      st.add(await this.process!(memo.context, memo.events, null, memo.prepared));
     } catch (error) {
       st.failed.push({ index: st.next, error });
     }
@@ -431,7 +398,7 @@ export class SegmentLoader {
       } else {
         try {
           const { context, text } = decodeIntakeFrame(data, f);
-          addProcessed(st, await this.process(context, null, text));
+          st.add(await this.process(context, null, text));
         } catch (error) {
           await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, error);
         }
@@ -672,11 +639,6 @@ export class SegmentLoader {
     this.done = Math.max(this.done, seg);
     this.waiters.release(this.done);
   }
-}
-
-function addProcessed(st: ProcState, rows: EncodedRows | StoredEventRow[]): void {
-  if (Array.isArray(rows)) st.add(rows);
-  else st.addEncoded(rows);
 }
 
 /** Waiters for a mark (a segment id, a sequence number) that only grows; each waits at most its timeout. */

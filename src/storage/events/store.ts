@@ -14,7 +14,6 @@ import { ANY_TEAM, recoverWal } from './recovery';
 import { buildEventsRelation, streamQuery, type EventsRelation, type StreamOptions, type TimeRange } from './relation';
 import { eventMigrations } from './schema';
 import { newCounters, resolveSettings, type Settings } from './settings';
-import { ScratchPool } from './scratch';
 import { Tiers } from './tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, RelationOptions, ReplayResult } from './types';
 import { encodeFrame, frameLines, intakeParts, scanFrames } from './wal-format';
@@ -100,8 +99,6 @@ class DuckDbEventStore implements EventStore {
   /** Free bytes on the data disk at the last check (null: unknown). */
   private diskFree: number | null = null;
   private intakeSeq = 0;
-  /** Encoding buffers of 4 MiB (a slice of ~1 KB rows fits), lent to frames of 1 MiB or more, 16 kept (≤ 64 MiB). */
-  private scratch = new ScratchPool(4 * 1024 * 1024, 16, 1024 * 1024);
   /** The store append encoding now (appends encode one at a time, in call order). */
   private encoding: Promise<void> = Promise.resolve();
   /** When encoding last let the event loop run. */
@@ -194,7 +191,7 @@ class DuckDbEventStore implements EventStore {
   async append(rows: readonly StoredEventRow[]): Promise<void> {
     if (rows.length === 0) return;
     this.admit(0);
-    const { frames, lent, teams, spans, bytes } = await this.encodeInTurn(rows);
+    const { frames, teams, spans, bytes } = await this.encodeInTurn(rows);
     this.admit(bytes);
     this.noteArrival(bytes);
     // Certainly new rows let their load skip the dedupe reads the filter covers (recent-uuids.ts).
@@ -208,9 +205,6 @@ class DuckDbEventStore implements EventStore {
       await this.wal.append(frames, rows.length, teams, { spans, mayRepeat, uuidGen });
     } catch (error) {
       this.writeFailed(error);
-    } finally {
-      // Written (and flushed) or failed: the log holds no reference to the frames any more.
-      this.scratch.giveBack(lent);
     }
     this.counters.appendedRows += rows.length;
   }
@@ -227,7 +221,6 @@ class DuckDbEventStore implements EventStore {
     let done!: () => void;
     this.encoding = new Promise<void>((resolve) => (done = resolve));
     const frames: Buffer[] = [];
-    const lent: Buffer[] = [];
     const teams = new Map<number, number>();
     const spans = new Map<number, TimeSpan>();
     let bytes = 0;
@@ -242,7 +235,7 @@ class DuckDbEventStore implements EventStore {
           this.lastYield = performance.now();
         }
         const slice = rows.length <= ENCODE_SLICE_ROWS ? rows : rows.slice(i, i + ENCODE_SLICE_ROWS);
-        const frame = encodeFrame(slice, (estimate) => this.scratch.borrow(estimate, lent));
+        const frame = encodeFrame(slice);
         frames.push(frame);
         bytes += frame.length;
         for (const r of slice) {
@@ -253,13 +246,10 @@ class DuckDbEventStore implements EventStore {
           else if (r.timestamp > span[1]) span[1] = r.timestamp;
         }
       }
-    } catch (error) {
-      this.scratch.giveBack(lent);
-      throw error;
     } finally {
       done();
     }
-    return { frames, lent, teams, spans, bytes };
+    return { frames, teams, spans, bytes };
   }
 
   /**
@@ -280,16 +270,14 @@ class DuckDbEventStore implements EventStore {
       const seq = ++this.intakeSeq;
       this.trackPending(input.context.teamId, input.distinctIds, seq);
       this.noteArrival(bytes);
-      // A memo spares processing a read of the log and, holding the parsed events or the rows
-      // prepared elsewhere, a second parse: processing follows the log closely (it no longer
-      // stands aside for a burst), so a memo is short-lived; the budget bounds the memory.
+      // A memo (the parsed events, or the rows being prepared elsewhere) spares processing a read
+      // of the log and a second parse: processing follows the log closely (it no longer stands
+      // aside for a burst), so a memo is short-lived; the budget bounds the memory.
       const prepared = input.prepared ?? null;
       let memo: IntakeMemo | null = null;
-      if (this.loader.memoBytes + bytes <= this.s.maxMemoBytes) {
+      if ((prepared || input.parsed) && this.loader.memoBytes + bytes <= this.s.maxMemoBytes) {
         const kept = { context: input.context, bytes, seq };
-        if (prepared) memo = { ...kept, prepared, events: null, body: null };
-        else if (input.parsed) memo = { ...kept, prepared: null, events: input.parsed, body: null };
-        else memo = { ...kept, prepared: null, events: null, body };
+        memo = prepared ? { ...kept, prepared, events: null } : { ...kept, prepared: null, events: input.parsed! };
         this.loader.memoBytes += bytes;
       } else prepared?.catch(() => undefined); // unused: processed from the log instead
       const events = input.events;

@@ -17,7 +17,8 @@ export interface IntakeInput {
   events: number;
   /**
    * The events already parsed, kept (memory allowing) so processing need not parse them again;
-   * null when another thread parsed them: the body is kept instead, parsed when processed.
+   * null when another thread parsed them (then `prepared` holds their rows) or none is at hand
+   * (then the body is read back from the log when processed).
    */
   parsed: unknown[] | null;
   /** Distinct ids the request names, for `awaitIntake`. */
@@ -46,14 +47,9 @@ export interface EncodedRows {
 /**
  * Turns one logged capture request into rows, in log order: given what the store kept of it
  * (the rows `prepared` at receipt, or its parsed `events`), else its body's `text` read back
- * from the log. Plain rows (`StoredEventRow[]`) are encoded by the store.
+ * from the log.
  */
-export type ProcessIntake = (
-  context: IntakeContext,
-  events: unknown[] | null,
-  text: string | null,
-  prepared?: unknown,
-) => Promise<EncodedRows | StoredEventRow[]>;
+export type ProcessIntake = (context: IntakeContext, events: unknown[] | null, text: string | null, prepared?: unknown) => Promise<EncodedRows>;
 
 export type Durability = 'durable' | 'relaxed';
 

@@ -47,7 +47,7 @@ export const WAL_COLUMNS: ReadonlyArray<readonly [string, string]> = [
 ];
 
 function checkRow(r: StoredEventRow): void {
-  if (!Number.isSafeInteger(r.teamId)) throw new AppError('invalid_input', 'Event rows need an integer team id.', 'team_id');
+  if (!Number.isSafeInteger(r.teamId) || r.teamId < 0 || r.teamId >= 1e10) throw new AppError('invalid_input', 'Event rows need a project id (0 to 9,999,999,999).', 'team_id');
   checkUnplaced(r);
 }
 
@@ -58,65 +58,24 @@ function checkUnplaced(r: UnplacedRow): void {
 
 const int = (n: number): number => (Number.isInteger(n) ? n : Math.round(n));
 
-/** A fast-path prefix: 12 fields, each free of control characters or exactly the NULL mark. */
-const PREFIX_OK = /^(?:[^\x00-\x1f]*\x1f|\x15\x1f){12}$/;
-
-/**
- * Everything of a line but `properties` and the newline. The common case (no control
- * character in any field, checked with one regex over the whole prefix) skips per-field quoting.
- */
-function linePrefix(r: StoredEventRow, h: HotValues): string {
-  const ec = r.elementsChain ?? '';
-  // One join, not a chain of `+`: flattening a 25-piece rope costs more than the encoding.
-  const fast = [
-    r.uuid, r.teamId, r.event, r.distinctId, r.personId ?? NULL_MARK, int(r.timestamp), int(r.createdAt), ec,
-    h[0] ?? NULL_MARK, h[1] ?? NULL_MARK, h[2] ?? NULL_MARK, h[3] ?? NULL_MARK, '',
-  ].join(FIELD);
-  // A user value that is exactly the NULL mark passes the regex: catch it here.
-  const ambiguous =
-    r.uuid === NULL_MARK || r.event === NULL_MARK || r.distinctId === NULL_MARK || ec === NULL_MARK || r.personId === NULL_MARK ||
-    h[0] === NULL_MARK || h[1] === NULL_MARK || h[2] === NULL_MARK || h[3] === NULL_MARK;
-  if (!ambiguous && PREFIX_OK.test(fast)) return fast;
-  return (
-    field(r.uuid) + FIELD + r.teamId + FIELD + field(r.event) + FIELD + field(r.distinctId) + FIELD + nullable(r.personId) + FIELD +
-    int(r.timestamp) + FIELD + int(r.createdAt) + FIELD + field(ec) + FIELD +
-    nullable(h[0]) + FIELD + nullable(h[1]) + FIELD + nullable(h[2]) + FIELD + nullable(h[3]) + FIELD
-  );
-}
-
 const hotOf = (r: Pick<StoredEventRow, 'hot' | 'properties'>): HotValues => r.hot ?? hotValuesOf(JSON.parse(r.properties) as Record<string, unknown>);
 const propsField = (p: string): string => (CONTROL.test(p) ? field(p) : p);
 
-/**
- * Encode rows as one frame (header + lines), ready to append to a segment. `borrow` may lend a
- * reused buffer for the rows' estimated size (fresh pages cost a fault each, about half a
- * microsecond a row here); the frame is written into it when it fits, else into a new one.
- */
-export function encodeFrame(rows: readonly StoredEventRow[], borrow?: (estimate: number) => Buffer | undefined): Buffer {
-  const estimate = frameEstimate(rows);
-  const scratch = borrow?.(estimate);
-  let buf: Buffer = scratch && scratch.length >= estimate ? scratch : Buffer.allocUnsafe(estimate);
-  let o = 64; // room for the header, written last
-  for (const r of rows) {
-    checkRow(r);
-    const prefix = linePrefix(r, hotOf(r));
-    const props = propsField(r.properties);
-    // Two writes: concatenating the ~1 KB properties into the prefix would copy it once more.
-    // Worst case 3 bytes a UTF-16 unit; only when that does not fit is the exact size measured.
-    const room = buf.length - o;
-    if (room < (prefix.length + props.length) * 3 + 1) {
-      const need = Buffer.byteLength(prefix) + Buffer.byteLength(props) + 1;
-      if (room < need) buf = grow(buf, o + need);
-    }
-    o += buf.write(prefix, o);
-    o += buf.write(props, o);
-    buf[o++] = 0x0a;
+/** Lines of rows whose project and person are known: the lines `encodeRowLines` makes, their slots filled. */
+export function encodePlacedLines(rows: readonly StoredEventRow[]): Buffer {
+  for (const r of rows) checkRow(r);
+  const { lines, teams, persons } = encodeRowLines(rows);
+  const buf = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength);
+  for (let i = 0; i < rows.length; i++) {
+    fillTeamSlot(buf, teams[i], rows[i].teamId);
+    fillPersonSlot(buf, persons[i], rows[i].personId);
   }
-  const payload = buf.subarray(64, o);
-  const header = `${FRAME_MAGIC}${payload.length} ${Bun.hash.crc32(payload).toString(16)} ${rows.length}\n`;
-  const start = 64 - Buffer.byteLength(header);
-  buf.write(header, start, 'latin1');
-  return buf.subarray(start, o);
+  return buf;
+}
+
+/** Rows whose project and person are known (`append`: dead-letter replays, tests) as one frame (header + lines). */
+export function encodeFrame(rows: readonly StoredEventRow[]): Buffer {
+  return frameLines(encodePlacedLines(rows), rows.length);
 }
 
 /**
@@ -206,17 +165,9 @@ export function frameHeader(bytes: number, crc: number, rows: number): Buffer {
   return Buffer.from(`${FRAME_MAGIC}${bytes} ${(crc >>> 0).toString(16)} ${rows}\n`, 'latin1');
 }
 
-/** Wrap already-encoded lines (dead-letter replay, rescued rows) in a frame. */
-export function frameLines(payload: Buffer, rows: number): Buffer {
-  const header = Buffer.from(`${FRAME_MAGIC}${payload.length} ${Bun.hash.crc32(payload).toString(16)} ${rows}\n`, 'latin1');
-  return Buffer.concat([header, payload]);
-}
-
-/** Bytes `encodeFrame` starts with for these rows (ASCII-sized, with a margin). */
-function frameEstimate(rows: readonly StoredEventRow[]): number {
-  let n = 0;
-  for (const r of rows) n += r.properties.length + r.uuid.length + r.event.length + r.distinctId.length + 200;
-  return 64 + Math.ceil(n * 1.1);
+/** Wrap already-encoded lines (dead-letter replay, rescued rows, `encodeFrame`) in a frame. */
+export function frameLines(payload: Uint8Array, rows: number): Buffer {
+  return Buffer.concat([frameHeader(payload.length, Bun.hash.crc32(payload), rows), payload]);
 }
 
 function grow(buf: Buffer, need: number): Buffer {

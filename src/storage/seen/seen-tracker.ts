@@ -8,8 +8,7 @@ import type { ManagementStore } from '../management/types';
  * the project's `ingested_event`. Events only touch memory; `flush` writes what changed.
  */
 export interface SeenTracker {
-  record(teamId: number, event: string, timestamp: number, properties: Record<string, unknown>, personSet: Record<string, unknown> | null): void;
-  /** What a whole request's events show (`record` for each, summed up where they were normalized). */
+  /** What a request's events show, summed up where they were normalized (`prepareRows`). */
   recordSummary(teamId: number, summary: SeenSummary): void;
   flush(): Promise<void>;
   pendingChanges(): number;
@@ -60,16 +59,6 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
 
   // last_seen_at is refreshed at most once a minute per event name: enough for "last seen".
   const LAST_SEEN_RESOLUTION_MS = 60_000;
-
-  const noteProperties = (teamId: number, kind: string, props: Record<string, unknown>) => {
-    let names: Set<string> | undefined;
-    for (const name in props) {
-      names ??= namesOf(teamId, kind);
-      if (names.has(name)) continue;
-      names.add(name);
-      properties.set(`${teamId}\u0000${kind}\u0000${name}`, { teamId, kind, name, numeric: typeof props[name] === 'number' });
-    }
-  };
 
   async function loadKnown() {
     if (loaded) return;
@@ -145,12 +134,6 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
   };
 
   const tracker: SeenTracker = {
-    record(teamId, event, timestamp, props, personSet) {
-      noteTeam(teamId);
-      noteEvent(teamId, event, timestamp);
-      noteProperties(teamId, 'event', props);
-      if (personSet) noteProperties(teamId, 'person', personSet);
-    },
     recordSummary(teamId, summary) {
       noteTeam(teamId);
       for (const [name, lastSeen] of summary.events) noteEvent(teamId, name, lastSeen);
