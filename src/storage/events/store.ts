@@ -21,19 +21,10 @@ import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
 const statfsAsync = promisify(statfs);
 const DISK_CHECK_MS = 1000;
-/** Rows a store append encodes before letting the event loop run (~4 ms of encoding at ~2 µs a row). */
-const ENCODE_SLICE_ROWS = 2048;
-/**
- * Encoding lets the event loop run once it has gone this long without (between appends): the
- * log's write and flush completions are then handled while later appends encode. With 32
- * appenders of 100 rows, durable: 211-250k rows/s instead of 157-190k.
- */
-const ENCODE_YIELD_MS = 2;
 /** How long a wait for persons (cohorts, person lists) waits for unprocessed capture requests by default. */
 const PERSONS_WAIT_MS = 15_000;
 /** How long deleting a project's events waits for its acknowledged events to be loaded. */
 const DELETE_WAIT_MS = 600_000;
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
 const BUSY_PER_WINDOW = 100;
@@ -99,10 +90,6 @@ class DuckDbEventStore implements EventStore {
   /** Free bytes on the data disk at the last check (null: unknown). */
   private diskFree: number | null = null;
   private intakeSeq = 0;
-  /** The store append encoding now (appends encode one at a time, in call order). */
-  private encoding: Promise<void> = Promise.resolve();
-  /** When encoding last let the event loop run. */
-  private lastYield = 0;
   /** Distinct ids named by capture requests not yet processed: team → id → latest sequence number. */
   private pendingIds = new Map<number, Map<string, number>>();
   private pendingCount = 0;
@@ -184,72 +171,38 @@ class DuckDbEventStore implements EventStore {
 
   // ---- write path -------------------------------------------------------------------------
 
-  appendEvents(rows: readonly StoredEventRow[]): Promise<void> {
-    return this.append(rows);
-  }
-
+  /**
+   * Log rows already made (tests, seeding a bench) as one row frame: the same group commit and
+   * the same loads as capture requests, without the pipeline. Production logs capture requests
+   * (`appendIntake`); dead-letter replays log their frames as they are.
+   */
   async append(rows: readonly StoredEventRow[]): Promise<void> {
     if (rows.length === 0) return;
     this.admit(0);
-    const { frames, teams, spans, bytes } = await this.encodeInTurn(rows);
-    this.admit(bytes);
-    this.noteArrival(bytes);
+    const frame = encodeFrame(rows);
+    this.admit(frame.length);
+    this.noteArrival(frame.length);
+    const teams = new Map<number, number>();
+    const spans = new Map<number, TimeSpan>();
+    for (const r of rows) {
+      teams.set(r.teamId, (teams.get(r.teamId) ?? 0) + 1);
+      const span = spans.get(r.teamId);
+      if (!span) spans.set(r.teamId, [r.timestamp, r.timestamp]);
+      else if (r.timestamp < span[0]) span[0] = r.timestamp;
+      else if (r.timestamp > span[1]) span[1] = r.timestamp;
+    }
     // Certainly new rows let their load skip the dedupe reads the filter covers (recent-uuids.ts).
-    // Rows are tested in log order (so the test and the appends below stay in one synchronous
-    // block): while a capture request logged before them is unprocessed, its rows are not in the
-    // filter yet, so these count as possible repeats.
+    // While a capture request logged before them is unprocessed, its rows are not in the filter
+    // yet, so these count as possible repeats.
     const uuidGen = this.loader.recent.generation;
     const seen = this.loader.recent.addAll(rows);
     const mayRepeat = seen || this.intakeSeq > this.loader.processedSeq;
     try {
-      await this.wal.append(frames, rows.length, teams, { spans, mayRepeat, uuidGen });
+      await this.wal.append([frame], rows.length, teams, { spans, mayRepeat, uuidGen });
     } catch (error) {
       this.writeFailed(error);
     }
     this.counters.appendedRows += rows.length;
-  }
-
-  /**
-   * Encode an append's rows as frames of `ENCODE_SLICE_ROWS`, letting the event loop run between
-   * slices: the log's writes and flushes complete (and the next group starts) while a large
-   * batch is encoded, instead of waiting behind tens of milliseconds of it. Appends encode one
-   * at a time, in call order: interleaved, every batch would finish late and the disk idle
-   * meanwhile.
-   */
-  private async encodeInTurn(rows: readonly StoredEventRow[]) {
-    const turn = this.encoding;
-    let done!: () => void;
-    this.encoding = new Promise<void>((resolve) => (done = resolve));
-    const frames: Buffer[] = [];
-    const teams = new Map<number, number>();
-    const spans = new Map<number, TimeSpan>();
-    let bytes = 0;
-    try {
-      await turn;
-      for (let i = 0; i < rows.length; i += ENCODE_SLICE_ROWS) {
-        // Appends queued behind each other chain through promise callbacks, which run before
-        // any I/O completion: without a break, a flush that ended waits for every queued
-        // append's encoding, and the groups settle into 1 and 31 of 32 appenders.
-        if (i > 0 || performance.now() - this.lastYield >= ENCODE_YIELD_MS) {
-          await yieldToEventLoop();
-          this.lastYield = performance.now();
-        }
-        const slice = rows.length <= ENCODE_SLICE_ROWS ? rows : rows.slice(i, i + ENCODE_SLICE_ROWS);
-        const frame = encodeFrame(slice);
-        frames.push(frame);
-        bytes += frame.length;
-        for (const r of slice) {
-          teams.set(r.teamId, (teams.get(r.teamId) ?? 0) + 1);
-          const span = spans.get(r.teamId);
-          if (!span) spans.set(r.teamId, [r.timestamp, r.timestamp]);
-          else if (r.timestamp < span[0]) span[0] = r.timestamp;
-          else if (r.timestamp > span[1]) span[1] = r.timestamp;
-        }
-      }
-    } finally {
-      done();
-    }
-    return { frames, teams, spans, bytes };
   }
 
   /**

@@ -196,10 +196,12 @@ export interface ReplayResult {
  * sees DuckDB.
  */
 export interface EventStore {
-  /** Resolves once the rows are as durable as configured; rejects with AppError 'unavailable' (503 + retryAfter) when full. */
+  /**
+   * Log rows already made (tests, seeding a bench) on the same path as capture requests, minus
+   * the pipeline. Resolves once as durable as configured; rejects with AppError 'unavailable'
+   * (503 + retryAfter) when full.
+   */
   append(rows: readonly StoredEventRow[]): Promise<void>;
-  /** Alias of `append`, named for intent. */
-  appendEvents(rows: readonly StoredEventRow[]): Promise<void>;
   /** Log a capture request; resolves once durable (its events are processed behind it). */
   appendIntake(input: IntakeInput): Promise<void>;
   /** Whether a logged capture request of the project naming one of these distinct ids is not processed yet (no wait). */
