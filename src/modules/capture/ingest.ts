@@ -45,8 +45,8 @@ export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
  * (`rows`; prepared again from the body there for a project that anonymizes addresses): behind
  * the 200, what is left for this thread is persons. A small body's are prepared here, behind
  * the 200, from its parsed events: handing each to another thread cost more than the work
- * (single events: 194 core-µs an event stored instead of 105; this machine's two vCPUs give
- * ~1.3 cores of throughput, so a second thread only pays for large units of work).
+ * (this machine's two vCPUs give well under two cores of throughput, so a second thread only
+ * pays for large units of work).
  */
 async function logIngest(deps: Deps, prepared: PreparedIngest, receivedAt: number, rows: PreparedRows | null): Promise<IngestOutcome> {
   const project = await projectForPublicKey(deps, prepared.token, prepared.projectId, NO_KEY);

@@ -93,7 +93,7 @@ export interface EventStoreOptions {
   /**
    * Loads of at least this many rows go straight to Parquet instead of the hot table (default
    * 5,000). Storing as fast as acknowledging, loads under a steady stream are whatever came in
-   * during the previous load (10–50k rows here): inserting them into the hot table and
+   * during the previous load, tens of thousands of rows: inserting them into the hot table and
    * compacting them later cost more than writing Parquet and merging the small files.
    */
   directMinRows?: number;
