@@ -260,9 +260,14 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
     BOOTSTRAP_PERSONAL_API_KEY: TEST_KEYS.personal,
     BOOTSTRAP_PROJECT_API_KEY: TEST_KEYS.project,
   });
+  // QUERY_BENCH_COPIES=off measures fresh data: no person-clustered copies (they exist only for
+  // days settled for minutes), neither built here nor by the server's background.
+  const copiesOn = process.env.QUERY_BENCH_COPIES !== 'off';
+  const storeOptions = { dataDir, personCopies: copiesOn };
+  const serverEnv = { LOG_LEVEL: 'warn', PERSON_COPIES: copiesOn ? 'on' : 'off', ...timeLimit };
   const marker = join(dataDir, 'bench-query.json');
   const reused = keep ? await readMarker(marker, total) : null;
-  let storage = await openStorage(withPipeline({ dataDir }));
+  let storage = await openStorage(withPipeline(storeOptions));
   let teamId: number;
   let loaded: { seconds: number; users: string[] };
   if (reused) {
@@ -281,7 +286,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   // What the background does within minutes of a day settling (the loaded days are in the past):
   // person-clustered copies, which person lists read (src/storage/events/person-copies.ts).
   const copyStarted = performance.now();
-  const copies = await storage.events.buildPersonCopies();
+  const copies = copiesOn ? await storage.events.buildPersonCopies() : 0;
   if (copies > 0) log(`wrote ${copies} person copies in ${((performance.now() - copyStarted) / 1000).toFixed(1)} s`);
   const stats = storage.events.stats();
   log(`loaded in ${loaded.seconds.toFixed(0)} s (${Math.round(total / loaded.seconds).toLocaleString()} rows/s); hot rows ${stats.hotRows}, parquet rows ${stats.parquetRows} in ${stats.parquetFiles} files`);
@@ -296,11 +301,11 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   // The machine is shared and noisy: direct and http alternate in cycles (the database file takes
   // one process at a time), and the medians are over every cycle's runs.
   for (let cycle = 0; cycle < cycles; cycle++) {
-    if (cycle > 0) storage = await openStorage(withPipeline({ dataDir }));
+    if (cycle > 0) storage = await openStorage(withPipeline(storeOptions));
     await directPhase(storage, config, teamId, all, samples, runs, log);
     if (withCsv) csv.direct.push(await directCopy(storage, teamId, exportRows, tmpDir));
     await storage.close();
-    const server = await startServer({ LOG_LEVEL: 'warn', ...timeLimit }, dataDir);
+    const server = await startServer(serverEnv, dataDir);
     try {
       await httpPhase(server.url, teamId, all, samples, runs);
       if (withCsv) {
@@ -350,7 +355,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
     rss_peak_mb: csv.peak,
   });
   const notes = [
-    `${total.toLocaleString()} events (95% in the measured project), a month ending at load time; loaded through EventStore.append in ${loaded.seconds.toFixed(0)} s (${Math.round(total / loaded.seconds).toLocaleString()} rows/s); at query time ${stats.hotRows.toLocaleString()} rows in the hot table, ${stats.parquetRows.toLocaleString()} in ${stats.parquetFiles} Parquet files.`,
+    `${total.toLocaleString()} events (95% in the measured project), a month ending at load time; ${copiesOn ? 'person-clustered copies of settled days built before the queries' : 'fresh: no person-clustered copies (QUERY_BENCH_COPIES=off)'}; loaded through EventStore.append in ${loaded.seconds.toFixed(0)} s (${Math.round(total / loaded.seconds).toLocaleString()} rows/s); at query time ${stats.hotRows.toLocaleString()} rows in the hot table, ${stats.parquetRows.toLocaleString()} in ${stats.parquetFiles} Parquet files.`,
     `medians over ${cycles} cycles × ${runs} runs (after a warm-up each); http = the real server on loopback, whole body read; http_first = that warm-up, the first request of the case since the server started (per-file counts not yet remembered); direct = the statements the API ran for the same request (its first: per-file counts included), replayed on DuckDB in-process with the same concurrency; naive = one ORDER BY … LIMIT 100 statement over the team's whole relation.`,
     `csv: ${(csv.bytes / 1e6).toFixed(0)} MB; direct = DuckDB's own COPY of as many rows (raw columns, properties as one JSON column, one unsorted statement); target ≥ 200,000 rows/s with the server's memory flat (rss at 10% vs 90% of the export).`,
   ];

@@ -155,8 +155,11 @@ async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: S
   const relation = await ctx.runner.relation(ctx.teamId, { from: lo, to: hi });
   const rest: string[] = [];
   for (const f of relation.files) {
-    // A millisecond to spare on either side: the manifest keeps milliseconds, a bound may not.
-    const inside = f.minTs > lo && f.maxTs < hi - 1 && (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
+    // The manifest keeps each file's times truncated to the millisecond, so every row is at or
+    // above its `minTs` (a file starting exactly at the inclusive lower bound is inside: the
+    // window of a `limit` export starts at a file's `minTs`) and may be up to a millisecond
+    // above its `maxTs` (a millisecond to spare below an upper bound).
+    const inside = f.minTs >= lo && f.maxTs < hi - 1 && (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
     if (inside && f.propertyKeys) for (const k of f.propertyKeys) keys.add(k);
     else rest.push(f.id);
   }
