@@ -327,7 +327,8 @@ const bench: Benchmark = async (ctx) => {
 
   // ---- phase 3: sustained ~1 MB batches into queryable storage, with queries ---------------------
   if (phases.has('sustained')) {
-    const seconds = quick ? 5 : 60;
+    // INGEST_SUSTAINED_SECONDS lengthens the phase: from about a minute on, merges of earlier loads run too.
+    const seconds = quick ? 5 : Number(process.env.INGEST_SUSTAINED_SECONDS ?? 60);
     const mb = cases.find((x) => x.name === 'POST /batch/ ~1 MB')!;
     const c: Case = { ...mb, name: 'POST /batch/ ~1 MB sustained', connections: 4 };
     const sReal = await spawnRealServer();

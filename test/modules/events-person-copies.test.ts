@@ -53,7 +53,8 @@ describe('person lists from person copies', () => {
     } finally {
       await f.close();
     }
-  });
+    // Three stores loaded and listed page by page: seconds of work on a busy 2-core machine.
+  }, 30_000);
 
   test('PERSON_COPIES=off: no copies, the same pages', async () => {
     const f = await openEventsFixture({ PERSON_COPIES: 'off' });

@@ -106,6 +106,7 @@ describe('time limit', () => {
     const seen = { returned: 0, aborted: false };
     const store = {
       awaitIntake: async () => undefined,
+      awaitVisible: async () => undefined,
       eventsRelation: async () => ({ sql: '(SELECT 1)', params: [] }),
       streamQuery: (_sql: string, _params: unknown[], options?: { signal?: AbortSignal }) => {
         options?.signal?.addEventListener('abort', () => (seen.aborted = true));
@@ -167,5 +168,50 @@ describe('translateQueryError', () => {
   test('anything else stays an internal error (a 500 whose cause is logged, not shown)', () => {
     const error = new Error('IO Error: No files found that match the pattern');
     expect(translateQueryError(error, 'select')).toBe(error);
+  });
+});
+
+describe('waiting for just-acknowledged events', () => {
+  /** The store's waits and the relations asked for, by request. */
+  const recordWaits = (f: EventsFixture) => {
+    const store = f.t.deps.storage.events;
+    const seen = { waits: [] as number[], relations: [] as Array<boolean | undefined> };
+    const awaitVisible = store.awaitVisible.bind(store);
+    const eventsRelation = store.eventsRelation.bind(store);
+    store.awaitVisible = (teamId) => {
+      seen.waits.push(teamId);
+      return awaitVisible(teamId);
+    };
+    store.eventsRelation = (teamId, range, options) => {
+      seen.relations.push(options?.wait);
+      return eventsRelation(teamId, range, options);
+    };
+    return {
+      seen,
+      restore() {
+        store.awaitVisible = awaitVisible;
+        store.eventsRelation = eventsRelation;
+      },
+    };
+  };
+
+  test('a request waits once, whatever number of statements it runs; the next request waits again', async () => {
+    const f = await openEventsFixture();
+    const { seen, restore } = recordWaits(f);
+    try {
+      // By event: the count alongside the keys of each slice of time walked back, then the rows.
+      const page = await f.list({ event: '$pageview', limit: '2' });
+      expect(page.status).toBe(200);
+      expect(seen.waits).toEqual([f.projectId]);
+      expect(seen.relations.length).toBeGreaterThanOrEqual(3);
+      expect(seen.relations.every((wait) => wait === false)).toBe(true);
+      const csv = await f.t.call('GET', f.path({ format: 'csv' }));
+      expect(csv.status).toBe(200);
+      expect(seen.waits).toEqual([f.projectId, f.projectId]);
+      expect(seen.relations.every((wait) => wait === false)).toBe(true);
+    } finally {
+      restore();
+      await f.close();
+    }
   });
 });

@@ -8,6 +8,10 @@ import type { EventStore, EventsRelation, RelationOptions, TimeRange } from '../
  * limit, and DuckDB's errors turned into API errors at this one place. A statement past its time
  * limit is answered with 504 at once; aborting its signal makes the store interrupt it on its
  * connection, so it stops using the CPU and the reader too.
+ *
+ * One runner serves one request: its statements wait once, together, for the project's
+ * just-acknowledged events (at most the store's bound), then read what is loaded. Each statement
+ * waiting on its own would, under a sustained load, add one bound per statement.
  */
 export interface QueryRunnerOptions {
   store: () => EventStore;
@@ -15,15 +19,29 @@ export interface QueryRunnerOptions {
 }
 
 export class QueryRunner {
+  /** Per team, the request's one wait for its just-acknowledged events. */
+  private readonly visible = new Map<number, Promise<void>>();
+
   constructor(private readonly options: QueryRunnerOptions) {}
 
-  relation(teamId: number, range?: TimeRange, options?: RelationOptions): Promise<EventsRelation> {
-    return this.options.store().eventsRelation(teamId, range, options);
+  private awaitVisible(teamId: number): Promise<void> {
+    let wait = this.visible.get(teamId);
+    if (!wait) {
+      wait = this.options.store().awaitVisible(teamId);
+      this.visible.set(teamId, wait);
+    }
+    return wait;
+  }
+
+  async relation(teamId: number, range?: TimeRange, options?: RelationOptions): Promise<EventsRelation> {
+    await this.awaitVisible(teamId);
+    return this.options.store().eventsRelation(teamId, range, { ...options, wait: false });
   }
 
   /** The team's rows in `range` as a relation already newest first, or null (see EventStore.newestFirstRelation). */
-  newestFirst(teamId: number, range: TimeRange): Promise<string | null> {
-    return this.options.store().newestFirstRelation(teamId, range);
+  async newestFirst(teamId: number, range: TimeRange): Promise<string | null> {
+    await this.awaitVisible(teamId);
+    return this.options.store().newestFirstRelation(teamId, range, { wait: false });
   }
 
   /** All rows of a statement (callers bound the row count with LIMIT). */

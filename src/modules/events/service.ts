@@ -30,7 +30,7 @@ export interface ValuesInput {
  * mapping) and the store's events relation; persons come from the in-memory person store.
  */
 export function createEventsService(deps: Deps) {
-  const runner = new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS });
+  const newRunner = () => new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS });
   const { persons } = deps.storage;
   const counts = new FileCounts();
 
@@ -40,12 +40,13 @@ export function createEventsService(deps: Deps) {
     await deps.storage.events.awaitIntake(teamId, null);
     await persons.ensureLoaded(teamId);
     const cache = new Map<string, PersonObject | null>();
+    const runner = newRunner();
     return {
       runner,
       teamId,
       now,
       logger: deps.logger,
-      personFilter: personId ? await personFilter(teamId, personId) : null,
+      personFilter: personId ? await personFilter(runner, teamId, personId) : null,
       counts,
       flushPersons: () => persons.flush(),
       personOf(distinctId) {
@@ -63,7 +64,7 @@ export function createEventsService(deps: Deps) {
   }
 
   /** `person_id` (PostHog: the person's id or uuid) matches every distinct id of that person. */
-  async function personFilter(teamId: number, personId: string): Promise<SqlFragment | 'none'> {
+  async function personFilter(runner: QueryRunner, teamId: number, personId: string): Promise<SqlFragment | 'none'> {
     const uuid = normalizeUuid(personId);
     let person = uuid ? persons.findByUuid(teamId, uuid) : null;
     if (!person && /^\d{1,15}$/.test(personId)) {
@@ -96,6 +97,7 @@ export function createEventsService(deps: Deps) {
     async retrieve(teamId: number, id: string, includePerson: boolean): Promise<EventObject> {
       const uuid = normalizeUuid(id);
       if (!uuid) throw new AppError('invalid_input', 'Invalid UUID', 'id');
+      const runner = newRunner();
       const find = async (range?: { from: number; to: number }) => {
         const relation = asEvents((await runner.relation(teamId, range)).sql);
         const [row] = await runner.rows(eventByIdStatement(relation, teamId, uuid));
@@ -118,6 +120,7 @@ export function createEventsService(deps: Deps) {
       const eventNames = (query.event_name ?? []).filter((e) => e !== '');
       recordUsage(teamId, eventNames);
       const now = deps.now().getTime();
+      const runner = newRunner();
       const relation = asEvents((await runner.relation(teamId, { from: now - VALUES_WINDOW_MS, to: now + 5_000 })).sql);
       const rows = await runner.rows(valuesStatement(relation, teamId, { key: query.key, value: query.value, eventNames, limit: VALUES_LIMIT, scanLimit: VALUES_SCAN_LIMIT }), 'key');
       return rows.map((r) => ({ name: String(r.name) }));

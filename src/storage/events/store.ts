@@ -436,9 +436,14 @@ class DuckDbEventStore implements EventStore {
     await this.loader.waitFor(target, timeoutMs);
   }
 
-  async eventsRelation(teamId: number, range?: TimeRange, options: RelationOptions = {}): Promise<EventsRelation> {
+  async awaitVisible(teamId: number): Promise<void> {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
     await this.sync(teamId);
+  }
+
+  async eventsRelation(teamId: number, range?: TimeRange, options: RelationOptions = {}): Promise<EventsRelation> {
+    if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
+    if (options.wait !== false) await this.sync(teamId);
     // Switched off, copies written before are left unread (and no longer kept up to date).
     const byPerson = options.byPerson && this.s.personCopies.enabled ? { copies: this.tiers.personCopies, root: personCopyRoot(this.s.dataDir) } : undefined;
     return buildEventsRelation(teamId, this.tiers.snapshot, this.root, range, byPerson);
@@ -448,8 +453,8 @@ class DuckDbEventStore implements EventStore {
     return this.upkeep.buildPersonCopies();
   }
 
-  async newestFirstRelation(teamId: number, range: TimeRange): Promise<string | null> {
-    const relation = await this.eventsRelation(teamId, range);
+  async newestFirstRelation(teamId: number, range: TimeRange, options: Pick<RelationOptions, 'wait'> = {}): Promise<string | null> {
+    const relation = await this.eventsRelation(teamId, range, options);
     const scan = relation.newestFirst();
     if (!scan) return null;
     // Hot rows have no order to merge into: the relation is only good when the range has none.

@@ -183,6 +183,12 @@ export interface RelationOptions {
    * cover the range (the relation's `sql` only; the same rows either way).
    */
   byPerson?: boolean;
+  /**
+   * Wait first for the team's just-acknowledged events (`awaitVisible`); default true. A request
+   * that already waited passes false for its later statements: one request waits once, not once
+   * per statement (under a sustained load every statement would find new events to wait for).
+   */
+  wait?: boolean;
 }
 
 export interface ReplayResult {
@@ -213,7 +219,12 @@ export interface EventStore {
   /** Flush, move every hot row into Parquet, merge each team-day's files into one (and purge what the grace period allows). */
   compact(): Promise<void>;
   checkpoint(): Promise<void>;
-  /** One team's events (buffered rows are loaded first) as `FROM <sql> AS events`, exposing EVENT_COLUMNS. */
+  /**
+   * Wait until the team's acknowledged events are loaded, at most `visibilityTimeoutMs`: under a
+   * backlog a query reads what is loaded rather than wait for it.
+   */
+  awaitVisible(teamId: number): Promise<void>;
+  /** One team's events (acknowledged rows are loaded first, see `awaitVisible`) as `FROM <sql> AS events`, exposing EVENT_COLUMNS. */
   eventsRelation(teamId: number, range?: TimeRange, options?: RelationOptions): Promise<EventsRelation>;
   /** Write every person-clustered copy due now, without waiting for the days to settle (the background does it later otherwise). Returns how many. */
   buildPersonCopies(): Promise<number>;
@@ -222,7 +233,7 @@ export interface EventStore {
    * keeps DuckDB's insertion order (a scan with WHERE and SELECT, no join or aggregate) needs no
    * sort; null when storage cannot give that: files overlapping in time, or hot rows in the range.
    */
-  newestFirstRelation(teamId: number, range: TimeRange): Promise<string | null>;
+  newestFirstRelation(teamId: number, range: TimeRange, options?: Pick<RelationOptions, 'wait'>): Promise<string | null>;
   /** Run a read query and stream its rows in chunks (for exports); aborting `signal` interrupts it. */
   streamQuery(sql: string, params?: readonly SqlParam[], options?: StreamOptions): AsyncIterableIterator<Row[]>;
   deleteTeamEvents(teamId: number): Promise<void>;
