@@ -80,7 +80,7 @@ describe('exports over Parquet files', () => {
       expect(newest.length).toBeGreaterThanOrEqual(7);
       for (let limit = 1; limit <= newest.length + 1; limit++) {
         const res = await f.t.call('GET', f.path({ ...bounds, format: 'json', limit: String(limit) }));
-        const ids = ((await res.json()) as Array<{ id: string }>).map((e) => e.id);
+        const ids = ((await res.json()) as { results: Array<{ id: string }> }).results.map((e) => e.id);
         expect(ids).toEqual(newest.slice(0, limit));
         const csv = await (await f.t.call('GET', f.path({ ...bounds, format: 'csv', limit: String(limit) }))).text();
         expect(csv.trimEnd().split('\r\n').length - 1).toBe(Math.min(limit, newest.length));

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { byKey, eventObject, openEventsFixture, recordStatements, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
+import { byKey, eventObject, openEventsFixture, recordStatements, relative, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
 import { uuidv7 } from '../../src/ids';
 
 let f: EventsFixture;
@@ -112,22 +112,59 @@ describe('format=csv', () => {
 });
 
 describe('format=json', () => {
-  test('the same event objects as the list, as one JSON array', async () => {
-    const res = await f.t.call('GET', f.path({ format: 'json' }));
-    expect(res.headers.get('content-type')).toBe('application/json');
-    expect(res.headers.get('content-disposition')).toBe('attachment; filename="events.json"');
-    expect(await res.json()).toEqual(VISIBLE.map((e) => eventObject(e)));
+  const bodyOf = async (query: Record<string, string>) => {
+    const res = await f.t.call('GET', f.path({ format: 'json', ...query }));
+    return { status: res.status, headers: res.headers, body: JSON.parse(await res.text()) };
+  };
+
+  test("the list's pagination envelope, its results the same event objects, streamed", async () => {
+    const { status, headers, body } = await bodyOf({});
+    expect(status).toBe(200);
+    expect(headers.get('content-type')).toBe('application/json');
+    expect(headers.get('content-disposition')).toBe('attachment; filename="events.json"');
+    // Streamed (no length known up front), as the export of any size is.
+    expect(headers.get('content-length')).toBeNull();
+    expect(body).toEqual({ results: VISIBLE.map((e) => eventObject(e)), next: null, previous: null, count: VISIBLE.length });
+    // The same count as the list without format.
+    expect((await f.list({})).body.count).toBe(VISIBLE.length);
   });
 
-  test('limit, and an empty export', async () => {
-    const one = (await (await f.t.call('GET', f.path({ format: 'json', limit: '1' }))).json()) as Array<{ id: string }>;
-    expect(one.map((e) => e.id)).toEqual([byKey('a6').uuid]);
-    expect(await (await f.t.call('GET', f.path({ format: 'json', event: 'nope' }))).json()).toEqual([]);
+  test('limit: next is the keyset link to the rest (as the list gives it), null once nothing is left; an empty export', async () => {
+    const one = await bodyOf({ limit: '2' });
+    expect(one.body.results.map((e: { id: string }) => e.id)).toEqual([byKey('a6').uuid, byKey('a5').uuid]);
+    expect(one.body.count).toBe(VISIBLE.length);
+    expect(one.body.previous).toBeNull();
+    const listed = await f.list({ limit: '2' });
+    expect(one.body.next).toBe(listed.body.next.replace('?limit=2', '?format=json&limit=2'));
+    const rest = await f.t.call('GET', relative(one.body.next));
+    const restBody = JSON.parse(await rest.text());
+    expect(restBody.results.map((e: { id: string }) => e.id)).toEqual(VISIBLE.slice(2, 4).map((e) => e.uuid));
+    const exact = await bodyOf({ limit: String(VISIBLE.length) });
+    expect(exact.body).toEqual({ results: VISIBLE.map((e) => eventObject(e)), next: null, previous: null, count: VISIBLE.length });
+    const offset = await bodyOf({ limit: '2', offset: '2' });
+    expect(offset.body.results.map((e: { id: string }) => e.id)).toEqual(VISIBLE.slice(2, 4).map((e) => e.uuid));
+    expect(relative(offset.body.previous)).toBe(f.path({ format: 'json', limit: '2' }));
+    expect((await bodyOf({ event: 'nope' })).body).toEqual({ results: [], next: null, previous: null, count: 0 });
   });
 
-  test('with select: rows as arrays', async () => {
-    const res = await f.t.call('GET', f.path({ format: 'json', select: '["distinct_id","count()"]', orderBy: '["distinct_id"]' }));
-    expect(await res.json()).toEqual([['alice', 2], ['alice-anon', 1], ['bob', 2], ['carol', 1]]);
+  test("with select: the select list's envelope, rows as arrays", async () => {
+    const { body } = await bodyOf({ select: '["distinct_id","count()"]', orderBy: '["distinct_id"]' });
+    expect(body).toEqual({
+      columns: ['distinct_id', 'count()'],
+      types: expect.any(Array),
+      results: [['alice', 2], ['alice-anon', 1], ['bob', 2], ['carol', 1]],
+      hasMore: false,
+      next: null,
+      previous: null,
+    });
+    const listed = await f.list({ select: '["distinct_id","count()"]', orderBy: '["distinct_id"]' });
+    expect(body.types).toEqual(listed.body.types);
+    const cut = await bodyOf({ select: '["distinct_id","count()"]', orderBy: '["distinct_id"]', limit: '3' });
+    expect(cut.body.results).toEqual([['alice', 2], ['alice-anon', 1], ['bob', 2]]);
+    expect(cut.body.hasMore).toBe(true);
+    const next = JSON.parse(await (await f.t.call('GET', relative(cut.body.next))).text());
+    expect(next.results).toEqual([['carol', 1]]);
+    expect(next.hasMore).toBe(false);
   });
 
   test('many rows stream through several slices in order', async () => {
@@ -142,8 +179,12 @@ describe('format=json', () => {
         uuid: crypto.randomUUID(),
       }));
       for (let i = 0; i < events.length; i += 1000) await g.ingest(g.t.account.project.apiToken, events.slice(i, i + 1000));
-      const json = (await (await g.t.call('GET', g.path({ format: 'json', event: 'bulk' }))).json()) as Array<{ properties: { i: number } }>;
-      expect(json.map((e) => e.properties.i)).toEqual(events.map((_, i) => 2999 - i));
+      const json = (await (await g.t.call('GET', g.path({ format: 'json', event: 'bulk' }))).json()) as { results: Array<{ properties: { i: number } }>; count: number; next: null };
+      expect(json.results.map((e) => e.properties.i)).toEqual(events.map((_, i) => 2999 - i));
+      expect(json.count).toBe(3000);
+      const cut = (await (await g.t.call('GET', g.path({ format: 'json', event: 'bulk', limit: '2500' }))).json()) as { results: Array<{ properties: { i: number } }>; next: string | null };
+      expect(cut.results.map((e) => e.properties.i)).toEqual(events.slice(500).map((_, i) => 2999 - i));
+      expect(cut.next).not.toBeNull();
       const csv = parseCsv(await (await g.t.call('GET', g.path({ format: 'csv', event: 'bulk', limit: '2500' }))).text());
       expect(csv.length).toBe(2501);
       const text = csv[0]!.indexOf('properties.text');

@@ -7,13 +7,12 @@ import { csvRecord, duckdbCsvField, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, s
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
 import type { Row } from '../../storage/db';
-import { isoTimestamp, type PersonObject } from './event-object';
-import { parseElementsChain } from '../../core/events/elements';
-import {
-  csvSliceCopyStatement, csvSliceScanStatement, HOUR_MS, hourlyCountsStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement, sliceRowsStatement, sliceScanRowsStatement,
-} from './export-queries';
-import { findKeys, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
-import type { ExportFormat, ListRequest } from './params';
+import type { PersonObject } from './event-object';
+import { countListing } from './count';
+import { csvSliceCopyStatement, csvSliceScanStatement, HOUR_MS, hourlyCountsStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement } from './export-queries';
+import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
+import { findKeys, frozenBefore, link, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
+import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import { afterKey, allOf, asEvents, type Order } from './queries';
 
 export interface ExportContext extends ListContext {
@@ -28,13 +27,16 @@ const FILE_CHUNK = 1 << 20;
 const encoder = new TextEncoder();
 
 /**
- * `format=csv|json`: every matching event (or `limit` of them), streamed. Everything that can
- * fail the request (parsing, compiling, planning, the CSV header's key pass) runs before the
- * response starts, so it still gets a proper error status; after that the body is pulled by the
- * client (backpressure) one slice at a time.
+ * `format=csv|json`: every matching event (or `limit` of them), streamed. JSON is the list's
+ * envelope (`{results, next, previous, count}`, with select `{columns, types, results, hasMore,
+ * next, previous}`) around the streamed results; CSV is the results alone, as PostHog's CSV
+ * renderer writes them. Everything that can fail the request (parsing, compiling, planning, the
+ * CSV header's key pass) runs before the response starts, so it still gets a proper error
+ * status; after that the body is pulled by the client (backpressure) one slice at a time.
  */
-export async function exportEvents(ctx: ExportContext, req: ListRequest, format: ExportFormat): Promise<Response> {
-  const chunks = req.select.length ? await selectChunks(ctx, req, format) : await eventChunks(ctx, req, format);
+export async function exportEvents(ctx: ExportContext, req: ListRequest, format: ExportFormat, requestUrl: string): Promise<Response> {
+  const url = new URL(requestUrl);
+  const chunks = req.select.length ? await selectChunks(ctx, req, format, url) : format === 'json' ? await eventJsonChunks(ctx, req, url) : await eventCsvChunks(ctx, req);
   const filename = `events.${format}`;
   return new Response(toStream(chunks, ctx.logger), {
     headers: {
@@ -115,16 +117,20 @@ export function planSlices(
   return slices;
 }
 
-async function eventChunks(ctx: ExportContext, req: ListRequest, format: ExportFormat): Promise<AsyncGenerator<Uint8Array>> {
-  const base = await listScope(ctx, req);
-  if (!base || req.limit === 0) return emptyExport(format);
-  const scope = await startingPoint(ctx, req, base);
-  if (!scope) return emptyExport(format);
-  const window = await exportWindow(ctx, req, scope);
+/** The slices of an export's rows: up to `limit` of them, from the scope's starting point. */
+async function planExport(ctx: ExportContext, req: ListRequest, scope: Scope, limit: number | null): Promise<Slice[]> {
+  const window = await exportWindow(ctx, { ...req, limit }, scope);
   const counts = await ctx.runner.rows(hourlyCountsStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where), 'properties');
-  const slices = planSlices(counts.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n) })), window, req.order, req.limit, SLICE_ROWS, FIRST_SLICE_ROWS);
-  if (slices.length === 0) return emptyExport(format);
-  if (format === 'json') return jsonSlices(ctx, scope, req.order, slices);
+  return planSlices(counts.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n) })), window, req.order, limit, SLICE_ROWS, FIRST_SLICE_ROWS);
+}
+
+async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<AsyncGenerator<Uint8Array>> {
+  const base = await listScope(ctx, req);
+  if (!base || req.limit === 0) return emptyCsv();
+  const scope = await startingPoint(ctx, req, base);
+  if (!scope) return emptyCsv();
+  const slices = await planExport(ctx, req, scope, req.limit);
+  if (slices.length === 0) return emptyCsv();
   const lo = Math.min(...slices.map((s) => s.from));
   const hi = Math.max(...slices.map((s) => s.to));
   const keys = await exportPropertyKeys(ctx, req, scope, lo, hi);
@@ -135,6 +141,30 @@ async function eventChunks(ctx: ExportContext, req: ListRequest, format: ExportF
   await ctx.flushPersons();
   return csvSlices(ctx, scope, req.order, slices, columns);
 }
+
+/**
+ * `format=json`: the list's envelope, the events streamed as its `results`, then `next`,
+ * `previous` and `count` (the listing's total, as the list counts it, run alongside). One row
+ * more than `limit` is planned, as the list reads `limit + 1`, so `next` (the list's keyset
+ * link) is given only when rows are left.
+ */
+async function eventJsonChunks(ctx: ExportContext, req: ListRequest, url: URL): Promise<AsyncGenerator<Uint8Array>> {
+  const base = await listScope(ctx, req);
+  const count = base ? countListing(ctx, base, req) : Promise.resolve(0);
+  count.catch(() => undefined);
+  const scope = base && (await startingPoint(ctx, req, base));
+  const slices = scope ? await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1) : [];
+  const page: StreamedPage = { last: null, more: false };
+  const results = scope ? jsonSlices(ctx, scope, req.order, slices, req.limit, (slice) => newestFirstRelation(ctx, scope, req.order, slice), page) : noChunks();
+  const back = req.limit ?? req.offset;
+  return streamedEnvelope('{"results":[', results, async () => ({
+    next: page.more && page.last ? link(url, { cursor: formatCursor(page.last), offset: null, before: frozenBefore(req, url) }) : null,
+    previous: req.offset > 0 ? link(url, { offset: req.offset - back > 0 ? String(req.offset - back) : null }) : null,
+    count: await count,
+  }));
+}
+
+async function* noChunks(): AsyncGenerator<Uint8Array> {}
 
 /**
  * The property keys of the rows in [lo, hi) that the export's conditions select: the header. When
@@ -197,8 +227,8 @@ async function startingPoint(ctx: ExportContext, req: ListRequest, scope: Scope)
   return last ? { ...scope, where: allOf(where, afterKey(last, req.order)) } : null;
 }
 
-async function* emptyExport(format: ExportFormat): AsyncGenerator<Uint8Array> {
-  yield encoder.encode(format === 'json' ? '[]' : csvRecord(eventCsvColumns([]).map((c) => c.name)));
+async function* emptyCsv(): AsyncGenerator<Uint8Array> {
+  yield encoder.encode(csvRecord(eventCsvColumns([]).map((c) => c.name)));
 }
 
 /** A slice's CSV file; `spliced` when it was written without the person columns. */
@@ -318,54 +348,11 @@ function personCsvFields(person: PersonObject): string {
   return EVENT_CSV_PERSON_COLUMNS.map((c) => `,${duckdbCsvField(value[c])}`).join('');
 }
 
-async function* jsonSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[]): AsyncGenerator<Uint8Array> {
-  const people = new Map<string, string>();
-  const elements = new Map<string, string>();
-  let first = true;
-  yield encoder.encode('[');
-  for (const slice of slices) {
-    const scan = await newestFirstRelation(ctx, scope, order, slice);
-    const statement = scan
-      ? sliceScanRowsStatement(scan, ctx.teamId, scope.where)
-      : sliceRowsStatement(await relationFor(ctx, scope.person, slice.from, slice.to), ctx.teamId, scope.where, order, slice.limit);
-    for await (const rows of ctx.runner.stream(statement, 'properties')) {
-      let text = '';
-      for (const row of rows) {
-        text += (first ? '' : ',') + eventJson(row, ctx, people, elements);
-        first = false;
-      }
-      yield encoder.encode(text);
-    }
-    if (people.size > 50_000) people.clear();
-    if (elements.size > 10_000) elements.clear();
-  }
-  yield encoder.encode(']');
-}
-
-/** An event object as JSON text, with the stored properties spliced in (they are JSON already). */
-function eventJson(row: Row, ctx: ListContext, people: Map<string, string>, elements: Map<string, string>): string {
-  const distinctId = String(row.distinct_id);
-  let person = people.get(distinctId);
-  if (person === undefined) {
-    person = JSON.stringify(ctx.personOf(distinctId) satisfies PersonObject | null);
-    people.set(distinctId, person);
-  }
-  const chain = typeof row.elements_chain === 'string' ? row.elements_chain : '';
-  let parsed = elements.get(chain);
-  if (parsed === undefined) {
-    parsed = JSON.stringify(parseElementsChain(chain));
-    elements.set(chain, parsed);
-  }
-  const properties = typeof row.properties === 'string' && row.properties ? row.properties : '{}';
-  return (
-    `{"id":${JSON.stringify(String(row.uuid))},"distinct_id":${JSON.stringify(distinctId)},"properties":${properties},` +
-    `"event":${JSON.stringify(String(row.event))},"timestamp":"${isoTimestamp(row.timestamp as Date)}","person":${person},` +
-    `"elements":${parsed},"elements_chain":${JSON.stringify(chain)}}`
-  );
-}
-
-/** A select export: the selected columns, as CSV records or JSON arrays, in the select's order. */
-async function selectChunks(ctx: ExportContext, req: ListRequest, format: ExportFormat): Promise<AsyncGenerator<Uint8Array>> {
+/**
+ * A select export: the selected columns, as CSV records, or as JSON arrays in the select list's
+ * envelope (`hasMore` and `next` as the select list gives them: one row more than `limit` read).
+ */
+async function selectChunks(ctx: ExportContext, req: ListRequest, format: ExportFormat, url: URL): Promise<AsyncGenerator<Uint8Array>> {
   const compiled = compileSelect(req.select, req.where, ctx.now);
   const scope = await listScope(ctx, req, selectFragment(compiled));
   const statement = scope
@@ -375,25 +362,38 @@ async function selectChunks(ctx: ExportContext, req: ListRequest, format: Export
         filters: scope.where,
         select: compiled,
         orderBy: selectOrder(compiled, req),
-        limit: req.limit ?? Number.MAX_SAFE_INTEGER,
+        limit: req.limit === null ? Number.MAX_SAFE_INTEGER : req.limit + 1,
         offset: req.offset,
       })
     : null;
   const runner = ctx.runner;
-  return (async function* () {
-    yield encoder.encode(format === 'csv' ? csvRecord(compiled.columns) : '[');
-    let first = true;
-    if (statement) {
-      for await (const rows of runner.stream(statement, 'select')) {
-        let text = '';
-        for (const row of rows) {
-          const values = selectRow(compiled, row);
-          text += format === 'csv' ? csvRecord(values) : (first ? '' : ',') + JSON.stringify(values);
-          first = false;
+  const max = req.limit ?? Number.POSITIVE_INFINITY;
+  let hasMore = false;
+  const results = (async function* () {
+    if (format === 'csv') yield encoder.encode(csvRecord(compiled.columns));
+    let sent = 0;
+    if (!statement) return;
+    for await (const rows of runner.stream(statement, 'select')) {
+      let text = '';
+      for (const row of rows) {
+        if (sent >= max) {
+          hasMore = true;
+          break;
         }
-        yield encoder.encode(text);
+        const values = selectRow(compiled, row);
+        text += format === 'csv' ? csvRecord(values) : (sent ? ',' : '') + JSON.stringify(values);
+        sent++;
       }
+      if (text) yield encoder.encode(text);
+      if (hasMore) return;
     }
-    if (format === 'json') yield encoder.encode(']');
   })();
+  if (format === 'csv') return results;
+  const before = frozenBefore(req, url);
+  const back = req.limit ?? req.offset;
+  return streamedEnvelope(`{"columns":${JSON.stringify(compiled.columns)},"types":${JSON.stringify(compiled.types)},"results":[`, results, async () => ({
+    hasMore,
+    next: hasMore ? link(url, { offset: String(req.offset + (req.limit ?? 0)), before }) : null,
+    previous: req.offset > 0 ? link(url, { offset: req.offset - back > 0 ? String(req.offset - back) : null, before }) : null,
+  }));
 }

@@ -39,7 +39,8 @@ export const eventsModule = (deps: Deps) => {
           summary: 'List events (newest first), run a select, or export (format=csv|json)',
           description:
             'Without select: the pagination envelope of stored events; `next` keeps the filters, freezes `before` and carries a keyset `cursor`. ' +
-            'With select (and where): `{columns, types, results, hasMore, next, previous}`. With format=csv or json: a streamed file.',
+            'With select (and where): `{columns, types, results, hasMore, next, previous}`. With format=json: the same envelope, its results streamed ' +
+            '(every matching row unless `limit`); with format=csv: the results as a streamed CSV file.',
         },
       },
     )

@@ -243,9 +243,9 @@ export function selectOrder(compiled: CompiledSelect, req: ListRequest): string 
 }
 
 /** Later pages keep the first page's upper bound, so events arriving meanwhile stay out of them. */
-const frozenBefore = (req: ListRequest, url: URL): string | null => (req.beforeGiven ? url.searchParams.get('before') : req.beforeIso);
+export const frozenBefore = (req: ListRequest, url: URL): string | null => (req.beforeGiven ? url.searchParams.get('before') : req.beforeIso);
 
-function link(url: URL, changes: Record<string, string | null>): string {
+export function link(url: URL, changes: Record<string, string | null>): string {
   const params = new URLSearchParams(url.search);
   for (const [key, value] of Object.entries(changes)) {
     if (value === null) params.delete(key);

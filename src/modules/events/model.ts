@@ -14,7 +14,7 @@ export const EventsListQuery = t.Object({
   properties: Str('JSON: a list of property filters [{key, value, operator, type}] or a group {type: AND|OR, values}.'),
   limit: Str('Page size: 100 by default, at most 1000 (select: QUERY_MAX_ROWS); exports: every matching event unless given.'),
   offset: Str('Rows to skip (at most 50,000); prefer the next link.'),
-  format: Str('csv or json: stream the events as a file (Content-Disposition: attachment).'),
+  format: Str('json: the same envelope, results streamed; csv: the results as CSV. Both stream every matching event unless limit is given (Content-Disposition: attachment).'),
   select: Str('JSON list of HogQL-style expressions, e.g. ["event", "count()", "properties.$browser"]; or one expression per repeated parameter.'),
   where: Str('JSON list of conditions (needs select), e.g. ["properties.$browser = \'Chrome\'"]; or one per repeated parameter.'),
   orderBy: Str('["-timestamp"] (default) or ["timestamp"]; with select, select entries prefixed with - for descending.'),

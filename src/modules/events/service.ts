@@ -90,7 +90,7 @@ export function createEventsService(deps: Deps) {
       const req = parseListRequest({ ...query, select: repeatable(params, 'select', query.select), where: repeatable(params, 'where', query.where) }, now, deps.config.QUERY_MAX_ROWS);
       const ctx = await context(teamId, query.person_id, now);
       recordUsage(teamId, [query.event]);
-      if (req.format) return exportEvents(ctx, req, req.format);
+      if (req.format) return exportEvents(ctx, req, req.format, requestUrl);
       return req.select.length ? selectEvents(ctx, req, requestUrl) : listEvents(ctx, req, requestUrl);
     },
 

@@ -1,0 +1,100 @@
+import { parseElementsChain } from '../../core/events/elements';
+import type { Row } from '../../storage/db';
+import { isoTimestamp, type PersonObject } from './event-object';
+import { sliceRowsStatement, sliceScanRowsStatement } from './export-queries';
+import { relationFor, type ListContext, type Scope } from './list';
+import type { EventKey, Order } from './queries';
+
+const encoder = new TextEncoder();
+
+/** What the streamed results were, once they are: the envelope's tail is written from it. */
+export interface StreamedPage {
+  /** The last row sent (the `next` cursor). */
+  last: EventKey | null;
+  /** Rows matched past `max`: the page was cut, so `next` is given. */
+  more: boolean;
+}
+
+/**
+ * A JSON object streamed: `head` (the text up to and including `"results":[`), the results'
+ * chunks, then the fields only known once they are sent (`tail`, an object's fields without
+ * braces). `{"results":[…],"next":…,"count":…}` is the list's envelope as much as any order is,
+ * and memory stays that of one chunk however many results there are.
+ */
+export async function* streamedEnvelope(head: string, results: AsyncGenerator<Uint8Array>, tail: () => Promise<Record<string, unknown>>): AsyncGenerator<Uint8Array> {
+  yield encoder.encode(head);
+  yield* results;
+  const fields = await tail();
+  const text = Object.entries(fields)
+    .map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`)
+    .join(',');
+  yield encoder.encode(`]${text ? `,${text}` : ''}}`);
+}
+
+export interface JsonSlice {
+  from: number;
+  to: number;
+  limit: number | null;
+}
+
+/**
+ * Event objects of the slices, comma-separated, at most `max` of them (null: all). Slices are
+ * planned for one row more than `max`, so meeting that row tells `page.more`; it is not sent.
+ */
+export async function* jsonSlices(
+  ctx: ListContext,
+  scope: Scope,
+  order: Order,
+  slices: readonly JsonSlice[],
+  max: number | null,
+  newestFirst: (slice: JsonSlice) => Promise<string | null>,
+  page: StreamedPage,
+): AsyncGenerator<Uint8Array> {
+  const people = new Map<string, string>();
+  const elements = new Map<string, string>();
+  let sent = 0;
+  for (const slice of slices) {
+    const scan = await newestFirst(slice);
+    const statement = scan
+      ? sliceScanRowsStatement(scan, ctx.teamId, scope.where)
+      : sliceRowsStatement(await relationFor(ctx, scope.person, slice.from, slice.to), ctx.teamId, scope.where, order, slice.limit);
+    for await (const rows of ctx.runner.stream(statement, 'properties')) {
+      let text = '';
+      for (const row of rows) {
+        if (max !== null && sent >= max) {
+          page.more = true;
+          break;
+        }
+        text += (sent ? ',' : '') + eventJson(row, ctx, people, elements);
+        sent++;
+        page.last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };
+      }
+      if (text) yield encoder.encode(text);
+      if (page.more) return;
+    }
+    if (people.size > 50_000) people.clear();
+    if (elements.size > 10_000) elements.clear();
+  }
+}
+
+/** An event object as JSON text, with the stored properties spliced in (they are JSON already). */
+function eventJson(row: Row, ctx: ListContext, people: Map<string, string>, elements: Map<string, string>): string {
+  const distinctId = String(row.distinct_id);
+  let person = people.get(distinctId);
+  if (person === undefined) {
+    person = JSON.stringify(ctx.personOf(distinctId) satisfies PersonObject | null);
+    people.set(distinctId, person);
+  }
+  const chain = typeof row.elements_chain === 'string' ? row.elements_chain : '';
+  let parsed = elements.get(chain);
+  if (parsed === undefined) {
+    parsed = JSON.stringify(parseElementsChain(chain));
+    elements.set(chain, parsed);
+  }
+  const properties = typeof row.properties === 'string' && row.properties ? row.properties : '{}';
+  return (
+    `{"id":${JSON.stringify(String(row.uuid))},"distinct_id":${JSON.stringify(distinctId)},"properties":${properties},` +
+    `"event":${JSON.stringify(String(row.event))},"timestamp":"${isoTimestamp(row.timestamp as Date)}","person":${person},` +
+    `"elements":${parsed},"elements_chain":${JSON.stringify(chain)}}`
+  );
+}
