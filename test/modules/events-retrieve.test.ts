@@ -18,6 +18,29 @@ describe('GET /events/:id/', () => {
     expect((await f.t.json('GET', `${eventPath(a3.uuid)}?include_person=true`)).body).toEqual(eventObject(a3));
   });
 
+  test('format=csv: a header row (the event flattened, as the export names its columns) and the event\'s row', async () => {
+    const a4 = byKey('a4');
+    const res = await f.t.call('GET', `${eventPath(a4.uuid)}?format=csv&include_person=true`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(await res.text()).toBe(
+      'distinct_id,elements_chain,event,id,person.distinct_ids.0,person.is_identified,person.properties.email,person.properties.name,person.properties.username,' +
+        'properties.plan,properties.price,"properties.quote""d,key",timestamp\r\n' +
+        `bob,,signup,${a4.uuid},bob,false,,,,free,25.5,"a,""b""\nc",2024-01-08T12:00:00+00:00\r\n`,
+    );
+    // Without include_person the person columns are empty, as `person` is null in JSON.
+    const a5 = byKey('a5');
+    expect(await (await f.t.call('GET', `${eventPath(a5.uuid)}?format=csv`)).text()).toBe(
+      'distinct_id,elements_chain,event,id,person.distinct_ids.0,person.is_identified,person.properties.email,person.properties.name,person.properties.username,' +
+        'properties.nested,properties.plan,properties.price,properties.tags,timestamp\r\n' +
+        `bob,,purchase,${a5.uuid},,,,,,"{""deep"":true}",pro,100,"[""x"",""y""]",2024-01-09T12:00:00+00:00\r\n`,
+    );
+    // format=json is the default's object; another format is refused as the list refuses it.
+    expect((await f.t.json('GET', `${eventPath(a5.uuid)}?format=json`)).body).toEqual(eventObject(a5, null));
+    const bad = await f.t.json('GET', `${eventPath(a5.uuid)}?format=xml`);
+    expect(bad).toMatchObject({ status: 400, body: errorOf('invalid_choice', 'validation_error', '"xml" is not a valid choice: use csv or json.', 'format') });
+  });
+
   test('the id may be upper case or without dashes', async () => {
     const a4 = byKey('a4');
     expect((await f.t.json('GET', eventPath(a4.uuid.toUpperCase()))).body.id).toBe(a4.uuid);

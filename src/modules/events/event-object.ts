@@ -1,3 +1,4 @@
+import { csvRecord, eventCsvColumns } from '../../core/events/csv';
 import { parseElementsChain, type ElementObject } from '../../core/events/elements';
 import type { Row } from '../../storage/db';
 import type { Person } from '../../storage';
@@ -75,4 +76,23 @@ export function selectValue(value: unknown, type: string): unknown {
     return (v.months ?? 0) * 30 * 86_400 + (v.days ?? 0) * 86_400 + Number(v.micros) / 1e6;
   }
   return value;
+}
+
+/**
+ * One event as CSV, a header row and its row: the columns an export of it would have (its own
+ * property keys, flattened one level, with the person's), the values those of its JSON object,
+ * so the person columns are empty when `person` is null.
+ */
+export function eventCsv(event: EventObject): string {
+  const columns = eventCsvColumns(Object.keys(event.properties));
+  const person = event.person;
+  const personValue: Record<string, unknown> = {
+    'person.distinct_ids.0': person?.distinct_ids[0],
+    'person.is_identified': person?.is_identified,
+    'person.properties.email': person?.properties.email,
+    'person.properties.name': person?.properties.name,
+    'person.properties.username': person?.properties.username,
+  };
+  const values = columns.map((c) => (c.kind === 'fixed' ? event[c.name] : c.kind === 'person' ? personValue[c.name] : event.properties[c.key]));
+  return csvRecord(columns.map((c) => c.name)) + csvRecord(values);
 }

@@ -3,6 +3,8 @@ import type { Deps } from '../../deps';
 import { authPlugin, refuseMethod, resolveProject } from '../../http/auth';
 import { ErrorBody, authErrors } from '../../http/schemas';
 import { EventParams, EventRetrieveQuery, EventValuesQuery, EventsListQuery, EventsPage, EventsParams, SelectPage, StoredEvent, ValuesResponse } from './model';
+import { eventCsv } from './event-object';
+import { parseFormat } from './params';
 import { createEventsService } from './service';
 
 const errors = { 400: ErrorBody, ...authErrors, 405: ErrorBody, 504: ErrorBody };
@@ -51,8 +53,20 @@ export const eventsModule = (deps: Deps) => {
     )
     .get(
       '/:id/',
-      async ({ principal, params, query }) => events.retrieve((await project(principal, params.project_id)).id, params.id, query.include_person === 'true'),
-      { auth: true, params: EventParams, query: EventRetrieveQuery, response: { 200: StoredEvent, ...errors }, detail: { summary: 'Retrieve one event by its uuid' } },
+      async ({ principal, params, query }) => {
+        const format = parseFormat(query.format);
+        const event = await events.retrieve((await project(principal, params.project_id)).id, params.id, query.include_person === 'true');
+        if (format !== 'csv') return event;
+        const headers = { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="event-${event.id}.csv"` };
+        return new Response(eventCsv(event), { headers }) as unknown as typeof event;
+      },
+      {
+        auth: true,
+        params: EventParams,
+        query: EventRetrieveQuery,
+        response: { 200: StoredEvent, ...errors },
+        detail: { summary: 'Retrieve one event by its uuid (format=csv: as CSV)' },
+      },
     )
     .post('/', refuse, refused)
     .put('/', refuse, refused)

@@ -24,6 +24,7 @@ export const EventsListQuery = t.Object({
 
 export const EventRetrieveQuery = t.Object({
   include_person: Str('true to include the person.'),
+  format: Str('json (the default) or csv: a header row and the event\'s row, columns as an export names them.'),
 });
 
 export const EventValuesQuery = t.Object({

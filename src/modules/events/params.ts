@@ -107,7 +107,7 @@ export function parseListRequest(query: ListQueryInput, now: Date, maxRows: numb
   };
 }
 
-function parseFormat(value: string | undefined): ExportFormat | null {
+export function parseFormat(value: string | undefined): ExportFormat | null {
   if (value === undefined || value === '') return null;
   if (value === 'csv' || value === 'json') return value;
   throw new AppError('invalid_choice', `"${value.slice(0, 50)}" is not a valid choice: use csv or json.`, 'format');
