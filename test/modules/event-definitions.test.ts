@@ -57,7 +57,8 @@ const shape = (name: string, overrides: Record<string, unknown> = {}) => ({
   verified: false,
   verified_at: null,
   verified_by: null,
-  is_action: false,
+  // The spec's table types is_action as a string.
+  is_action: 'false',
   action_id: null,
   is_calculating: false,
   last_calculated_at: null,

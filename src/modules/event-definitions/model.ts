@@ -45,7 +45,7 @@ export const EventDefinition = t.Object({
   verified: t.Boolean(),
   verified_at: Nullable(t.String()),
   verified_by: Nullable(EmbeddedUser),
-  is_action: t.Boolean(),
+  is_action: t.String({ description: "A string, as the spec types it: 'false' (no actions exist here)." }),
   action_id: t.Null(),
   is_calculating: t.Boolean(),
   last_calculated_at: t.Null(),

@@ -76,7 +76,9 @@ export async function toDefinitionBodies(deps: Deps, teamId: number, definitions
     verified: d.verified,
     verified_at: iso(d.verifiedAt),
     verified_by: user(d.verifiedBy),
-    is_action: false,
+    // The spec types is_action as a string (PostHog computes it in a serializer method, which its
+    // schema shows as a string); no event definition here is an action.
+    is_action: 'false',
     action_id: null,
     is_calculating: false,
     last_calculated_at: null,
