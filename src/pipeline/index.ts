@@ -43,7 +43,7 @@ export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, p
     if (prepared) rows = await (prepared as Promise<PreparedRows>);
     else if (events) rows = prepareRows(ctx, events, newUuid);
     else if (preparer && (text?.length ?? 0) >= ELSEWHERE_MIN_CHARS) rows = await preparer.prepareBody(ctx, text ?? '');
-    else rows = prepareRows(ctx, extractEvents(parseJson(text ?? ''), { engage: ctx.engage }).events, newUuid);
+    else rows = prepareRows(ctx, extractEvents(parseJson(text ?? ''), { engage: ctx.engage, logged: true }).events, newUuid);
     return applyRows(ctx, rows);
   };
 }

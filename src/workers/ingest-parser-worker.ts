@@ -31,7 +31,7 @@ port.on('message', (m: WorkerRequest) => {
       transfer = [...movable(prepared.body), ...(rows ? movableRows(rows) : [])];
     } else {
       const text = typeof m.body === 'string' ? m.body : utf8.decode(m.body);
-      const rows = crossing(prepareRows(m.context, extractEvents(parseJson(text), { engage: m.context.engage }).events, () => uuidv7(m.context.receivedAt)));
+      const rows = crossing(prepareRows(m.context, extractEvents(parseJson(text), { engage: m.context.engage, logged: true }).events, () => uuidv7(m.context.receivedAt)));
       reply = { id: m.id, rows };
       transfer = movableRows(rows);
     }

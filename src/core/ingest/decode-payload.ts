@@ -192,46 +192,17 @@ function decodeUtf8(bytes: Uint8Array): string {
   return utf8.decode(bytes);
 }
 
-/** JSON as capture reads it (Python's NaN/Infinity become null); a 400 error when malformed. */
+/**
+ * JSON as capture reads it; a 400 error when malformed. `NaN` and `Infinity` are not JSON and
+ * are refused, as PostHog's Rust capture refuses them (serde): Django's json.loads took them,
+ * but a value a client cannot send again as JSON is not stored as something else.
+ */
 export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    // Python's json.loads (Django capture) accepts NaN and Infinity; PostHog then stores null.
-    const repaired = replaceNonFiniteNumbers(text);
-    if (repaired !== text) {
-      try {
-        return JSON.parse(repaired);
-      } catch {
-        // fall through to the original error
-      }
-    }
     throw malformed(`Invalid JSON: ${(error as Error).message}`);
   }
-}
-
-/** `NaN`, `Infinity`, `-Infinity` outside strings → `null`. */
-function replaceNonFiniteNumbers(text: string): string {
-  let out = '';
-  let last = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (inString) {
-      if (ch === '\\') i++;
-      else if (ch === '"') inString = false;
-      continue;
-    }
-    if (ch === '"') inString = true;
-    else if (ch === 'N' || ch === 'I' || ch === '-') {
-      const token = text.startsWith('NaN', i) ? 'NaN' : text.startsWith('Infinity', i) ? 'Infinity' : text.startsWith('-Infinity', i) ? '-Infinity' : null;
-      if (token === null) continue;
-      out += `${text.slice(last, i)}null`;
-      i += token.length - 1;
-      last = i + 1;
-    }
-  }
-  return last === 0 ? text : out + text.slice(last);
 }
 
 function readHints(query: URLSearchParams, form: URLSearchParams | null): PayloadHints {

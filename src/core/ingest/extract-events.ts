@@ -26,14 +26,17 @@ export interface ExtractedEvents {
   sentAt: number | null;
   historicalMigration: boolean;
   events: RawEvent[];
-  /** Batch entries that were not objects (null, strings, numbers): dropped, the rest is kept. */
-  skipped: number;
 }
 
 export interface ExtractOptions {
   hints?: PayloadHints;
   /** The request came to /engage: events without a name are `$identify` (old posthog-js). */
   engage?: boolean;
+  /**
+   * A body read back from the log, answered 200 already: entries that are not objects (logged
+   * by a version that skipped them rather than refusing the request) are skipped, not refused.
+   */
+  logged?: boolean;
 }
 
 const NO_DATA =
@@ -45,7 +48,8 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 export function extractEvents(payload: unknown, options: ExtractOptions = {}): ExtractedEvents {
   const { envelope, entries } = unwrap(payload);
-  const events = entries.filter(isObject).map((e) => (options.engage && e.event === undefined ? { ...e, event: '$identify' } : e));
+  if (!options.logged) checkEntries(entries);
+  const events = (options.logged ? entries.filter(isObject) : (entries as RawEvent[])).map((e) => (options.engage && e.event === undefined ? { ...e, event: '$identify' } : e));
   const sources = envelope ? [envelope, ...events] : events;
   const token = options.hints?.token ?? firstValue(sources, tokenOf);
   return {
@@ -55,9 +59,27 @@ export function extractEvents(payload: unknown, options: ExtractOptions = {}): E
     sentAt: parseTimestamp(envelope?.sent_at) ?? parseTimestamp(options.hints?.sentAt ?? null),
     historicalMigration: envelope?.historical_migration === true,
     events,
-    skipped: entries.length - events.length,
   };
 }
+
+/**
+ * A malformed entry refuses the whole request, as PostHog's capture does: what is answered 200
+ * is stored whole (less the well-formed events the spec drops: no name, no distinct id), and a
+ * client is told at once that it sends something wrong. Malformed: an entry that is not an
+ * object (null, a string, a number, a list), or `properties` that are neither an object nor null.
+ */
+function checkEntries(entries: readonly unknown[]): void {
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i];
+    if (!isObject(entry)) throw new AppError('invalid_payload', `Invalid payload: event ${i} is not an object (got ${describe(entry)}).`, entries.length > 1 ? 'batch' : null);
+    const properties = entry.properties;
+    if (properties !== undefined && properties !== null && !isObject(properties)) {
+      throw new AppError('invalid_payload', `Invalid payload: the properties of event ${i} must be an object (got ${describe(properties)}).`, 'properties');
+    }
+  }
+}
+
+const describe = (value: unknown): string => (value === null ? 'null' : Array.isArray(value) ? 'a list' : `a ${typeof value}`);
 
 /** The batch-level object (if any) and the list of event candidates. */
 function unwrap(payload: unknown): { envelope: Record<string, unknown> | null; entries: unknown[] } {

@@ -13,7 +13,6 @@ const result = (overrides: Partial<ExtractedEvents>): ExtractedEvents => ({
   sentAt: null,
   historicalMigration: false,
   events: [],
-  skipped: 0,
   ...overrides,
 });
 
@@ -29,9 +28,12 @@ describe('extractEvents: payload shapes', () => {
     ['{batch: []} is valid and empty', { api_key: 'phc_T', batch: [] }, result({ token: 'phc_T' })],
     ['{data: {batch}}', { data: { api_key: 'phc_T', batch: [E1] } }, result({ token: 'phc_T', events: [E1] })],
     ['{api_key, data: [events]}', { api_key: 'phc_T', data: [E1] }, result({ token: 'phc_T', events: [E1] })],
-    ['nulls and strings in a batch are skipped', { api_key: 'phc_T', batch: [null, E1, 'x', 3, E2] }, result({ token: 'phc_T', events: [E1, E2], skipped: 3 })],
   ] as const)('%s', (_name, payload, expected) => {
     expect(extractEvents(payload, { hints: NO_HINTS })).toEqual(expected);
+  });
+
+  test('a body read back from the log (answered 200 by an earlier version) skips entries that are not objects', () => {
+    expect(extractEvents({ api_key: 'phc_T', batch: [null, E1, 'x', 3, E2] }, { logged: true })).toEqual(result({ token: 'phc_T', events: [E1, E2] }));
   });
 
   test('/engage: an object without an event name is an $identify (PostHog test_engage)', () => {
@@ -47,6 +49,12 @@ describe('extractEvents: payload shapes', () => {
     ['batch as a string (PostHog test)', { api_key: 'phc_T', batch: '[{"event":"a"}]' }, 'Invalid payload: "batch" must be a list of events.', 'batch'],
     ['{} (PostHog test_empty_request_returns_an_error)', {}, 'No data found. Make sure to use a POST request when sending the payload in the body of the request.', null],
     ['[]', [], 'No data found. Make sure to use a POST request when sending the payload in the body of the request.', null],
+    ['a null in a batch', { api_key: 'phc_T', batch: [E1, null, E2] }, 'Invalid payload: event 1 is not an object (got null).', 'batch'],
+    ['a string in a batch', { api_key: 'phc_T', batch: ['x'] }, 'Invalid payload: event 0 is not an object (got a string).', null],
+    ['a number in a bare array', [E1, 3], 'Invalid payload: event 1 is not an object (got a number).', 'batch'],
+    ['a list in a batch', { batch: [E1, [E2]] }, 'Invalid payload: event 1 is not an object (got a list).', 'batch'],
+    ['properties a string', { api_key: 'phc_T', batch: [{ ...E1, properties: 'nope' }] }, 'Invalid payload: the properties of event 0 must be an object (got a string).', 'properties'],
+    ['properties a list', { ...E1, properties: [1] }, 'Invalid payload: the properties of event 0 must be an object (got a list).', 'properties'],
   ] as const)('400 for %s', (_name, payload, detail, attr) => {
     expect(thrown(() => extractEvents(payload))).toEqual({ kind: 'invalid_payload', status: 400, detail, attr });
   });

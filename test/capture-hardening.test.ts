@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { rm } from 'node:fs/promises';
+import { listDeadLetters } from '../src/storage';
+import { TEST_KEYS, startServer, type ServerProcess } from './helpers/server-process';
+
+/**
+ * Bad input at the capture endpoints, over a real socket (the server's parser thread takes the
+ * large bodies): what is refused is refused whole, what is answered 200 is stored whole.
+ */
+let server: ServerProcess;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(async () => {
+  await server.stop();
+  await rm(server.dataDir, { recursive: true, force: true });
+});
+
+const post = async (path: string, body: string | Uint8Array, headers: Record<string, string> = { 'content-type': 'application/json' }) => {
+  const res = await fetch(server.url + path, { method: 'POST', body, headers, signal: AbortSignal.timeout(30_000) });
+  return { status: res.status, body: await res.text() };
+};
+
+const api = async (path: string) => {
+  const res = await fetch(server.url + path, { headers: { authorization: `Bearer ${TEST_KEYS.personal}` }, signal: AbortSignal.timeout(30_000) });
+  return { status: res.status, body: (await res.json()) as any };
+};
+
+/** Stored events of a name (after a sentinel request, so every request before it was processed). */
+async function storedCount(event: string): Promise<number> {
+  const sentinel = `sentinel-${crypto.randomUUID()}`;
+  expect(await post('/batch/', JSON.stringify({ api_key: TEST_KEYS.project, batch: [{ event: sentinel, distinct_id: 's' }] }))).toEqual({ status: 200, body: '{"status":1}' });
+  for (const deadline = Date.now() + 20_000; ; ) {
+    const seen = await api(`/api/projects/1/events/?event=${encodeURIComponent(sentinel)}`);
+    if (seen.body.count === 1 || Date.now() > deadline) break;
+    await Bun.sleep(50);
+  }
+  return (await api(`/api/projects/1/events/?event=${encodeURIComponent(event)}`)).body.count;
+}
+
+const invalidPayload = (detail: string, attr: string | null = null) => ({ type: 'validation_error', code: 'invalid_payload', detail, attr });
+
+describe('malformed batch entries: 400 with the error body, nothing of the request stored', () => {
+  const ok = (name: string) => ({ event: name, distinct_id: 'u1', properties: { a: 1 } });
+  test.each([
+    ['a null entry', (n: string) => JSON.stringify({ api_key: TEST_KEYS.project, batch: [ok(n), null] }), invalidPayload('Invalid payload: event 1 is not an object (got null).', 'batch')],
+    ['{"batch": [null]}', () => JSON.stringify({ api_key: TEST_KEYS.project, batch: [null] }), invalidPayload('Invalid payload: event 0 is not an object (got null).')],
+    ['a string entry', (n: string) => JSON.stringify({ api_key: TEST_KEYS.project, batch: ['x', ok(n)] }), invalidPayload('Invalid payload: event 0 is not an object (got a string).', 'batch')],
+    [
+      'properties that are a string',
+      (n: string) => JSON.stringify({ api_key: TEST_KEYS.project, batch: [ok(n), { event: n, distinct_id: 'u1', properties: 'plan=pro' }] }),
+      invalidPayload('Invalid payload: the properties of event 1 must be an object (got a string).', 'properties'),
+    ],
+    [
+      'a NaN literal',
+      (n: string) => `{"api_key":"${TEST_KEYS.project}","batch":[{"event":"${n}","distinct_id":"u1","properties":{"a":NaN}}]}`,
+      invalidPayload('Malformed request data: Invalid JSON: JSON Parse error: Unexpected identifier "NaN"'),
+    ],
+    [
+      'an Infinity literal',
+      (n: string) => `{"api_key":"${TEST_KEYS.project}","event":"${n}","distinct_id":"u1","properties":{"a":Infinity}}`,
+      invalidPayload('Malformed request data: Invalid JSON: JSON Parse error: Unexpected identifier "Infinity"'),
+    ],
+  ] as const)('%s', async (_name, body, error) => {
+    const name = `malformed-${crypto.randomUUID()}`;
+    const res = await post('/batch/', body(name));
+    expect({ status: res.status, body: JSON.parse(res.body) }).toEqual({ status: 400, body: error });
+    expect(await storedCount(name)).toBe(0);
+  });
+
+  test('a batch of 10,000 with one null (parsed in the parser thread) is refused whole: nothing stored, nothing dead-lettered', async () => {
+    const name = `big-null-${crypto.randomUUID()}`;
+    const batch: unknown[] = Array.from({ length: 10_000 }, (_, i) => ({ event: name, distinct_id: `u${i % 50}`, properties: { i } }));
+    batch[6_123] = null;
+    const res = await post('/batch/', JSON.stringify({ api_key: TEST_KEYS.project, batch }));
+    expect({ status: res.status, body: JSON.parse(res.body) }).toEqual({ status: 400, body: invalidPayload('Invalid payload: event 6123 is not an object (got null).', 'batch') });
+    expect(await storedCount(name)).toBe(0);
+    expect(await listDeadLetters(server.dataDir)).toEqual([]);
+  });
+
+  test('a batch of 10,000 with one event without a name keeps the silent 200: the 9,999 others are stored, nothing dead-lettered', async () => {
+    const name = `big-nameless-${crypto.randomUUID()}`;
+    const batch: Array<Record<string, unknown>> = Array.from({ length: 10_000 }, (_, i) => ({ event: name, distinct_id: `u${i % 50}`, properties: { i } }));
+    batch[6_123] = { distinct_id: 'u1', properties: { i: 6_123 } };
+    expect(await post('/batch/', JSON.stringify({ api_key: TEST_KEYS.project, batch }))).toEqual({ status: 200, body: '{"status":1}' });
+    expect(await storedCount(name)).toBe(9_999);
+    expect(await listDeadLetters(server.dataDir)).toEqual([]);
+  });
+});
