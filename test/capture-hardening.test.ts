@@ -87,3 +87,25 @@ describe('malformed batch entries: 400 with the error body, nothing of the reque
     expect(await listDeadLetters(server.dataDir)).toEqual([]);
   });
 });
+
+describe('a compression hint that lies: the bytes win', () => {
+  test('posthog-js ?compression=gzip-js with a form body of base64 JSON (data=) is stored', async () => {
+    const name = `lying-hint-${crypto.randomUUID()}`;
+    const events = [{ event: name, properties: { distinct_id: 'hint-user', token: TEST_KEYS.project, $lib: 'web', n: 1 } }];
+    const data = Buffer.from(JSON.stringify(events)).toString('base64');
+    const res = await post(`/e/?ip=1&_=${Date.now()}&ver=1.200.0&compression=gzip-js`, `data=${encodeURIComponent(data)}`, { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(res).toEqual({ status: 200, body: '{"status":1}' });
+    expect(await storedCount(name)).toBe(1);
+    const stored = (await api(`/api/projects/1/events/?event=${name}`)).body.results[0];
+    expect({ distinct_id: stored.distinct_id, n: stored.properties.n, lib: stored.properties.$lib }).toEqual({ distinct_id: 'hint-user', n: 1, lib: 'web' });
+  });
+
+  test('Content-Encoding: gzip over plain JSON is stored; a body that is gzip but broken is still a 400', async () => {
+    const name = `lying-encoding-${crypto.randomUUID()}`;
+    const plain = JSON.stringify({ api_key: TEST_KEYS.project, event: name, distinct_id: 'u1' });
+    expect(await post('/capture/', plain, { 'content-type': 'application/json', 'content-encoding': 'gzip' })).toEqual({ status: 200, body: '{"status":1}' });
+    expect(await storedCount(name)).toBe(1);
+    const broken = await post('/capture/?compression=gzip', new Uint8Array(Buffer.from('1f8b0800000000000003', 'hex')), { 'content-type': 'text/plain' });
+    expect({ status: broken.status, body: JSON.parse(broken.body) }).toEqual({ status: 400, body: invalidPayload('Malformed request data: Failed to decompress data. unexpected end of file') });
+  });
+});

@@ -3,7 +3,7 @@
  * Rust `v0_request.rs`): the data comes from `?data=`, a form field `data=` or the raw body; the
  * compression from `?compression=`, the form field `compression` or `Content-Encoding`; with no
  * hint, gzip is recognised by its magic bytes (posthog-js sends gzip as text/plain with no query)
- * and base64 by its alphabet.
+ * and base64 by its alphabet; a gzip hint over bytes that are not gzip is read as no hint.
  *
  * Every stage is capped at `maxBytes` of OUTPUT, so a small gzip or lz64 bomb is refused with 413
  * as soon as it passes the cap, with memory bounded by the cap. Malformed input of any kind
@@ -109,10 +109,17 @@ function textOf(bytes: Uint8Array, compression: Compression): Decoded {
   return bytes[0] === 0xef ? { text, compression } : { text, compression, bytes };
 }
 
+const isGzip = (bytes: Uint8Array) => bytes[0] === 0x1f && bytes[1] === 0x8b;
+
 function decompress(data: Uint8Array | string, compression: Compression, maxBytes: number): Decoded {
   switch (compression) {
-    case 'gzip':
-      return textOf(gunzipCapped(typeof data === 'string' ? decodeBase64(data) : data, maxBytes), compression);
+    case 'gzip': {
+      // The bytes win over the hint, as in PostHog's capture (which checks gzip's magic number):
+      // posthog-js has been seen sending `?compression=gzip-js` with a form body of base64 JSON.
+      const bytes = typeof data === 'string' ? decodeBase64OrNull(data) : data;
+      if (bytes && isGzip(bytes)) return textOf(gunzipCapped(bytes, maxBytes), compression);
+      return typeof data === 'string' ? decodeText(data, maxBytes) : decodeBytes(data, maxBytes);
+    }
     case 'lz64':
       return { text: decompressLz64Text(typeof data === 'string' ? data : decodeUtf8(data), maxBytes), compression };
     case 'base64':
@@ -124,7 +131,7 @@ function decompress(data: Uint8Array | string, compression: Compression, maxByte
 
 /** Bytes with no hint: gzip by magic number, else UTF-8 text (which may still be base64). */
 function decodeBytes(bytes: Uint8Array, maxBytes: number): Decoded {
-  if (bytes[0] === 0x1f && bytes[1] === 0x8b) return textOf(gunzipCapped(bytes, maxBytes), 'gzip');
+  if (isGzip(bytes)) return textOf(gunzipCapped(bytes, maxBytes), 'gzip');
   const plain = textOf(bytes, 'none');
   const decoded = decodeText(plain.text, maxBytes);
   return decoded.text === plain.text ? plain : decoded;
@@ -148,7 +155,7 @@ function decodeText(text: string, maxBytes: number): Decoded {
 /** After base64: gzip by magic number, else UTF-8 JSON text; never base64 a second time. */
 function decodeBase64Payload(text: string, maxBytes: number): Decoded {
   const bytes = decodeBase64(text);
-  if (bytes[0] === 0x1f && bytes[1] === 0x8b) return { text: decodeUtf8(gunzipCapped(bytes, maxBytes)), compression: 'gzip' };
+  if (isGzip(bytes)) return { text: decodeUtf8(gunzipCapped(bytes, maxBytes)), compression: 'gzip' };
   return { text: decodeUtf8(bytes), compression: 'base64' };
 }
 
@@ -177,6 +184,14 @@ function decodeBase64(text: string): Uint8Array {
   cleaned = cleaned.replace(/ /g, '+').replace(/[\r\n\t]/g, '').replace(/=+$/, '');
   if (!/^[A-Za-z0-9+/_-]*$/.test(cleaned) || cleaned.length % 4 === 1) throw malformed('Failed to decode base64 data.');
   return new Uint8Array(Buffer.from(cleaned, 'base64'));
+}
+
+function decodeBase64OrNull(text: string): Uint8Array | null {
+  try {
+    return decodeBase64(text);
+  } catch {
+    return null;
+  }
 }
 
 function safeDecodeUri(text: string): string {
