@@ -109,3 +109,33 @@ describe('a compression hint that lies: the bytes win', () => {
     expect({ status: broken.status, body: JSON.parse(broken.body) }).toEqual({ status: 400, body: invalidPayload('Malformed request data: Failed to decompress data. unexpected end of file') });
   });
 });
+
+describe("PostHog's capture conventions", () => {
+  test('$performance_event is answered 200 and not stored; the events beside it are', async () => {
+    const name = `beside-perf-${crypto.randomUUID()}`;
+    const batch = [
+      { event: '$performance_event', distinct_id: 'perf-user', properties: { '0': 'resource', '1': 12.5 } },
+      { event: name, distinct_id: 'perf-user' },
+    ];
+    expect(await post('/batch/', JSON.stringify({ api_key: TEST_KEYS.project, batch }))).toEqual({ status: 200, body: '{"status":1}' });
+    expect(await post('/e/', JSON.stringify({ api_key: TEST_KEYS.project, event: '$performance_event', distinct_id: 'perf-user' }))).toEqual({ status: 200, body: '{"status":1}' });
+    expect(await storedCount(name)).toBe(1);
+    expect(await storedCount('$performance_event')).toBe(0);
+    const names = (await api('/api/projects/1/event_definitions/?search=performance')).body.results.map((d: { name: string }) => d.name);
+    expect(names).toEqual([]);
+  });
+
+  test('beacon=1 is answered 204 without a body (and the event is stored); errors keep their status', async () => {
+    const name = `beacon-${crypto.randomUUID()}`;
+    const data = Buffer.from(JSON.stringify([{ event: name, properties: { distinct_id: 'b', token: TEST_KEYS.project } }])).toString('base64');
+    const res = await fetch(`${server.url}/e/?ip=1&_=${Date.now()}&ver=1.200.0&compression=base64&beacon=1`, {
+      method: 'POST',
+      body: `data=${encodeURIComponent(data)}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://app.example' },
+    });
+    expect({ status: res.status, body: await res.text(), origin: res.headers.get('access-control-allow-origin') }).toEqual({ status: 204, body: '', origin: 'https://app.example' });
+    expect(await storedCount(name)).toBe(1);
+    const bad = await post('/e/?beacon=1', '{"event":', { 'content-type': 'text/plain' });
+    expect(bad.status).toBe(400);
+  });
+});

@@ -48,7 +48,7 @@ export interface NormalizedEvent {
   groups: Record<string, string>;
 }
 
-export type DropReason = 'missing_event_name' | 'missing_distinct_id' | 'invalid_properties';
+export type DropReason = 'missing_event_name' | 'missing_distinct_id' | 'invalid_properties' | 'performance_event';
 export type NormalizeResult = { ok: NormalizedEvent } | { drop: DropReason };
 
 const MAX_ID_LENGTH = 200;
@@ -71,7 +71,7 @@ const PERSON_PROPERTIES_FROM_EVENT = [
 // Built once: this runs for every event.
 const INITIAL_KEYS: ReadonlyArray<readonly [string, string]> = PERSON_PROPERTIES_FROM_EVENT.map((key) => [key, `$initial_${key.replace('$', '')}`]);
 const SAMPLE_FIELD_ENTRIES = Object.entries(SAMPLE_FIELDS);
-const WITHOUT_PERSON_PROPERTIES = new Set(['$snapshot', '$performance_event']);
+const WITHOUT_PERSON_PROPERTIES = new Set(['$snapshot']);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -79,6 +79,8 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 export function normalizeEvent(raw: RawEvent, ctx: NormalizeContext): NormalizeResult {
   const event = readEventName(raw.event);
   if (event === null) return { drop: 'missing_event_name' };
+  // PostHog's capture accepts and drops these (its old performance tracking), so SDKs that still send them get a 200.
+  if (event === '$performance_event') return { drop: 'performance_event' };
   if (raw.properties !== undefined && raw.properties !== null && !isObject(raw.properties)) return { drop: 'invalid_properties' };
   const distinctId = readDistinctId(raw);
   if (distinctId === null) return { drop: 'missing_distinct_id' };

@@ -16,6 +16,7 @@ const NO_QUERY = new URLSearchParams();
 
 const CaptureResponses = {
   200: t.Object({ status: t.Literal(1) }, { description: 'Received (exactly 200: posthog-js retries other 2xx).' }),
+  204: t.Void({ description: 'Received, for a sendBeacon request (beacon=1), as PostHog answers it.' }),
   400: ErrorBody,
   401: ErrorBody,
   413: ErrorBody,
@@ -35,6 +36,8 @@ export const captureModule = (deps: Deps) => {
       ip: clientIp(request.headers, () => server?.requestIP(request)?.address ?? null),
       engage: path === '/engage',
     });
+    // sendBeacon (`beacon=1`) cannot read an answer: PostHog's capture sends 204 without a body.
+    if (query.get('beacon') === '1') return new Response(null, { status: 204, headers: request.headers.has('origin') ? corsHeaders(request) : undefined });
     // Server SDKs send no Origin: their answer's headers are one shared object.
     return new Response(OK_BODY, { status: 200, headers: request.headers.has('origin') ? { ...JSON_HEADERS, ...corsHeaders(request) } : JSON_HEADERS });
   };
