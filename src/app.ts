@@ -2,6 +2,7 @@ import { Elysia } from 'elysia';
 import type { Deps } from './deps';
 import { errorHandler } from './http/error-handler';
 import { bodyLimit } from './http/body-limit';
+import { jsonDepthLimit } from './http/json-depth-limit';
 import { docsModule } from './modules/docs';
 import { healthModule, type Readiness } from './modules/health';
 import { projectsModule } from './modules/projects';
@@ -20,6 +21,7 @@ export function createApp(deps: Deps, readiness: Readiness = { accepting: true }
   return new Elysia({ name: 'app' })
     .use(errorHandler(deps.logger))
     .use(bodyLimit(deps.config.MAX_BODY_BYTES))
+    .use(jsonDepthLimit())
     .use(docsModule(deps.version))
     .use(healthModule(readiness))
     .use(projectsModule(deps))

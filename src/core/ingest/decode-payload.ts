@@ -13,6 +13,7 @@
 import { isUtf8 } from 'node:buffer';
 import { gunzipSync } from 'node:zlib';
 import { AppError } from '../../errors';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth';
 import { decompressLz64 } from './lz64';
 
 export interface DecodePayloadInput {
@@ -71,6 +72,7 @@ export function decodePayload(input: DecodePayloadInput): DecodedPayload {
   const compression = selectCompression(input.query.get('compression'), form?.get('compression') ?? null, input.contentEncoding);
   const decoded = decompress(data, compression, input.maxBytes);
   if (!/\S/.test(decoded.text)) throw new AppError('invalid_payload', NO_DATA);
+  if (exceedsJsonDepth(decoded.text, MAX_JSON_DEPTH)) throw malformed(`JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
   return { payload: parseJson(decoded.text), text: decoded.text, bytes: decoded.bytes ?? null, hints: readHints(input.query, form), compression: decoded.compression };
 }
 

@@ -4,8 +4,8 @@ import { listDeadLetters } from '../src/storage';
 import { TEST_KEYS, startServer, type ServerProcess } from './helpers/server-process';
 
 /**
- * Bad input at the capture endpoints, over a real socket (the server's parser thread takes the
- * large bodies): what is refused is refused whole, what is answered 200 is stored whole.
+ * Bad input over a real socket (the server's parser thread takes the large capture bodies):
+ * what is refused is refused whole, quickly, and what is answered 200 is stored whole.
  */
 let server: ServerProcess;
 beforeAll(async () => {
@@ -137,5 +137,48 @@ describe("PostHog's capture conventions", () => {
     expect(await storedCount(name)).toBe(1);
     const bad = await post('/e/?beacon=1', '{"event":', { 'content-type': 'text/plain' });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('deep nesting', () => {
+  const deepBody = (name: string, depth: number, kind: 'array' | 'object') => {
+    const inner = kind === 'array' ? '['.repeat(depth) + ']'.repeat(depth) : '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+    return `{"api_key":"${TEST_KEYS.project}","event":"${name}","distinct_id":"u1","properties":{"x":${inner}}}`;
+  };
+
+  test.each(['array', 'object'] as const)('a body 100,000 levels deep (%s) is refused with 400 within 1 s, nothing stored', async (kind) => {
+    const name = `deep-${kind}-${crypto.randomUUID()}`;
+    const started = performance.now();
+    const res = await post('/batch/', deepBody(name, 100_000, kind));
+    const ms = performance.now() - started;
+    expect({ status: res.status, body: JSON.parse(res.body) }).toEqual({ status: 400, body: invalidPayload('Malformed request data: JSON nested deeper than 128 levels.') });
+    expect(ms).toBeLessThan(1_000);
+    expect(await storedCount(name)).toBe(0);
+  });
+
+  test('the private API and flags refuse it the same way; the server answers as before afterwards', async () => {
+    const inner = '['.repeat(100_000) + ']'.repeat(100_000);
+    const started = performance.now();
+    const patched = await fetch(`${server.url}/api/projects/1/`, {
+      method: 'PATCH',
+      body: `{"test_account_filters":${inner}}`,
+      headers: { authorization: `Bearer ${TEST_KEYS.personal}`, 'content-type': 'application/json' },
+    });
+    expect({ status: patched.status, body: await patched.json() }).toEqual({
+      status: 400,
+      body: invalidPayload('Malformed request body: JSON nested deeper than 128 levels.'),
+    });
+    const flags = await post('/decide/?v=2', `{"api_key":"${TEST_KEYS.project}","distinct_id":"u1","person_properties":{"a":${inner}}}`);
+    expect({ status: flags.status, body: JSON.parse(flags.body) }).toEqual({ status: 400, body: invalidPayload('Malformed request data: JSON nested deeper than 128 levels.') });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect((await api('/api/projects/1/')).body.test_account_filters).toEqual([]);
+  });
+
+  test('the limit counts the envelope: 128 levels in all are stored, 129 refused', async () => {
+    // {…, properties: {x: <inner>}}: the envelope and properties are two levels.
+    const name = `deep-edge-${crypto.randomUUID()}`;
+    expect(await post('/capture/', deepBody(name, 126, 'array'))).toEqual({ status: 200, body: '{"status":1}' });
+    expect((await post('/capture/', deepBody(name, 127, 'array'))).status).toBe(400);
+    expect(await storedCount(name)).toBe(1);
   });
 });
