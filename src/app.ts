@@ -3,6 +3,7 @@ import type { Deps } from './deps';
 import { errorHandler } from './http/error-handler';
 import { bodyLimit } from './http/body-limit';
 import { jsonDepthLimit } from './http/json-depth-limit';
+import { privateApiCors } from './http/private-cors';
 import { docsModule } from './modules/docs';
 import { healthModule, type Readiness } from './modules/health';
 import { projectsModule } from './modules/projects';
@@ -20,6 +21,8 @@ import { eventsModule } from './modules/events';
 export function createApp(deps: Deps, readiness: Readiness = { accepting: true }) {
   return new Elysia({ name: 'app' })
     .use(errorHandler(deps.logger))
+    // First of the request hooks: its headers are on every answer of the private API, refusals included.
+    .use(privateApiCors(deps.config.API_CORS_ORIGINS))
     .use(bodyLimit(deps.config.MAX_BODY_BYTES))
     .use(jsonDepthLimit())
     .use(docsModule(deps.version))

@@ -34,6 +34,13 @@ export const ConfigSchema = t.Object({
     default: 'on',
     description: "on: settled days also get a copy clustered by person (about doubles their disk use), which a person's events list reads. off: those lists read the time-ordered files.",
   }),
+  API_CORS_ORIGINS: t.Optional(
+    t.String({
+      pattern: '^\\s*https?://[^\\s,/]+\\s*(,\\s*https?://[^\\s,/]+\\s*)*$',
+      description:
+        'Comma-separated origins (scheme://host[:port]) whose pages may call the private API (/api/…) from a browser; unset: none. The public ingestion and flag endpoints answer any origin.',
+    }),
+  ),
   INVITE_EXPIRY_DAYS: Int(3, 1, 3650, 'Days after which an organization invite is expired.'),
   QUERY_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Time limit of one events query.'),
   QUERY_MAX_ROWS: Int(100_000, 1, 100_000_000, 'Row cap of one select/where query (exports stream without it).'),

@@ -48,13 +48,23 @@ export const errorHandler = (logger: Logger) =>
     }
   });
 
-/** Browsers post from any site with the project key: echo the Origin, allow credentials. */
+/**
+ * The public endpoints' CORS: browsers post from any site with the project key, so the Origin is
+ * echoed with credentials allowed, as PostHog does. Never for the private API (`/api/…`): its
+ * answers carry only what `privateApiCors` grants the operator's origins.
+ */
 export function corsHeaders(request: Request): Record<string, string> {
   const origin = request.headers.get('origin');
-  if (!origin) return {};
+  if (!origin || isPrivateApi(request.url)) return {};
   return {
     'access-control-allow-origin': origin,
     'access-control-allow-credentials': 'true',
     vary: 'Origin',
   };
+}
+
+/** `/api/…`: the private API (personal keys), whatever the host or query. */
+export function isPrivateApi(url: string): boolean {
+  const start = url.indexOf('/', url.indexOf('//') + 2);
+  return start >= 0 && url.startsWith('/api/', start);
 }
