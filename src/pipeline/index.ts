@@ -1,6 +1,8 @@
 import { parseJson } from '../core/ingest/decode-payload';
 import { extractEvents } from '../core/ingest/extract-events';
+import { EVENT_LIMITS, type LimitDrop } from '../core/ingest/limits';
 import { uuidv7 } from '../ids';
+import type { Logger } from '../logger';
 import type { StorageOptions } from '../storage';
 import type { ProcessIntake } from '../storage/events';
 import type { IntakeContext } from '../storage/events/wal-format';
@@ -35,8 +37,9 @@ export interface RowPreparer {
  * without a client uuid gets a new one on a replay, which is harmless: the first run's rows were
  * never committed, or the segment would not be replayed.
  */
-export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, preparer?: RowPreparer): ProcessIntake {
+export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, preparer?: RowPreparer, logger?: Logger): ProcessIntake {
   const applyRows = createRowApplier(persons, seen);
+  const dropped: Partial<Record<LimitDrop, number>> = {};
   return async (ctx, events, text, prepared) => {
     const newUuid = () => uuidv7(ctx.receivedAt);
     let rows: PreparedRows;
@@ -44,11 +47,18 @@ export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, p
     else if (events) rows = prepareRows(ctx, events, newUuid);
     else if (preparer && (text?.length ?? 0) >= ELSEWHERE_MIN_CHARS) rows = await preparer.prepareBody(ctx, text ?? '');
     else rows = prepareRows(ctx, extractEvents(parseJson(text ?? ''), { engage: ctx.engage, logged: true }).events, newUuid);
+    if (Object.keys(rows.dropped).length) noteDropped(ctx.teamId, rows.dropped);
     return applyRows(ctx, rows);
   };
+
+  /** PostHog's ingestion warning: the request was answered 200, so the log is where a drop shows. */
+  function noteDropped(teamId: number, now: PreparedRows['dropped']) {
+    for (const [reason, n] of Object.entries(now) as Array<[LimitDrop, number]>) dropped[reason] = (dropped[reason] ?? 0) + n;
+    logger?.warn('events dropped: over the per-event limits', { teamId, dropped: now, droppedSinceStart: { ...dropped }, limits: EVENT_LIMITS });
+  }
 }
 
 /** Storage options with this pipeline as the event store's intake processor. */
 export function withPipeline(options: StorageOptions, preparer?: RowPreparer): StorageOptions {
-  return { ...options, intake: ({ persons, seen }) => createIntakeProcessor(persons, seen, preparer) };
+  return { ...options, intake: ({ persons, seen }) => createIntakeProcessor(persons, seen, preparer, options.logger) };
 }

@@ -1,5 +1,6 @@
 import { hotValuesOf } from '../core/events/columns';
 import type { RawEvent } from '../core/ingest/extract-events';
+import { eventOverLimits, type LimitDrop } from '../core/ingest/limits';
 import { normalizeEvent } from '../core/ingest/normalize-event';
 import { encodeRowLines, type IntakeContext, type UnplacedRow } from '../storage/events/wal-format';
 import type { SeenSummary } from '../storage/seen/seen-tracker';
@@ -23,6 +24,8 @@ export interface PreparedRows {
   /** One `PersonInput` per row, in row order; as JSON text to cross threads (one string and a parse on arrival cost less than cloning the objects). */
   people: PersonInput[] | string;
   seen: SeenSummary;
+  /** Events dropped for being over the per-event limits (EVENT_LIMITS), by reason. */
+  dropped: Partial<Record<LimitDrop, number>>;
 }
 
 /** What preparing reads of a request: all of its context but the project (the key is checked later). */
@@ -30,7 +33,7 @@ export type PrepareContext = Pick<IntakeContext, 'receivedAt' | 'ip' | 'anonymiz
 
 /**
  * Normalize a request's events (dropping those without a name or distinct id, as the spec
- * says) and encode them. Everything it reads was fixed at receipt (the context), so a replay of
+ * says, and counting those over the per-event limits) and encode them. Everything it reads was fixed at receipt (the context), so a replay of
  * the log prepares what the first run did; `newUuid` stands in for a missing client uuid.
  */
 export function prepareRows(ctx: PrepareContext, events: readonly unknown[], newUuid: () => string): PreparedRows {
@@ -41,17 +44,24 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
   const lastSeen = new Map<string, number>();
   const properties = new Map<string, boolean>();
   const personProperties = new Map<string, boolean>();
+  const dropped: PreparedRows['dropped'] = {};
   let lo = Infinity;
   let hi = -Infinity;
   for (const raw of events) {
     const result = normalizeEvent(raw as RawEvent, context);
     if (!('ok' in result)) continue;
     const e = result.ok;
+    const json = JSON.stringify(e.properties);
+    const over = eventOverLimits(json, e.properties, e);
+    if (over !== null) {
+      dropped[over] = (dropped[over] ?? 0) + 1;
+      continue;
+    }
     rows.push({
       uuid: e.uuid,
       event: e.event,
       distinctId: e.distinctId,
-      properties: JSON.stringify(e.properties),
+      properties: json,
       timestamp: e.timestamp,
       createdAt: ctx.receivedAt,
       elementsChain: e.elementsChain,
@@ -76,6 +86,7 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     span: rows.length ? [lo, hi] : null,
     people,
     seen: { events: [...lastSeen], properties: [...properties], personProperties: [...personProperties] },
+    dropped,
   };
 }
 

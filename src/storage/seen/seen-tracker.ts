@@ -1,3 +1,4 @@
+import { EVENT_LIMITS } from '../../core/ingest/limits';
 import { uuidv4 } from '../../ids';
 import type { Database } from '../db';
 import type { ManagementStore } from '../management/types';
@@ -75,18 +76,21 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
 
   async function write(ev: typeof events, props: typeof properties, teams: Set<number>) {
     await loadKnown();
+    const now = new Date();
+    // Many rows a statement: one statement a row kept the write connection (every load behind
+    // it) busy for seconds when a request brought thousands of new property keys.
     await db.transaction(async (tx) => {
-      for (const e of [...ev.values()].flatMap((m) => [...m.values()])) {
+      for (const chunk of chunks([...ev.values()].flatMap((m) => [...m.values()]))) {
         await tx.run(
-          `INSERT INTO event_definitions (id, team_id, name, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)
+          `INSERT INTO event_definitions (id, team_id, name, created_at, last_seen_at) VALUES ${placeholders(chunk.length, 5)}
            ON CONFLICT (team_id, name) DO UPDATE SET last_seen_at = greatest(event_definitions.last_seen_at, excluded.last_seen_at)`,
-          [uuidv4(), e.teamId, e.name, new Date(), new Date(e.lastSeen)],
+          chunk.flatMap((e) => [uuidv4(), e.teamId, e.name, now, new Date(e.lastSeen)]),
         );
       }
-      for (const p of props.values()) {
+      for (const chunk of chunks([...props.values()])) {
         await tx.run(
-          `INSERT INTO property_definitions (team_id, name, kind, is_numerical, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-          [p.teamId, p.name, p.kind, p.numeric, new Date()],
+          `INSERT INTO property_definitions (team_id, name, kind, is_numerical, created_at) VALUES ${placeholders(chunk.length, 5)} ON CONFLICT DO NOTHING`,
+          chunk.flatMap((p) => [p.teamId, p.name, p.kind, p.numeric, now]),
         );
       }
     });
@@ -108,11 +112,15 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
     }, 0);
   };
 
+  // Bounded per project and kind, and long keys left out: a client sending fresh keys (ids as
+  // keys, a 1 MB key) must not grow the definitions, their flush and every listing without end.
+  // The events keep their properties: only the listing stops growing.
   const noteNames = (teamId: number, kind: string, pairs: SeenSummary['properties']) => {
     if (pairs.length === 0) return;
     const names = namesOf(teamId, kind);
     for (const [name, numeric] of pairs) {
-      if (names.has(name)) continue;
+      if (names.has(name) || name.length > EVENT_LIMITS.propertyNameLength) continue;
+      if (names.size >= EVENT_LIMITS.propertyDefinitionsPerProject) break;
       names.add(name);
       properties.set(`${teamId}\u0000${kind}\u0000${name}`, { teamId, kind, name, numeric });
     }
@@ -173,3 +181,12 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
   };
   return tracker;
 }
+
+const ROWS_PER_STATEMENT = 500;
+
+function* chunks<T>(items: readonly T[]): Generator<T[]> {
+  for (let i = 0; i < items.length; i += ROWS_PER_STATEMENT) yield items.slice(i, i + ROWS_PER_STATEMENT);
+}
+
+/** `(?, ?, …), (?, ?, …)`: `rows` groups of `width` parameters. */
+const placeholders = (rows: number, width: number): string => Array(rows).fill(`(${Array(width).fill('?').join(', ')})`).join(', ');
