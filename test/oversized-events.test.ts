@@ -138,6 +138,33 @@ describe('events over the per-event limits', () => {
     expect(Object.keys(stored.results[0].properties).length).toBeGreaterThanOrEqual(2_000);
   }, 60_000);
 
+  test('a list page of large events stops at 32 MiB and next continues: every event once, each page within seconds', async () => {
+    const run = crypto.randomUUID().slice(0, 8);
+    const v = 'x'.repeat(MB - 8192);
+    for (let b = 0; b < 4; b++) {
+      expect(await batch(Array.from({ length: 10 }, (_, i) => ({ event: `big-page-${run}`, distinct_id: `d${i}`, properties: { v, n: b * 10 + i } })))).toEqual(OK);
+    }
+    await settle();
+    const seen: number[] = [];
+    let path: string | null = `/api/projects/1/events/?event=big-page-${run}&limit=1000`;
+    const sizes: number[] = [];
+    while (path) {
+      const read = await api(path);
+      expect(read.status).toBe(200);
+      expect(read.ms).toBeLessThan(5_000);
+      const page = JSON.parse(read.text);
+      expect(page.count).toBe(40);
+      sizes.push(page.results.length);
+      for (const e of page.results) {
+        expect(e.properties.v.length).toBe(v.length);
+        seen.push(e.properties.n);
+      }
+      path = page.next ? new URL(page.next).pathname + new URL(page.next).search : null;
+    }
+    expect(sizes).toEqual([33, 7]);
+    expect(seen).toEqual(Array.from({ length: 40 }, (_, i) => 39 - i));
+  }, 60_000);
+
   test('each drop is counted in a warning (PostHog: an ingestion warning), by reason', async () => {
     await server.stop();
     const log = await new Response(server.proc.stderr).text();

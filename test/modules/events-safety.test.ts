@@ -160,6 +160,11 @@ describe('translateQueryError', () => {
     ['Invalid Input Error: Malformed JSON', 'invalid_input', 'The query failed: Invalid Input error: Malformed JSON'],
     ['INTERRUPT Error: Interrupted!', 'query_timeout', 'The query did not finish in time. Narrow it down (a time range, fewer events) and retry.'],
     ['TIMESTAMP value out of range for JS Date: 9223372036854775807 micros', 'invalid_input', 'The query failed: a date in the result is out of range.'],
+    [
+      'Out of Memory Error: failed to allocate data of size 16.0 MiB (946.6 MiB/953.6 MiB used)',
+      'unavailable',
+      'The query needs more memory than DUCKDB_MEMORY_LIMIT allows (large events): narrow it down (a time range, fewer events, select the columns) and retry.',
+    ],
   ])('%s', (message, kind, detail) => {
     const error = translateQueryError(new Error(message), 'select') as AppError;
     expect({ kind: error.kind, detail: error.detail }).toEqual({ kind: kind as AppError['kind'], detail });

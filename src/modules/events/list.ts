@@ -144,6 +144,44 @@ export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Pr
   return keys.map((k) => byUuid.get(k.uuid)).filter((r): r is Row => r !== undefined);
 }
 
+/**
+ * A page's rows are read in key order until their stored text passes PAGE_MAX_BYTES; the keys
+ * after that are left to `next`. Events are up to 1 MiB each (EVENT_LIMITS), so a page of 1,000
+ * could be a gigabyte in memory at once; a page of usual events stays whole. The first read
+ * takes a default page's keys; the next ones as many as the bytes seen so far say will fit.
+ */
+export const PAGE_MAX_BYTES = 32 * 1024 * 1024;
+const FIRST_FETCH = 100;
+
+const rowBytes = (row: Row): number =>
+  (typeof row.properties === 'string' ? row.properties.length : 0) + (typeof row.elements_chain === 'string' ? row.elements_chain.length : 0);
+
+/** The rows of `keys` in their order, as many as fit PAGE_MAX_BYTES (at least one), and how many keys they cover. */
+async function fetchPage(ctx: ListContext, keys: readonly EventKey[]): Promise<{ rows: Row[]; used: number }> {
+  const rows: Row[] = [];
+  let used = 0;
+  let bytes = 0;
+  let take = Math.min(keys.length, FIRST_FETCH);
+  while (used < keys.length && take > 0) {
+    const batchKeys = keys.slice(used, used + take);
+    const batch = await fetchRows(ctx, batchKeys);
+    // In key order, less any row gone since its key was read: the page ends at the row that fills it.
+    let next = 0;
+    for (const key of batchKeys) {
+      used++;
+      const row = batch[next];
+      if (row === undefined || String(row.uuid) !== key.uuid) continue;
+      next++;
+      rows.push(row);
+      bytes += rowBytes(row);
+      if (bytes >= PAGE_MAX_BYTES) return { rows, used };
+    }
+    const perRow = bytes / Math.max(1, rows.length);
+    take = Math.min(keys.length - used, Math.max(1, Math.floor((PAGE_MAX_BYTES - bytes) / Math.max(1, perRow))));
+  }
+  return { rows, used };
+}
+
 const EMPTY_PAGE: EventsPage = { count: 0, next: null, previous: null, results: [] };
 
 /**
@@ -164,21 +202,24 @@ export async function listEvents(ctx: ListContext, req: ListRequest, requestUrl:
   const need = req.offset + limit + 1;
   let keys: EventKey[];
   let rows: Row[];
+  let shown = limit;
   if (scope.byPerson && need <= PERSON_ONE_PHASE_ROWS) {
     const all = await personRows(ctx, pageScope, req.order, listWindow(req), need);
     keys = all.map((r) => ({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime() }));
     rows = all.slice(req.offset, req.offset + limit);
   } else {
     keys = await findKeys(ctx, pageScope, req.order, listWindow(req), need);
-    rows = await fetchRows(ctx, keys.slice(req.offset, req.offset + limit));
+    const page = await fetchPage(ctx, keys.slice(req.offset, req.offset + limit));
+    rows = page.rows;
+    shown = page.used;
   }
-  const pageKeys = keys.slice(req.offset, req.offset + limit);
+  const pageKeys = keys.slice(req.offset, req.offset + shown);
   const results = rows.map((row) => toEventObject(row, ctx.personOf(String(row.distinct_id))));
   const last = pageKeys[pageKeys.length - 1];
   const url = new URL(requestUrl);
   return {
     count: await count,
-    next: keys.length > req.offset + limit && last ? link(url, { cursor: formatCursor(last), offset: null, before: frozenBefore(req, url) }) : null,
+    next: keys.length > req.offset + shown && last ? link(url, { cursor: formatCursor(last), offset: null, before: frozenBefore(req, url) }) : null,
     previous: req.offset > 0 ? link(url, { offset: req.offset - limit > 0 ? String(req.offset - limit) : null }) : null,
     results,
   };

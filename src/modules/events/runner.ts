@@ -103,7 +103,8 @@ const REQUEST_ERRORS = /^(Conversion|Invalid Input|Out of Range|Binder|Mismatch 
 /**
  * A failed statement as the client sees it: errors the request caused are a 400 with DuckDB's
  * first line (never the SQL, which the message may quote after `LINE`); an interrupt is a 504;
- * anything else stays an internal error (500, logged with its cause by the error handler).
+ * running out of DuckDB's memory a 503; anything else stays an internal error (500, logged with
+ * its cause by the error handler).
  */
 export function translateQueryError(error: unknown, attr: string | null): unknown {
   if (isAppError(error)) return error;
@@ -113,6 +114,16 @@ export function translateQueryError(error: unknown, attr: string | null): unknow
   if (m) {
     const first = (m[2] ?? '').split('\n')[0]!.split(/\bLINE \d+:/)[0]!.trim().slice(0, 300);
     return new AppError('invalid_input', `The query failed: ${m[1]} error${first ? `: ${first}` : ''}`, attr, { cause: error });
+  }
+  // Large events (up to 1 MiB each) are read 2,048 rows at a time, and parsing their JSON can
+  // pass the memory cap: that query fails alone, and the client is told how to narrow it.
+  if (/^Out of Memory Error/.test(message)) {
+    return new AppError(
+      'unavailable',
+      'The query needs more memory than DUCKDB_MEMORY_LIMIT allows (large events): narrow it down (a time range, fewer events, select the columns) and retry.',
+      attr,
+      { cause: error },
+    );
   }
   // The client converts each value to JS; a date outside JS's range (e.g. 'infinity') lands here.
   if (/out of range for JS Date|Invalid time value/i.test(message)) {
