@@ -32,6 +32,13 @@ export interface ParquetFile {
    */
   propertyKeys?: readonly string[];
   /**
+   * False when the rows are runs, each sorted newest first, that overlap in time (a merge that
+   * concatenated its inputs, see `mergeFiles`); absent or true: the whole file is sorted newest
+   * first. Either way its row groups each hold a narrow time range, which is what a top-N and a
+   * time filter skip by; only a read that relies on the file's order (`newestFirst`) needs it sorted.
+   */
+  sorted?: boolean;
+  /**
    * The oldest recent-uuid filter generation its rows were added in (RecentUuids), known for
    * files written in this process from filtered rows; absent otherwise (then never "covered").
    */
@@ -72,10 +79,10 @@ export const fileOfRow = (r: ManifestRow): ParquetFile => ({
 export async function loadManifest(db: Database): Promise<ParquetFile[]> {
   // Sidecar entries of files no longer registered (a crash between the two deletes) go first.
   await db.run('DELETE FROM event_file_property_keys WHERE path NOT IN (SELECT path FROM event_parquet_files)');
-  const rows = await db.query<ManifestRow & { keys: string[] | null }>(
-    `SELECT f.path, ${MANIFEST_COLUMNS}, k.keys FROM event_parquet_files f LEFT JOIN event_file_property_keys k ON k.path = f.path ORDER BY team_id, min_ts`,
+  const rows = await db.query<ManifestRow & { keys: string[] | null; sorted: boolean | null }>(
+    `SELECT f.path, ${MANIFEST_COLUMNS}, f.sorted, k.keys FROM event_parquet_files f LEFT JOIN event_file_property_keys k ON k.path = f.path ORDER BY team_id, min_ts`,
   );
-  return rows.map((r) => ({ ...fileOfRow(r), ...(r.keys ? { propertyKeys: [...r.keys].sort() } : {}) }));
+  return rows.map((r) => ({ ...fileOfRow(r), ...(r.sorted === false ? { sorted: false } : {}), ...(r.keys ? { propertyKeys: [...r.keys].sort() } : {}) }));
 }
 
 /** Remove temporary directories and files the manifest does not know (crash leftovers). */
@@ -195,12 +202,46 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
   }
 }
 
+/**
+ * Write the rows of `select` (EVENT_COLUMNS plus `_day`, as the partitioned files have them; all
+ * of one team-day, in the order they are to be stored) as one Parquet file, and move it into place: no partitioned write, which buffers its
+ * rows per partition first. `sorted` says whether that order is newest first throughout. The
+ * file is not registered; null when there are no rows.
+ */
+export async function writeParquetFile(
+  c: DuckDBConnection,
+  root: string,
+  select: string,
+  part: { teamId: number; day: string; sorted: boolean },
+  tag: string,
+): Promise<ParquetFile | null> {
+  if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
+  const dir = join(root, String(part.teamId), part.day);
+  const rel = join(String(part.teamId), part.day, `${tag}-${fileSeq++}.parquet`);
+  const tmp = join(root, `${TMP_PREFIX}${rel.replaceAll('/', '_')}`);
+  await mkdir(dir, { recursive: true });
+  try {
+    await c.run(`COPY (SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`);
+    const [w] = (
+      await c.runAndReadAll(`SELECT count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM read_parquet(${sqlString(tmp)})`)
+    ).getRowObjectsJS() as Array<{ rows: bigint; lo: bigint | null; hi: bigint | null }>;
+    if (!w || Number(w.rows) === 0) return null;
+    await rename(tmp, join(root, rel));
+    // The rename must be durable before the manifest names the file.
+    syncDir(dir);
+    const bytes = (await stat(join(root, rel))).size;
+    return { path: rel, teamId: part.teamId, day: part.day, minTs: Number(w.lo), maxTs: Number(w.hi), rows: Number(w.rows), bytes, createdAt: Date.now(), ...(part.sorted ? {} : { sorted: false }) };
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
 /** Register files in the manifest (and their property keys, when already known). */
 export async function registerFiles(tx: Tx, files: readonly ParquetFile[]): Promise<void> {
   for (const f of files) {
     await tx.run(
-      `INSERT INTO event_parquet_files VALUES (?, ?, CAST(? AS DATE), make_timestamp(?::BIGINT * 1000), make_timestamp(?::BIGINT * 1000), ?, ?, make_timestamp(?::BIGINT * 1000))`,
-      [f.path, f.teamId, f.day, f.minTs, f.maxTs, f.rows, f.bytes, f.createdAt],
+      `INSERT INTO event_parquet_files (path, team_id, day, min_ts, max_ts, rows, bytes, created_at, sorted) VALUES (?, ?, CAST(? AS DATE), make_timestamp(?::BIGINT * 1000), make_timestamp(?::BIGINT * 1000), ?, ?, make_timestamp(?::BIGINT * 1000), ?)`,
+      [f.path, f.teamId, f.day, f.minTs, f.maxTs, f.rows, f.bytes, f.createdAt, f.sorted !== false],
     );
     if (f.propertyKeys) await tx.run(KEYS_INSERT, [f.path, JSON.stringify(f.propertyKeys), f.path]);
   }

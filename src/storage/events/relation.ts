@@ -29,7 +29,8 @@ export interface EventsRelation {
    * first, so a statement that keeps DuckDB's insertion order (a scan with WHERE and SELECT, no
    * join or aggregate) reads them in `timestamp DESC` order without sorting: each file is written
    * sorted newest first, and the files are listed newest first. Null when two files' rows overlap
-   * in time inside the range (then only a sort gives the order). Hot rows are left out: the
+   * in time inside the range, or when a file's rows are runs rather than one order (`sorted:
+   * false`): then only a sort gives the order. Hot rows are left out: the
    * store's `newestFirstRelation` uses this only when the range has none.
    */
   newestFirst(): string | null;
@@ -105,7 +106,7 @@ export function buildEventsRelation(
     files: files.map((f) => ({ id: join(parquetRoot, f.path), rows: f.rows, minTs: f.minTs, maxTs: f.maxTs, ...(f.propertyKeys ? { propertyKeys: f.propertyKeys } : {}) })),
     parts: (fileIds, withHot) => union(fileIds.filter((id) => paths.has(id)), withHot, ', filename AS _file'),
     newestFirst: () => {
-      if (!disjointNewestFirst(files, lo, hi)) return null;
+      if (files.some((f) => f.sorted === false) || !disjointNewestFirst(files, lo, hi)) return null;
       return paths.size > 0 ? `(${sealed([...paths.keys()], '')})` : `(${hot('')} AND false)`;
     },
   };

@@ -103,7 +103,40 @@ describe('compaction', () => {
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^1\/2024-01-01\/m\d+-\d+\.parquet$/);
     expect(await allRows(h)).toEqual(expected);
+    // The loads did not overlap in time: concatenated newest first, the file is sorted throughout.
+    const inFileOrder = await h.db.query<{ n: number }>(`SELECT json_extract(properties, '$.n')::INTEGER AS n FROM read_parquet('${join(parquetDir(h), files[0] as string)}')`);
+    expect(inFileOrder.map((r) => r.n)).toEqual(Array.from({ length: 200 }, (_, i) => 199 - i));
+    expect(await h.db.query('SELECT sorted FROM event_parquet_files')).toEqual([{ sorted: true }]);
+    expect(await h.store.newestFirstRelation(1, {})).not.toBeNull();
     await h.reopen();
+    expect(await allRows(h)).toEqual(expected);
+  });
+
+  test('files overlapping in time merge without a sort into sorted runs, which reads never take for one order', async () => {
+    h = await openHarness({ directMinRows: 1, purgeGraceMs: 0, autoCompact: true, mergeMinFiles: 3, mergeMinAgeMs: 0 });
+    // Three loads of interleaved times: each file is sorted, their time ranges overlap.
+    for (const k of [0, 1, 2]) {
+      await h.store.append(Array.from({ length: 40 }, (_, i) => makeEvent(3 * i + k)));
+      await h.store.flush();
+    }
+    const expected = await allRows(h);
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && (await parquetFiles(h)).length !== 1) await Bun.sleep(50);
+    const files = await parquetFiles(h);
+    expect(files).toHaveLength(1);
+    expect(await allRows(h)).toEqual(expected);
+    // Three runs, newest file first, each newest first.
+    const inFileOrder = await h.db.query<{ n: number }>(`SELECT json_extract(properties, '$.n')::INTEGER AS n FROM read_parquet('${join(parquetDir(h), files[0] as string)}')`);
+    const run = (k: number) => Array.from({ length: 40 }, (_, i) => 3 * (39 - i) + k);
+    expect(inFileOrder.map((r) => r.n)).toEqual([...run(2), ...run(1), ...run(0)]);
+    expect(await h.db.query('SELECT sorted FROM event_parquet_files')).toEqual([{ sorted: false }]);
+    // Nothing reads it as if it were in one order; a sorted read gives every row in order.
+    expect(await h.store.newestFirstRelation(1, {})).toBeNull();
+    const rel = await h.store.eventsRelation(1);
+    const latest = await h.db.query<{ n: number }>(`SELECT json_extract(properties, '$.n')::INTEGER AS n FROM ${rel.sql} AS events ORDER BY timestamp DESC LIMIT 5`);
+    expect(latest.map((r) => r.n)).toEqual([119, 118, 117, 116, 115]);
+    await h.reopen();
+    expect(await h.store.newestFirstRelation(1, {})).toBeNull();
     expect(await allRows(h)).toEqual(expected);
   });
 
