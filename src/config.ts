@@ -10,10 +10,15 @@ import { Value } from '@sinclair/typebox/value';
  */
 const Int = (def: number, min: number, max: number, description: string) =>
   t.Integer({ default: def, minimum: min, maximum: max, description });
+const OnOff = (def: 'on' | 'off', description: string) => t.Union([t.Literal('on'), t.Literal('off')], { default: def, description });
 
 export const ConfigSchema = t.Object({
   PORT: Int(8000, 0, 65535, 'TCP port to listen on (0 = any free port).'),
-  HOST: t.String({ default: '0.0.0.0', minLength: 1, description: 'Address to bind.' }),
+  HOST: t.String({ default: '0.0.0.0', minLength: 1, examples: ['0.0.0.0', '127.0.0.1', '::'], description: 'Address to bind.' }),
+  REUSE_PORT: OnOff(
+    'off',
+    'off: refuse to start (exit 75) when another process listens on PORT. on: share the port with it (SO_REUSEPORT: the kernel splits connections between the processes).',
+  ),
   DATA_DIR: t.String({ default: './data', minLength: 1, description: 'Where the DuckDB file, the write-ahead log and Parquet files live.' }),
   LOG_LEVEL: t.Union([t.Literal('debug'), t.Literal('info'), t.Literal('warn'), t.Literal('error'), t.Literal('silent')], {
     default: 'info',
@@ -28,40 +33,58 @@ export const ConfigSchema = t.Object({
   DUCKDB_MEMORY_LIMIT: t.String({
     default: '1GB',
     pattern: '^\\d+(\\.\\d+)?\\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$',
+    examples: ['1GB', '512MB', '4GiB'],
     description: "DuckDB's memory cap (e.g. 2GB); beyond it, queries and compaction spill to DATA_DIR/tmp.",
   }),
-  PERSON_COPIES: t.Union([t.Literal('on'), t.Literal('off')], {
-    default: 'on',
-    description: "on: settled days also get a copy clustered by person (about doubles their disk use), which a person's events list reads. off: those lists read the time-ordered files.",
-  }),
+  PERSON_COPIES: OnOff(
+    'on',
+    "on: settled days also get a copy clustered by person (about doubles their disk use), which a person's events list reads. off: those lists read the time-ordered files.",
+  ),
   API_CORS_ORIGINS: t.Optional(
     t.String({
       pattern: '^\\s*https?://[^\\s,/]+\\s*(,\\s*https?://[^\\s,/]+\\s*)*$',
+      examples: ['https://app.example.com', 'https://app.example.com,https://admin.example.com'],
       description:
         'Comma-separated origins (scheme://host[:port]) whose pages may call the private API (/api/…) from a browser; unset: none. The public ingestion and flag endpoints answer any origin.',
     }),
   ),
+  MIN_FREE_DISK_MB: Int(256, 0, 1024 * 1024, 'Free space kept on the disk of DATA_DIR (MiB): below it, ingestion answers 503 with Retry-After.'),
   INVITE_EXPIRY_DAYS: Int(3, 1, 3650, 'Days after which an organization invite is expired.'),
   QUERY_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Time limit of one events query.'),
   QUERY_MAX_ROWS: Int(100_000, 1, 100_000_000, 'Row cap of one select/where query (exports stream without it).'),
-  BOOTSTRAP_EMAIL: t.Optional(t.String({ pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$', description: 'E-mail of the user made on first start.' })),
-  BOOTSTRAP_PERSONAL_API_KEY: t.Optional(t.String({ pattern: '^phx_[A-Za-z0-9_-]{8,}$', description: 'Personal API key (phx_…) of that user.' })),
-  BOOTSTRAP_PROJECT_API_KEY: t.Optional(t.String({ pattern: '^phc_[A-Za-z0-9_-]{8,}$', description: 'Project API key (phc_…) of the first project.' })),
+  UV_THREADPOOL_SIZE: t.Optional(
+    t.Integer({ minimum: 1, maximum: 1024, description: "Threads of Bun's pool for DuckDB statements and file I/O, read by the runtime at start (npm start sets 16; the server warns under 8)." }),
+  ),
+  BOOTSTRAP_EMAIL: t.Optional(t.String({ pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$', examples: ['ada@example.com'], description: 'E-mail of the user made on first start.' })),
+  BOOTSTRAP_PERSONAL_API_KEY: t.Optional(t.String({ pattern: '^phx_[A-Za-z0-9_-]{8,}$', examples: ['phx_Ab3dEf6hIj9k'], description: 'Personal API key (phx_…) of that user.' })),
+  BOOTSTRAP_PROJECT_API_KEY: t.Optional(t.String({ pattern: '^phc_[A-Za-z0-9_-]{8,}$', examples: ['phc_Ab3dEf6hIj9k'], description: 'Project API key (phc_…) of the first project.' })),
   BOOTSTRAP_ORGANIZATION_NAME: t.String({ default: 'Default organization', minLength: 1, description: 'Name of the organization made on first start.' }),
 });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;
 
+/** One line per bad setting, naming what it takes: an operator fixes them all in one go. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(problems.map((p) => `Invalid configuration: ${p}`).join('\n'));
     this.name = 'ConfigError';
   }
 }
 
+type SettingSchema = { type?: string; minimum?: number; maximum?: number; examples?: string[]; anyOf?: Array<{ const?: string }> };
+
+/** What a setting takes, in words: its allowed values, its range or an example. */
+export function expectedValue(key: string): string {
+  const s = ConfigSchema.properties[key as keyof typeof ConfigSchema.properties] as SettingSchema;
+  if (s.anyOf) return `one of ${s.anyOf.map((o) => o.const).join(', ')}`;
+  if (s.type === 'integer') return `an integer from ${s.minimum} to ${s.maximum}`;
+  if (s.examples) return `a value such as ${s.examples.join(' or ')}`;
+  return 'a non-empty value';
+}
+
 const INTEGER_KEYS = new Set(
   Object.entries(ConfigSchema.properties)
-    .filter(([, s]) => (s as { type?: string }).type === 'integer')
+    .filter(([, s]) => (s as SettingSchema).type === 'integer')
     .map(([k]) => k),
 );
 
@@ -69,12 +92,13 @@ const INTEGER_KEYS = new Set(
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
   const raw: Record<string, unknown> = {};
   const problems: string[] = [];
+  const bad = (key: string, got: unknown) => problems.push(`${key}: expected ${expectedValue(key)}; got ${JSON.stringify(got)}`);
   for (const key of Object.keys(ConfigSchema.properties)) {
     const value = env[key];
     if (value === undefined || value === '') continue;
     if (INTEGER_KEYS.has(key)) {
       if (!/^-?\d+$/.test(value.trim())) {
-        problems.push(`${key}: expected an integer, got ${JSON.stringify(value)}`);
+        bad(key, value);
         continue;
       }
       raw[key] = Number(value.trim());
@@ -83,9 +107,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   Object.assign(raw, overrides);
   const withDefaults = Value.Default(ConfigSchema, raw) as Record<string, unknown>;
   for (const error of Value.Errors(ConfigSchema, withDefaults)) {
-    const key = error.path.replace(/^\//, '');
+    const key = error.path.replace(/^\//, '').split('/')[0];
     if (problems.some((p) => p.startsWith(`${key}:`))) continue;
-    problems.push(`${key}: ${error.message} (got ${JSON.stringify(withDefaults[key])})`);
+    bad(key, env[key] ?? withDefaults[key]);
   }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(withDefaults as Config);

@@ -3,8 +3,9 @@ import { HARD_BODY_LIMIT_BYTES } from './http/body-limit';
 import { bootstrap, describeAccount } from './bootstrap';
 import { ConfigError, loadConfig } from './config';
 import type { Deps } from './deps';
-import { createLogger } from './logger';
+import { createLogger, type Logger } from './logger';
 import { withPipeline } from './pipeline';
+import { portTakenMessage, preflight } from './preflight';
 import { DatabaseLockedError, openStorage } from './storage';
 import { VERSION } from './version';
 import { createIngestParser } from './workers/ingest-parser';
@@ -21,22 +22,39 @@ async function main() {
     }
     throw error;
   }
+  // Before anything is created: a bad HOST or DATA_DIR must not leave a bootstrapped database behind.
+  const checked = preflight(config);
+  if (checked.problems.length) {
+    console.error(checked.problems.map((p) => `Invalid configuration: ${p}`).join('\n'));
+    process.exit(78);
+  }
+  if (checked.portTaken) {
+    console.error(checked.portTaken);
+    process.exit(EXIT_IN_USE);
+  }
   const logger = createLogger(config.LOG_LEVEL);
-  warnSmallThreadPool(logger);
+  warnSmallThreadPool(logger, config.UV_THREADPOOL_SIZE);
   // Before storage: recovery prepares the logged requests' rows in these threads too.
   const ingestParser = config.INGEST_PARSE_THREADS > 0 ? createIngestParser(config.INGEST_PARSE_THREADS, config.MAX_BODY_BYTES, logger) : undefined;
   let storage;
   try {
     storage = await openStorage(
       withPipeline(
-        { dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on', logger },
+        {
+          dataDir: config.DATA_DIR,
+          durability: config.DURABILITY,
+          memoryLimit: config.DUCKDB_MEMORY_LIMIT,
+          personCopies: config.PERSON_COPIES === 'on',
+          logger,
+          eventStore: { minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024 },
+        },
         ingestParser,
       ),
     );
   } catch (error) {
     if (error instanceof DatabaseLockedError) {
       console.error(error.message);
-      process.exit(75);
+      process.exit(EXIT_IN_USE);
     }
     throw error;
   }
@@ -47,13 +65,25 @@ async function main() {
   }
   const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser };
   const readiness = { accepting: true };
-  const app = createApp(deps, readiness).listen({
-    port: config.PORT,
-    hostname: config.HOST,
-    // Our own 413 (with the error body) is decided first, from Content-Length or while streaming.
-    maxRequestBodySize: Math.max(HARD_BODY_LIMIT_BYTES, config.MAX_BODY_BYTES * 2),
-    idleTimeout: 120,
-  });
+  const app = createApp(deps, readiness);
+  try {
+    app.listen({
+      port: config.PORT,
+      hostname: config.HOST,
+      // Elysia sets SO_REUSEPORT unless told: a second server on the port would share it.
+      reusePort: config.REUSE_PORT === 'on',
+      // Our own 413 (with the error body) is decided first, from Content-Length or while streaming.
+      maxRequestBodySize: Math.max(HARD_BODY_LIMIT_BYTES, config.MAX_BODY_BYTES * 2),
+      idleTimeout: 120,
+    });
+  } catch (error) {
+    // Taken between the preflight and now: leave the data as a clean stop would.
+    await ingestParser?.close();
+    await storage.close();
+    if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
+    console.error(portTakenMessage(config));
+    process.exit(EXIT_IN_USE);
+  }
   logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY });
   console.log(`Listening on http://${config.HOST}:${app.server?.port}`);
 
@@ -84,13 +114,14 @@ async function main() {
  * two cores, two long statements (a load, a query) held every thread and a capture request's
  * fsync waited seconds behind them. `npm start` sets 16; started another way, say so.
  */
-function warnSmallThreadPool(logger: ReturnType<typeof createLogger>): void {
-  const size = Number(process.env.UV_THREADPOOL_SIZE ?? 0);
-  if (size >= MIN_THREAD_POOL) return;
-  logger.warn('UV_THREADPOOL_SIZE is unset or small: database work can delay acknowledgements; start with npm start, or set it to 16', { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? null });
+function warnSmallThreadPool(logger: Logger, size: number | undefined): void {
+  if ((size ?? 0) >= MIN_THREAD_POOL) return;
+  logger.warn('UV_THREADPOOL_SIZE is unset or small: database work can delay acknowledgements; start with npm start, or set it to 16', { UV_THREADPOOL_SIZE: size ?? null });
 }
 
 /** DuckDB's connections (1 writer + 4 readers), the log's writes and syncs, and headroom. */
 const MIN_THREAD_POOL = 8;
+/** sysexits EX_TEMPFAIL: another process holds what this one needs (the port, the database). */
+const EXIT_IN_USE = 75;
 
 await main();

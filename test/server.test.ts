@@ -92,8 +92,10 @@ describe('the server process', () => {
     });
     const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
     expect(code).toBe(78);
-    expect(stderr).toContain('PORT: expected an integer, got "x"');
-    expect(stderr).toContain('LOG_LEVEL');
+    expect(stderr).toBe(
+      'Invalid configuration: PORT: expected an integer from 0 to 65535; got "x"\n' +
+        'Invalid configuration: LOG_LEVEL: expected one of debug, info, warn, error, silent; got "loud"\n',
+    );
   });
 });
 

@@ -22,10 +22,13 @@ export interface ServerProcess {
 
 export const newDataDir = () => mkdtemp(join(tmpdir(), 'analytics-server-'));
 
-/** Start the real server (`bun src/index.ts`) on a free loopback port and wait until it listens. */
-export async function startServer(env: Record<string, string> = {}, dataDir?: string): Promise<ServerProcess> {
+/**
+ * Start the real server (`bun src/index.ts`, or `command`, e.g. the README's `npm start`) on a
+ * free loopback port and wait until it listens.
+ */
+export async function startServer(env: Record<string, string> = {}, dataDir?: string, command: string[] = [process.execPath, 'src/index.ts']): Promise<ServerProcess> {
   const dir = dataDir ?? (await newDataDir());
-  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
+  const proc = Bun.spawn(command, {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -1,0 +1,93 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { existsSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ROOT, TEST_KEYS, newDataDir, startServer } from './helpers/server-process';
+
+/** What a supervisor sees of the server process: ports, signals, bad settings. */
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+const auth = { authorization: `Bearer ${TEST_KEYS.personal}` };
+
+/** Run `bun src/index.ts` to its exit (it must not start: these are refusals). */
+async function runRefused(env: Record<string, string>) {
+  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const killer = setTimeout(() => proc.kill('SIGKILL'), 20_000);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(killer);
+  return { stdout, stderr, code };
+}
+
+/** Whether a listener without SO_REUSEPORT can take the port: nothing else holds it. */
+function portFree(port: number): boolean {
+  try {
+    Bun.serve({ hostname: '127.0.0.1', port, reusePort: false, fetch: () => new Response(null) }).stop(true);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('one server per port', () => {
+  test('a second server on a taken port exits 75 with one line, creating nothing; REUSE_PORT=on shares it deliberately', async () => {
+    const first = await startServer();
+    dirs.push(first.dataDir);
+    const secondDir = join(await newDataDir(), 'second');
+    dirs.push(secondDir);
+    const refused = await runRefused({ PORT: String(first.port), DATA_DIR: secondDir });
+    expect(refused).toEqual({
+      stdout: '',
+      stderr: `Port ${first.port} on 127.0.0.1 is in use by another process: stop it or choose another PORT (REUSE_PORT=on shares the port deliberately).\n`,
+      code: 75,
+    });
+    expect(existsSync(secondDir)).toBe(false);
+    // Every request still reaches the first server's data.
+    for (let i = 0; i < 5; i++) expect((await fetch(`${first.url}/api/users/@me/`, { headers: auth })).status).toBe(200);
+    await first.stop();
+
+    const a = await startServer({ REUSE_PORT: 'on' });
+    dirs.push(a.dataDir);
+    const b = await startServer({ REUSE_PORT: 'on', PORT: String(a.port) });
+    dirs.push(b.dataDir);
+    expect(b.port).toBe(a.port);
+    expect(await b.stop()).toBe(0);
+    expect(await a.stop()).toBe(0);
+  });
+});
+
+describe('bad settings', () => {
+  test.each([
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL: expected one of debug, info, warn, error, silent; got "loud"'],
+    [{ DURABILITY: 'fast' }, 'DURABILITY: expected one of durable, relaxed; got "fast"'],
+    [{ DUCKDB_MEMORY_LIMIT: 'plenty' }, 'DUCKDB_MEMORY_LIMIT: expected a value such as 1GB or 512MB or 4GiB; got "plenty"'],
+    [{ PORT: '70000' }, 'PORT: expected an integer from 0 to 65535; got "70000"'],
+    [{ MIN_FREE_DISK_MB: 'some' }, 'MIN_FREE_DISK_MB: expected an integer from 0 to 1048576; got "some"'],
+    [{ HOST: 'nonsense' }, 'HOST: cannot listen on "nonsense" (EINVAL); expected an address of this machine, a value such as 0.0.0.0 or 127.0.0.1 or ::'],
+    [{ HOST: '192.0.2.1' }, 'HOST: cannot listen on "192.0.2.1" (EADDRNOTAVAIL); expected an address of this machine, a value such as 0.0.0.0 or 127.0.0.1 or ::'],
+  ])('%j: one line naming what it takes, exit 78, nothing created', async (env, line) => {
+    const dataDir = join(await newDataDir(), 'data');
+    dirs.push(dataDir);
+    expect(await runRefused({ ...env, DATA_DIR: dataDir })).toEqual({ stdout: '', stderr: `Invalid configuration: ${line}\n`, code: 78 });
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  test('a DATA_DIR that is a file is refused the same way', async () => {
+    const parent = await newDataDir();
+    dirs.push(parent);
+    const file = join(parent, 'not-a-dir');
+    await writeFile(file, 'x');
+    expect(await runRefused({ DATA_DIR: file })).toEqual({
+      stdout: '',
+      stderr: `Invalid configuration: DATA_DIR: ${JSON.stringify(file)} is not a directory; expected a writable directory (made if missing), such as ./data\n`,
+      code: 78,
+    });
+  });
+});
