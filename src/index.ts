@@ -93,8 +93,13 @@ async function main() {
     stopping = true;
     readiness.accepting = false;
     logger.info('shutting down', { signal });
+    // Requests in flight get DRAIN_MS to finish (a long export would otherwise hold the stop
+    // past a supervisor's grace period and end in SIGKILL), then their connections are closed.
+    const drained = app.server?.stop(false);
+    const cut = setTimeout(() => void app.server?.stop(true), DRAIN_MS);
     try {
-      await app.server?.stop(false);
+      await drained;
+      clearTimeout(cut);
       await ingestParser?.close();
       await storage.close();
       logger.info('stopped cleanly');
@@ -123,5 +128,7 @@ function warnSmallThreadPool(logger: Logger, size: number | undefined): void {
 const MIN_THREAD_POOL = 8;
 /** sysexits EX_TEMPFAIL: another process holds what this one needs (the port, the database). */
 const EXIT_IN_USE = 75;
+/** How long requests in flight may take to finish after SIGTERM before their connections are closed. */
+const DRAIN_MS = 10_000;
 
 await main();

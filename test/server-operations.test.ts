@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ROOT, TEST_KEYS, newDataDir, startServer } from './helpers/server-process';
+import { ROOT, TEST_KEYS, newDataDir, runCliProcess, startServer } from './helpers/server-process';
 
 /** What a supervisor sees of the server process: ports, signals, bad settings. */
 const dirs: string[] = [];
@@ -60,6 +60,22 @@ describe('one server per port', () => {
     expect(b.port).toBe(a.port);
     expect(await b.stop()).toBe(0);
     expect(await a.stop()).toBe(0);
+  });
+});
+
+describe('signals', () => {
+  test("SIGTERM to the README's start command (npm start) stops the server: exit 0 within the bound, port free, database closed", async () => {
+    const server = await startServer({}, undefined, ['npm', 'start']);
+    dirs.push(server.dataDir);
+    expect((await fetch(`${server.url}/_health`)).status).toBe(200);
+    const started = performance.now();
+    const code = await server.stop('SIGTERM');
+    // A supervisor's grace period (Docker's is 10 s) must not be spent waiting.
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(code).toBe(0);
+    expect(portFree(server.port)).toBe(true);
+    const listed = await runCliProcess(['list-keys', '--email', TEST_KEYS.email, '--json'], server.dataDir);
+    expect(listed.code).toBe(0);
   });
 });
 
