@@ -1,6 +1,6 @@
 import { parseJson } from '../core/ingest/decode-payload';
 import { extractEvents } from '../core/ingest/extract-events';
-import { EVENT_LIMITS, type LimitDrop } from '../core/ingest/limits';
+import { EVENT_LIMITS, LIMIT_DROPS, type LimitDrop } from '../core/ingest/limits';
 import { uuidv7 } from '../ids';
 import type { Logger } from '../logger';
 import type { StorageOptions } from '../storage';
@@ -47,13 +47,23 @@ export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, p
     else if (events) rows = prepareRows(ctx, events, newUuid);
     else if (preparer && (text?.length ?? 0) >= ELSEWHERE_MIN_CHARS) rows = await preparer.prepareBody(ctx, text ?? '');
     else rows = prepareRows(ctx, extractEvents(parseJson(text ?? ''), { engage: ctx.engage, logged: true }).events, newUuid);
-    if (Object.keys(rows.dropped).length) noteDropped(ctx.teamId, rows.dropped);
+    if (LIMIT_DROPS.some((reason) => rows.dropped[reason])) noteDropped(ctx.teamId, rows.dropped);
     return applyRows(ctx, rows);
   };
 
-  /** PostHog's ingestion warning: the request was answered 200, so the log is where a drop shows. */
-  function noteDropped(teamId: number, now: PreparedRows['dropped']) {
-    for (const [reason, n] of Object.entries(now) as Array<[LimitDrop, number]>) dropped[reason] = (dropped[reason] ?? 0) + n;
+  /**
+   * PostHog's ingestion warning for events over the limits: the request was answered 200, so the
+   * log is where such a drop shows. (Events without a name or distinct id are dropped silently,
+   * as the spec says; every drop is counted in the metrics.)
+   */
+  function noteDropped(teamId: number, all: PreparedRows['dropped']) {
+    const now: Partial<Record<LimitDrop, number>> = {};
+    for (const reason of LIMIT_DROPS) {
+      const n = all[reason];
+      if (!n) continue;
+      now[reason] = n;
+      dropped[reason] = (dropped[reason] ?? 0) + n;
+    }
     logger?.warn('events dropped: over the per-event limits', { teamId, dropped: now, droppedSinceStart: { ...dropped }, limits: EVENT_LIMITS });
   }
 }

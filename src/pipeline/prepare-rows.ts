@@ -1,7 +1,7 @@
 import { hotValuesOf } from '../core/events/columns';
 import type { RawEvent } from '../core/ingest/extract-events';
 import { eventOverLimits, type LimitDrop } from '../core/ingest/limits';
-import { normalizeEvent } from '../core/ingest/normalize-event';
+import { normalizeEvent, type DropReason } from '../core/ingest/normalize-event';
 import { encodeRowLines, type IntakeContext, type UnplacedRow } from '../storage/events/wal-format';
 import type { SeenSummary } from '../storage/seen/seen-tracker';
 import { toPersonInput, type PersonInput } from './person-input';
@@ -24,8 +24,8 @@ export interface PreparedRows {
   /** One `PersonInput` per row, in row order; as JSON text to cross threads (one string and a parse on arrival cost less than cloning the objects). */
   people: PersonInput[] | string;
   seen: SeenSummary;
-  /** Events dropped for being over the per-event limits (EVENT_LIMITS), by reason. */
-  dropped: Partial<Record<LimitDrop, number>>;
+  /** Events not made into rows, by reason: not an event (no name, no distinct id…) or over the per-event limits (EVENT_LIMITS). */
+  dropped: Partial<Record<DropReason | LimitDrop, number>>;
 }
 
 /** What preparing reads of a request: all of its context but the project (the key is checked later). */
@@ -49,7 +49,10 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
   let hi = -Infinity;
   for (const raw of events) {
     const result = normalizeEvent(raw as RawEvent, context);
-    if (!('ok' in result)) continue;
+    if (!('ok' in result)) {
+      dropped[result.drop] = (dropped[result.drop] ?? 0) + 1;
+      continue;
+    }
     const e = result.ok;
     const json = JSON.stringify(e.properties);
     const over = eventOverLimits(json, e.properties, e);

@@ -168,6 +168,14 @@ function normalizeRow(row: Record<string, unknown>): Row {
   return row;
 }
 
+/** What the engine's buffer manager holds in memory, and what it spilled to its temporary directory (bytes). */
+export async function memoryUsage(db: Database): Promise<{ usedBytes: number; spilledBytes: number }> {
+  const [row] = await db.query<{ used: number | null; spilled: number | null }>(
+    'SELECT sum(memory_usage_bytes) AS used, sum(temporary_storage_bytes) AS spilled FROM duckdb_memory()',
+  );
+  return { usedBytes: Number(row?.used ?? 0), spilledBytes: Number(row?.spilled ?? 0) };
+}
+
 /** Translate a DuckDB constraint failure into the API's `unique` error; rethrow anything else. */
 export function translateConstraintError(error: unknown, detail: string, attr: string): never {
   if (error instanceof Error && /constraint|duplicate key/i.test(error.message)) {

@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { openDatabase, type Database } from './db';
+import { memoryUsage, openDatabase, type Database } from './db';
 import { migrate } from './migrations';
 import { createManagementStore } from './management/management-store';
 import type { ManagementStore, Project } from './management/types';
@@ -55,6 +55,8 @@ export interface Storage {
   projectByToken(token: string): Promise<Project | null>;
   /** Delete a project and every row that belongs to it. */
   deleteProject(projectId: number): Promise<void>;
+  /** Memory the store holds now (under its configured cap), and what it spilled to disk (bytes). */
+  memoryUsage(): Promise<{ usedBytes: number; spilledBytes: number }>;
   close(): Promise<void>;
 }
 
@@ -142,6 +144,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     eventsSource,
     events,
     projectByToken: (token) => cache.byToken(token),
+    memoryUsage: () => memoryUsage(db),
     async deleteProject(projectId) {
       await management.deleteProject(projectId);
       await definitions.deleteTeam(projectId);

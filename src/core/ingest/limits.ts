@@ -18,7 +18,8 @@ export const EVENT_LIMITS = {
   propertyNameLength: 400,
 } as const;
 
-export type LimitDrop = 'event_too_large' | 'too_many_properties';
+export const LIMIT_DROPS = ['event_too_large', 'too_many_properties'] as const;
+export type LimitDrop = (typeof LIMIT_DROPS)[number];
 
 /** The smallest JSON a property takes (`"":0,` and a key character): below this, no count is needed. */
 const MIN_PROPERTY_JSON = 6;

@@ -7,6 +7,7 @@ import { oldestUuidGen, RecentUuids } from './recent-uuids';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
 import { ANY_TEAM } from './recovery';
+import { observe } from '../../core/metrics/histogram';
 import { MiB, type Counters, type Settings } from './settings';
 import type { Tiers } from './tiers';
 import { decodeIntakeFrame, frameHeader, scanFrames, type IntakeContext } from './wal-format';
@@ -247,8 +248,16 @@ export class SegmentLoader {
     return this.segments.reduce((n, seg) => n + seg.rows, 0);
   }
 
+  /** Epoch ms when the oldest segment waiting here was opened (null: none waits). */
+  get oldestOpenedAt(): number | null {
+    let oldest: number | null = null;
+    for (const seg of this.segments) if (seg.openedAt !== undefined && (oldest === null || seg.openedAt < oldest)) oldest = seg.openedAt;
+    return oldest;
+  }
+
   enqueue(seg: SealedSegment): void {
-    this.intake.push({ ...seg, attempts: 0, loadPath: seg.path });
+    // A segment found by recovery has waited at least since this start.
+    this.intake.push({ ...seg, openedAt: seg.openedAt ?? Date.now(), attempts: 0, loadPath: seg.path });
     this.kickProcess();
   }
 
@@ -350,9 +359,15 @@ export class SegmentLoader {
     }
   }
 
+  /** A request's rows, its dropped events counted on the way (reasons are the processor's). */
+  private counted(rows: EncodedRows): EncodedRows {
+    if (rows.dropped) for (const [reason, n] of Object.entries(rows.dropped)) this.counters.droppedEvents[reason] = (this.counters.droppedEvents[reason] ?? 0) + n;
+    return rows;
+  }
+
   private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
     try {
-      st.add(await this.process!(memo.context, memo.events, null, memo.prepared));
+      st.add(this.counted(await this.process!(memo.context, memo.events, null, memo.prepared)));
     } catch (error) {
       st.failed.push({ index: st.next, error });
     }
@@ -398,7 +413,7 @@ export class SegmentLoader {
       } else {
         try {
           const { context, text } = decodeIntakeFrame(data, f);
-          st.add(await this.process(context, null, text));
+          st.add(this.counted(await this.process(context, null, text)));
         } catch (error) {
           await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, error);
         }
@@ -626,7 +641,17 @@ export class SegmentLoader {
     const secs = Math.max(0.001, (performance.now() - started) / 1000);
     const bytes = batch.reduce((n, seg) => n + seg.bytes, 0);
     this.bytesPerSec = 0.7 * this.bytesPerSec + 0.3 * Math.max(MiB, bytes / secs);
-    this.s.log.info('event segments loaded', { segments: batch.length, rows, inserted: result.inserted, parquetFiles: result.files.length, ms: Math.round(secs * 1000) });
+    observe(this.counters.workSeconds.load, secs);
+    // Debug, not info: under a steady stream there is a load every second or so.
+    this.s.log.debug('event segments loaded', {
+      segments: batch.length,
+      rows,
+      inserted: result.inserted,
+      duplicates: rows - result.inserted,
+      bytes,
+      parquetFiles: result.files.length,
+      ms: Math.round(secs * 1000),
+    });
     // Committed: the files are no longer needed (recovery would delete them anyway).
     for (const seg of batch) {
       await rm(seg.path, { force: true });

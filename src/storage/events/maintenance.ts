@@ -5,6 +5,7 @@ import { compactHot, mergeFiles, pickMerge, type MergePolicy } from './compactio
 import { oldestUuidGen } from './recent-uuids';
 import { deleteTeamFiles, indexPropertyKeys, parquetRoot, type ParquetFile } from './parquet';
 import { deleteTeamCopies, dueCopies, personCopyRoot, writePersonCopy } from './person-copies';
+import { observe } from '../../core/metrics/histogram';
 import type { Counters, Settings } from './settings';
 import type { Tiers } from './tiers';
 
@@ -168,10 +169,12 @@ export class Maintenance {
       this.lastIndex = Date.now(); // copies are spaced out like indexing batches
       const [job] = dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, { ...this.s.personCopies, minAgeMs }, Date.now());
       if (!job) break;
+      const started = performance.now();
       const copy = await writePersonCopy(this.db, this.root, this.s.dataDir, job);
       this.tiers.setPersonCopy(copy);
       if (job.replaces) this.retired.push({ paths: [join(copyRoot, job.replaces.path)], at: Date.now() + this.s.purgeGraceMs });
       this.counters.personCopies++;
+      this.done('person_copy', started, 'person copy written', { project: job.teamId, day: job.day, sourceFiles: job.files.length, rows: copy.rows, bytes: copy.bytes, replaced: job.replaces !== null });
       written++;
     }
     this.lastIndex = Date.now();
@@ -186,18 +189,37 @@ export class Maintenance {
     const from = this.tiers.snapshot.compactedSegment;
     const to = compactionEnd(this.tiers.hot, this.store.loadedSegment(), maxRows);
     if (to <= from) return;
+    const started = performance.now();
     const files = await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files);
     this.tiers.compacted(to, files);
     this.schedulePurge(to);
     this.counters.compactions++;
+    this.done('compaction', started, 'hot rows compacted to Parquet', { rows: sum(files, 'rows'), files: files.length, bytes: sum(files, 'bytes') });
   }
 
   private async merge(files: ParquetFile[]): Promise<void> {
     const uuidGen = oldestUuidGen(files);
+    const started = performance.now();
     const merged = (await mergeFiles(this.db, this.root, files, `m${Date.now()}`)).map((f) => ({ ...f, uuidGen }));
     this.tiers.replaceFiles(files, merged);
     this.retired.push({ paths: files.map((f) => join(this.root, f.path)), at: Date.now() + this.s.purgeGraceMs });
     this.counters.merges++;
+    this.done('merge', started, 'Parquet files merged', {
+      project: files[0]?.teamId,
+      day: files[0]?.day,
+      files: files.length,
+      rows: sum(files, 'rows'),
+      bytes: sum(files, 'bytes'),
+      mergedFiles: merged.length,
+      mergedBytes: sum(merged, 'bytes'),
+    });
+  }
+
+  /** A piece of background work finished: timed for the metrics and logged with what it did. */
+  private done(work: keyof Counters['workSeconds'], started: number, message: string, fields: Record<string, unknown>): void {
+    const seconds = (performance.now() - started) / 1000;
+    observe(this.counters.workSeconds[work], seconds);
+    this.s.log.info(message, { ...fields, ms: Math.round(seconds * 1000) });
   }
 
   /** Files merged away meanwhile are skipped by `indexPropertyKeys` and by the swap. */
@@ -245,3 +267,5 @@ export class Maintenance {
     }
   }
 }
+
+const sum = (files: readonly ParquetFile[], key: 'rows' | 'bytes') => files.reduce((n, f) => n + f[key], 0);

@@ -1,3 +1,4 @@
+import { newHistogram } from '../../core/metrics/histogram';
 import type { MergePolicy } from './compaction';
 import type { PersonCopyPolicy } from './person-copies';
 import type { EventStoreLogger, EventStoreOptions, ProcessIntake } from './types';
@@ -38,7 +39,7 @@ export interface Settings {
   intake: ProcessIntake | null;
 }
 
-const silentLogger: EventStoreLogger = { info() {}, warn() {}, error() {} };
+const silentLogger: EventStoreLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
 export function resolveSettings(o: EventStoreOptions): Settings {
   return {
@@ -96,6 +97,10 @@ export function newCounters() {
     personCopies: 0,
     checkpoints: 0,
     deadLetters: 0,
+    /** Events the intake processor dropped, by its reason (no name, no distinct id, ...). */
+    droppedEvents: {} as Record<string, number>,
+    /** Seconds each kind of storage work took (loads into the store, and the background's). */
+    workSeconds: { load: newHistogram(), compaction: newHistogram(), merge: newHistogram(), person_copy: newHistogram() },
   };
 }
 export type Counters = ReturnType<typeof newCounters>;

@@ -30,6 +30,12 @@ const DELETE_WAIT_MS = 600_000;
 const BUSY_PER_WINDOW = 100;
 const BUSY_BYTES_PER_WINDOW = 4 * 1024 * 1024;
 
+const REFUSALS = {
+  disk_low: 'The disk is nearly full.',
+  backlog: 'The event store is behind; retry later.',
+  log_queue: 'The event log is behind; retry later.',
+} as const;
+
 /**
  * The life of an event: `appendIntake` hands a capture request (its context and body) to the
  * group commit (`wal.ts`), which writes every frame that arrived meanwhile with one write and one
@@ -378,16 +384,21 @@ class DuckDbEventStore implements EventStore {
 
   /** Refuse (503 + Retry-After) rather than hold more than the caps allow. */
   private admit(bytes: number): void {
-    if (this.closed) throw new AppError('unavailable', 'The event store is shutting down.', null, { retryAfter: 5 });
-    const pending = this.pendingBytes();
-    let reason: string | null = null;
-    if (this.diskLow) reason = 'The disk is nearly full.';
-    else if (pending + bytes > this.s.maxPendingBytes) reason = 'The event store is behind; retry later.';
-    else if (this.wal.queuedBytes + bytes > this.s.maxQueuedBytes) reason = 'The event log is behind; retry later.';
-    if (!reason) return;
+    const refused = this.backpressure(bytes);
+    if (refused === null) return;
+    if (refused === 'closed') throw new AppError('unavailable', 'The event store is shutting down.', null, { retryAfter: 5 });
     this.counters.rejectedAppends++;
-    const retryAfter = this.diskLow ? 30 : Math.min(60, Math.max(1, Math.ceil(pending / this.loader.bytesPerSec)));
-    throw new AppError('unavailable', reason, null, { retryAfter });
+    const retryAfter = refused === 'disk_low' ? 30 : Math.min(60, Math.max(1, Math.ceil(this.pendingBytes() / this.loader.bytesPerSec)));
+    throw new AppError('unavailable', REFUSALS[refused], null, { retryAfter });
+  }
+
+  /** Why an append of `bytes` would be refused now, or null (also what readiness reports, for 0 bytes). */
+  private backpressure(bytes: number): EventStoreStats['backpressure'] {
+    if (this.closed) return 'closed';
+    if (this.diskLow) return 'disk_low';
+    if (this.pendingBytes() + bytes > this.s.maxPendingBytes) return 'backlog';
+    if (this.wal.queuedBytes + bytes > this.s.maxQueuedBytes) return 'log_queue';
+    return null;
   }
 
   private pendingBytes(): number {
@@ -524,10 +535,20 @@ class DuckDbEventStore implements EventStore {
       hotRows: this.tiers.hotRows,
       parquetFiles: files.length,
       parquetRows: files.reduce((n, f) => n + f.rows, 0),
+      parquetBytes: files.reduce((n, f) => n + f.bytes, 0),
+      oldestPendingMs: this.oldestPendingMs(),
+      backpressure: this.backpressure(0),
       appliedSegment: this.loader.done,
       compactedSegment: this.tiers.snapshot.compactedSegment,
       pendingDistinctIds: this.pendingCount,
     };
+  }
+
+  private oldestPendingMs(): number {
+    const active = this.wal.activeSegment;
+    let oldest = this.loader.oldestOpenedAt;
+    if (active && active.rows > 0 && active.openedAt !== undefined && (oldest === null || active.openedAt < oldest)) oldest = active.openedAt;
+    return oldest === null ? 0 : Math.max(0, Date.now() - oldest);
   }
 
   /** SIGTERM path: refuse new appends, load everything acknowledged, checkpoint. */

@@ -1,4 +1,5 @@
 import type { StoredEventRow } from '../../core/events/columns';
+import type { Histogram } from '../../core/metrics/histogram';
 import type { Row, SqlParam } from '../db';
 import type { DeadLetter } from './dead-letters';
 import type { EventsRelation, StreamOptions, TimeRange } from './relation';
@@ -42,6 +43,8 @@ export interface EncodedRows {
   rows: number;
   uuids: readonly string[];
   span: TimeSpan | null;
+  /** Events of the request not made into rows, by reason (absent: none). */
+  dropped?: Readonly<Record<string, number>>;
 }
 
 /**
@@ -54,6 +57,7 @@ export type ProcessIntake = (context: IntakeContext, events: unknown[] | null, t
 export type Durability = 'durable' | 'relaxed';
 
 export interface EventStoreLogger {
+  debug(message: string, meta?: Record<string, unknown>): void;
   info(message: string, meta?: Record<string, unknown>): void;
   warn(message: string, meta?: Record<string, unknown>): void;
   error(message: string, meta?: Record<string, unknown>): void;
@@ -175,6 +179,14 @@ export interface EventStoreStats {
   compactedSegment: number;
   /** Distinct ids of unprocessed capture requests remembered for flag checks' person waits. */
   pendingDistinctIds: number;
+  /** Age of the oldest acknowledged event not yet loaded (ms since its log segment was opened; 0: none). */
+  oldestPendingMs: number;
+  parquetBytes: number;
+  /** Why appends are refused right now (503), or null while they are accepted. */
+  backpressure: 'disk_low' | 'backlog' | 'log_queue' | 'closed' | null;
+  droppedEvents: Readonly<Record<string, number>>;
+  /** Seconds each kind of storage work took: `load` (logged events into the store), and the background's. */
+  workSeconds: Readonly<Record<'load' | 'compaction' | 'merge' | 'person_copy', Histogram>>;
 }
 
 export interface RelationOptions {

@@ -41,6 +41,8 @@ export interface SealedSegment {
   memos?: unknown[];
   /** The highest intake sequence number in the segment (0: none). */
   lastSeq: number;
+  /** Epoch ms when its file was opened for writing (absent: found by recovery). */
+  openedAt?: number;
   /**
    * False when every row of the segment was certainly new when it was logged (recent-uuids.ts);
    * true or absent (recovery, replays): its load takes the full dedupe check. Intake frames
@@ -424,7 +426,7 @@ export class WalWriter {
     if (a.zeroed > a.bytes) await ftruncateAsync(a.fd, a.bytes).catch(() => undefined);
     await closeAsync(a.fd).catch(() => undefined);
     this.lastSealed = { bytes: a.bytes, writes: a.writes };
-    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, uuidGen: a.uuidGen });
+    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, uuidGen: a.uuidGen, openedAt: a.openedAt });
   }
 
   /**
