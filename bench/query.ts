@@ -7,6 +7,7 @@ import { loadConfig } from '../src/config';
 import type { Deps } from '../src/deps';
 import { isAppError } from '../src/errors';
 import { silentLogger } from '../src/logger';
+import { createAppMetrics } from '../src/metrics';
 import { createEventsService } from '../src/modules/events/service';
 import { openStorage, type Storage } from '../src/storage';
 import type { SqlParam } from '../src/storage/db';
@@ -384,7 +385,7 @@ async function directPhase(
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  const deps: Deps = { config, storage: { ...storage, events: recording } as Storage, logger: silentLogger, version: 'bench', now: () => new Date() };
+  const deps: Deps = { config, storage: { ...storage, events: recording } as Storage, logger: silentLogger, version: 'bench', now: () => new Date(), metrics: createAppMetrics() };
   const service = createEventsService(deps);
   const url = (q: Record<string, string>) => `http://bench.local/api/projects/${teamId}/events/?${new URLSearchParams(q)}`;
   const relation = (await storage.events.eventsRelation(teamId)).sql;

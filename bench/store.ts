@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bootstrap } from '../src/bootstrap';
 import { loadConfig } from '../src/config';
+import { createAppMetrics } from '../src/metrics';
 import type { Deps } from '../src/deps';
 import { isAppError } from '../src/errors';
 import { silentLogger } from '../src/logger';
@@ -131,7 +132,7 @@ async function openProduction(dataDir: string): Promise<Production> {
     withPipeline({ dataDir, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on' }, parser),
   );
   await bootstrap(storage, config);
-  const deps: Deps = { config, storage, logger: silentLogger, version: 'bench', now: () => new Date(), ingestParser: parser };
+  const deps: Deps = { config, storage, logger: silentLogger, version: 'bench', now: () => new Date(), ingestParser: parser, metrics: createAppMetrics() };
   return {
     deps,
     storage,

@@ -6,6 +6,8 @@ import { jsonDepthLimit } from './http/json-depth-limit';
 import { privateApiCors } from './http/private-cors';
 import { docsModule } from './modules/docs';
 import { healthModule, type Readiness } from './modules/health';
+import { metricsModule } from './modules/metrics';
+import { requestLog } from './http/request-log';
 import { projectsModule } from './modules/projects';
 import { usersModule } from './modules/users';
 import { captureModule } from './modules/capture';
@@ -23,10 +25,12 @@ export function createApp(deps: Deps, readiness: Readiness = { accepting: true }
     .use(errorHandler(deps.logger))
     // First of the request hooks: its headers are on every answer of the private API, refusals included.
     .use(privateApiCors(deps.config.API_CORS_ORIGINS))
+    .use(requestLog(deps.logger, deps.metrics))
     .use(bodyLimit(deps.config.MAX_BODY_BYTES))
     .use(jsonDepthLimit())
     .use(docsModule(deps.version))
-    .use(healthModule(readiness))
+    .use(healthModule(deps, readiness))
+    .use(metricsModule(deps))
     .use(projectsModule(deps))
     .use(usersModule(deps))
     .use(captureModule(deps))

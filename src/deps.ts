@@ -1,6 +1,7 @@
 import type { Config } from './config';
 import type { IngestRequest, PreparedIngest } from './core/ingest/prepare-ingest';
 import type { Logger } from './logger';
+import type { AppMetrics } from './metrics';
 import type { PreparedRows } from './pipeline';
 import type { IntakeContext } from './storage/events/wal-format';
 import type { Storage } from './storage';
@@ -11,6 +12,8 @@ export interface Deps {
   storage: Storage;
   logger: Logger;
   version: string;
+  /** Requests, acknowledged events and query durations, for `GET /metrics`. */
+  metrics: AppMetrics;
   /** The clock, so tests can move time. */
   now: () => Date;
   /** Decodes and parses large capture bodies in worker threads (`src/workers/`); absent: the main thread does. */

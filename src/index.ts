@@ -4,6 +4,7 @@ import { bootstrap, describeAccount } from './bootstrap';
 import { ConfigError, loadConfig } from './config';
 import type { Deps } from './deps';
 import { createLogger, type Logger } from './logger';
+import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
 import { DatabaseLockedError, openStorage } from './storage';
@@ -63,7 +64,7 @@ async function main() {
     // Printed once, on the first start only: the personal key is never shown again.
     console.log(`First start: created an organization, a project, a user and keys.\n${JSON.stringify(describeAccount(created), null, 2)}`);
   }
-  const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser };
+  const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser, metrics: createAppMetrics() };
   const readiness = { accepting: true };
   const app = createApp(deps, readiness);
   try {

@@ -17,6 +17,7 @@ describe('config', () => {
       DUCKDB_MEMORY_LIMIT: '1GB',
       PERSON_COPIES: 'on',
       MIN_FREE_DISK_MB: 256,
+      METRICS: 'on',
       INVITE_EXPIRY_DAYS: 3,
       QUERY_TIMEOUT_MS: 30000,
       QUERY_MAX_ROWS: 100000,

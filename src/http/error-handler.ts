@@ -30,23 +30,30 @@ function fromValidation(error: { all?: ValidationIssue[]; message?: string }): A
 
 export const errorHandler = (logger: Logger) =>
   new Elysia({ name: 'error-handler' }).onError({ as: 'global' }, ({ code, error, request, set }) => {
-    const cors = corsHeaders(request);
-    if (isAppError(error)) return errorResponse(error, cors);
-    switch (code) {
-      case 'VALIDATION':
-        return errorResponse(fromValidation(error as never), cors);
-      case 'PARSE':
-        return errorResponse(new AppError('invalid_payload', 'Malformed request body.'), cors);
-      case 'NOT_FOUND':
-        return errorResponse(new AppError('not_found', 'Not found.'), cors);
-      default: {
-        // Never leak the cause (SQL, paths, stack) to the client; keep it in the log.
-        const status = typeof set.status === 'number' && set.status >= 400 && set.status < 500 ? set.status : 500;
-        if (status >= 500) logger.error('unhandled error', { method: request.method, url: new URL(request.url).pathname, error });
-        return errorResponse(new AppError('error', 'A server error occurred.'), cors);
-      }
-    }
+    const response = answer(logger, code, error, request, set.status);
+    // Kept in step with the answer, so the request log and metrics see it (a 404 of no route left it at 200).
+    set.status = response.status;
+    return response;
   });
+
+function answer(logger: Logger, code: unknown, error: unknown, request: Request, status: unknown): Response {
+  const cors = corsHeaders(request);
+  if (isAppError(error)) return errorResponse(error, cors);
+  switch (code) {
+    case 'VALIDATION':
+      return errorResponse(fromValidation(error as never), cors);
+    case 'PARSE':
+      return errorResponse(new AppError('invalid_payload', 'Malformed request body.'), cors);
+    case 'NOT_FOUND':
+      return errorResponse(new AppError('not_found', 'Not found.'), cors);
+    default: {
+      // Never leak the cause (SQL, paths, stack) to the client; keep it in the log.
+      const kept = typeof status === 'number' && status >= 400 && status < 500 ? status : 500;
+      if (kept >= 500) logger.error('unhandled error', { method: request.method, url: new URL(request.url).pathname, error });
+      return errorResponse(new AppError('error', 'A server error occurred.'), cors);
+    }
+  }
+}
 
 /**
  * The public endpoints' CORS: browsers post from any site with the project key, so the Origin is

@@ -5,7 +5,8 @@ import { createApp } from '../../src/app';
 import { bootstrap } from '../../src/bootstrap';
 import { loadConfig, type Config } from '../../src/config';
 import type { Deps } from '../../src/deps';
-import { silentLogger } from '../../src/logger';
+import { silentLogger, type Logger } from '../../src/logger';
+import { createAppMetrics } from '../../src/metrics';
 import { openStorage, type CreatedAccount } from '../../src/storage';
 import { withPipeline } from '../../src/pipeline';
 
@@ -22,17 +23,17 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date()): Promise<TestApp> {
+export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger): Promise<TestApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'analytics-test-'));
   const config: Config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
   // Queries wait up to 10 s (not the default 0.5 s) for events just captured: these tests check what is
   // stored, and a slow CI machine must not turn a load that takes a moment into a missing row
   // (the default bound is tested in test/storage/events/intake.test.ts).
   const storage = await openStorage(
-    withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', eventStore: { visibilityTimeoutMs: 10_000 } }),
+    withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024 } }),
   );
   const account = (await bootstrap(storage, config))!;
-  const deps: Deps = { config, storage, logger: silentLogger, version: 'test', now };
+  const deps: Deps = { config, storage, logger, version: 'test', now, metrics: createAppMetrics() };
   const app = createApp(deps);
   const call: TestApp['call'] = (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

@@ -28,7 +28,7 @@ export const captureModule = (deps: Deps) => {
     // Most SDK posts carry no query string: skip parsing the URL then.
     const query = request.url.includes('?') ? new URL(request.url).searchParams : NO_QUERY;
     const body = request.method === 'POST' ? await readBodyCapped(request, deps.config.MAX_BODY_BYTES) : new Uint8Array(0);
-    await ingest(deps, {
+    const { logged } = await ingest(deps, {
       body,
       contentType: request.headers.get('content-type'),
       contentEncoding: request.headers.get('content-encoding'),
@@ -36,6 +36,7 @@ export const captureModule = (deps: Deps) => {
       ip: clientIp(request.headers, () => server?.requestIP(request)?.address ?? null),
       engage: path === '/engage',
     });
+    deps.metrics.eventsAcknowledged += logged;
     // sendBeacon (`beacon=1`) cannot read an answer: PostHog's capture sends 204 without a body.
     if (query.get('beacon') === '1') return new Response(null, { status: 204, headers: request.headers.has('origin') ? corsHeaders(request) : undefined });
     // Server SDKs send no Origin: their answer's headers are one shared object.

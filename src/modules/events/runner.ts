@@ -1,3 +1,4 @@
+import { observe, type Histogram } from '../../core/metrics/histogram';
 import type { SqlFragment } from '../../core/query';
 import { AppError, isAppError } from '../../errors';
 import type { Row } from '../../storage/db';
@@ -16,6 +17,8 @@ import type { EventStore, EventsRelation, RelationOptions, TimeRange } from '../
 export interface QueryRunnerOptions {
   store: () => EventStore;
   timeoutMs: number;
+  /** Where each statement's duration (to its last row, its error or its abandonment) is counted. */
+  querySeconds?: Histogram;
 }
 
 export class QueryRunner {
@@ -54,6 +57,13 @@ export class QueryRunner {
   /** The rows in chunks; each chunk must arrive within the time limit. */
   stream(statement: SqlFragment, attr: string | null = null): AsyncIterableIterator<Row[]> {
     const controller = new AbortController();
+    const started = performance.now();
+    let timed = false;
+    const finished = () => {
+      if (timed || !this.options.querySeconds) return;
+      timed = true;
+      observe(this.options.querySeconds, (performance.now() - started) / 1000);
+    };
     let inner: AsyncIterableIterator<Row[]>;
     try {
       inner = this.options.store().streamQuery(statement.sql, statement.params, { signal: controller.signal });
@@ -73,9 +83,12 @@ export class QueryRunner {
           timer = setTimeout(() => reject(timeoutError(timeoutMs)), timeoutMs);
         });
         try {
-          return await Promise.race([pending, late]);
+          const result = await Promise.race([pending, late]);
+          if (result.done) finished();
+          return result;
         } catch (error) {
           pending.catch(() => undefined);
+          finished();
           stop();
           throw translateQueryError(error, attr);
         } finally {
@@ -83,6 +96,7 @@ export class QueryRunner {
         }
       },
       async return() {
+        finished();
         stop();
         return { value: undefined, done: true };
       },

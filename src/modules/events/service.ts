@@ -30,7 +30,7 @@ export interface ValuesInput {
  * mapping) and the store's events relation; persons come from the in-memory person store.
  */
 export function createEventsService(deps: Deps) {
-  const newRunner = () => new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS });
+  const newRunner = () => new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS, querySeconds: deps.metrics.querySeconds });
   const { persons } = deps.storage;
   const counts = new FileCounts();
 
