@@ -59,35 +59,13 @@ async function main() {
     }
     throw error;
   }
-  const created = await bootstrap(storage, config);
-  if (created) {
-    // Printed once, on the first start only: the personal key is never shown again.
-    console.log(`First start: created an organization, a project, a user and keys.\n${JSON.stringify(describeAccount(created), null, 2)}`);
-  }
   const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser, metrics: createAppMetrics() };
   const readiness = { accepting: true };
   const app = createApp(deps, readiness);
-  try {
-    app.listen({
-      port: config.PORT,
-      hostname: config.HOST,
-      // Elysia sets SO_REUSEPORT unless told: a second server on the port would share it.
-      reusePort: config.REUSE_PORT === 'on',
-      // Our own 413 (with the error body) is decided first, from Content-Length or while streaming.
-      maxRequestBodySize: Math.max(HARD_BODY_LIMIT_BYTES, config.MAX_BODY_BYTES * 2),
-      idleTimeout: 120,
-    });
-  } catch (error) {
-    // Taken between the preflight and now: leave the data as a clean stop would.
-    await ingestParser?.close();
-    await storage.close();
-    if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
-    console.error(portTakenMessage(config));
-    process.exit(EXIT_IN_USE);
-  }
-  logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY });
-  console.log(`Listening on http://${config.HOST}:${app.server?.port}`);
 
+  // Before the first await that follows: a SIGTERM sent as soon as 'Listening' is printed ended
+  // the process by the default action (exit 143, no checkpoint) when the handlers were installed
+  // only after it.
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -112,6 +90,32 @@ async function main() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  const created = await bootstrap(storage, config);
+  if (created) {
+    // Printed once, on the first start only: the personal key is never shown again.
+    console.log(`First start: created an organization, a project, a user and keys.\n${JSON.stringify(describeAccount(created), null, 2)}`);
+  }
+  try {
+    app.listen({
+      port: config.PORT,
+      hostname: config.HOST,
+      // Elysia sets SO_REUSEPORT unless told: a second server on the port would share it.
+      reusePort: config.REUSE_PORT === 'on',
+      // Our own 413 (with the error body) is decided first, from Content-Length or while streaming.
+      maxRequestBodySize: Math.max(HARD_BODY_LIMIT_BYTES, config.MAX_BODY_BYTES * 2),
+      idleTimeout: 120,
+    });
+  } catch (error) {
+    // Taken between the preflight and now: leave the data as a clean stop would.
+    await ingestParser?.close();
+    await storage.close();
+    if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
+    console.error(portTakenMessage(config));
+    process.exit(EXIT_IN_USE);
+  }
+  logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY });
+  console.log(`Listening on http://${config.HOST}:${app.server?.port}`);
 }
 
 /**
