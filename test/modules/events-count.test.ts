@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { uuidv7 } from '../../src/ids';
-import { A_EVENTS, NOW, openEventsFixture, type EventsFixture, type FixtureEvent } from './events-fixture';
+import { A_EVENTS, NOW, openEventsFixture, recordStatements, type EventsFixture, type FixtureEvent } from './events-fixture';
 
 /**
  * `count` over Parquet files: files wholly inside the bounds are counted from the manifest (or
@@ -35,6 +35,10 @@ async function expectCount(query: Record<string, string>, expected: FixtureEvent
   const ids = new Set(expected.map((e) => e.uuid));
   expect(body.results.map((r: { id: string }) => r.id).sort()).toEqual([...ids].sort());
   expect(body.count).toBe(expected.length);
+  // `select=["count()"]` with the same filters: the same total.
+  const counted = await f.list({ ...query, select: JSON.stringify(['count()']) });
+  expect(counted.status).toBe(200);
+  expect(counted.body).toEqual({ columns: ['count()'], types: ['UInt64'], results: [[expected.length]], hasMore: false, next: null, previous: null });
 }
 
 describe('count over Parquet files', () => {
@@ -54,6 +58,18 @@ describe('count over Parquet files', () => {
     // Twice: the second count comes from what the first remembered per file.
     await expectCount(query, ALL.filter(keep));
     await expectCount(query, ALL.filter(keep));
+  });
+
+  test('select=["count()"] over files wholly inside the bounds reads their counts from the manifest, not their rows', async () => {
+    const { statements, restore } = recordStatements(f);
+    try {
+      const counted = await f.list({ select: JSON.stringify(['count()']), before: '2030-01-01T00:00:00Z' });
+      expect(counted.body.results).toEqual([[ALL.length]]);
+    } finally {
+      restore();
+    }
+    expect(statements.length).toBeGreaterThan(0);
+    expect(statements.filter((s) => s.includes('read_parquet'))).toEqual([]);
   });
 
   test('remembered counts stay exact as events arrive and are compacted', async () => {
