@@ -10,6 +10,7 @@ import { metricsModule } from './modules/metrics';
 import { requestLog } from './http/request-log';
 import { projectsModule } from './modules/projects';
 import { usersModule } from './modules/users';
+import { personalApiKeysModule } from './modules/personal-api-keys';
 import { captureModule } from './modules/capture';
 import { invitesModule } from './modules/invites';
 import { cohortsModule } from './modules/cohorts';
@@ -33,6 +34,7 @@ export function createApp(deps: Deps, readiness: Readiness = { accepting: true }
     .use(metricsModule(deps))
     .use(projectsModule(deps))
     .use(usersModule(deps))
+    .use(personalApiKeysModule(deps))
     .use(captureModule(deps))
     .use(invitesModule(deps))
     .use(cohortsModule(deps))

@@ -24,6 +24,7 @@ const READS = new Set<keyof ManagementStore>([
   'isEmpty',
   'findUserByEmail',
   'findUserById',
+  'listUsers',
   'authenticateKey',
   'listPersonalApiKeys',
   'getOrganization',

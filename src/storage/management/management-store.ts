@@ -75,12 +75,11 @@ export function createManagementStore(db: Database): ManagementStore {
   };
 
   const insertKey = async (tx: Tx, userId: number, label: string, value: string) => {
-    const id = uuidv4();
-    await tx.run(
-      `INSERT INTO personal_api_keys (id, user_id, label, secure_value, mask_value, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-      [id, userId, label, hashSecret(value), maskSecret(value), new Date()],
+    const rows = await tx.query(
+      `INSERT INTO personal_api_keys (id, user_id, label, secure_value, mask_value, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING *`,
+      [uuidv4(), userId, label, hashSecret(value), maskSecret(value), new Date()],
     );
-    return { id, value };
+    return { ...toKey(rows[0]), value };
   };
 
   return {
@@ -119,12 +118,12 @@ export function createManagementStore(db: Database): ManagementStore {
             project.id,
             user.id,
           ]);
-          const personalApiKey = await insertKey(tx, user.id, 'Initial key', input.personalApiKey ?? newPersonalApiKey());
+          const { id: keyId, value } = await insertKey(tx, user.id, 'Initial key', input.personalApiKey ?? newPersonalApiKey());
           return {
             organization,
             user: { ...user, currentOrganizationId: organization.id, currentProjectId: project.id },
             project,
-            personalApiKey,
+            personalApiKey: { id: keyId, value },
           };
         });
       } catch (error) {
@@ -135,6 +134,16 @@ export function createManagementStore(db: Database): ManagementStore {
     async findUserByEmail(email) {
       const rows = await db.query('SELECT * FROM users WHERE email = ?', [email]);
       return rows.length ? toUser(rows[0]) : null;
+    },
+
+    async listUsers() {
+      const rows = await db.query(
+        `SELECT u.*, coalesce(list(o.name ORDER BY o.created_at) FILTER (WHERE o.id IS NOT NULL), []) AS organization_names,
+                (SELECT count(*) FROM personal_api_keys k WHERE k.user_id = u.id AND k.revoked_at IS NULL) AS active_keys
+         FROM users u LEFT JOIN memberships m ON m.user_id = u.id LEFT JOIN organizations o ON o.id = m.organization_id
+         GROUP BY ALL ORDER BY u.id`,
+      );
+      return rows.map((r) => ({ ...toUser(r), organizationNames: [...(r.organization_names as string[])], activeKeys: Number(r.active_keys) }));
     },
 
     async findUserById(id) {
@@ -173,8 +182,8 @@ export function createManagementStore(db: Database): ManagementStore {
       return rows.map(toKey);
     },
 
-    async revokePersonalApiKey(id) {
-      const rows = await db.query('SELECT id FROM personal_api_keys WHERE id = ? AND revoked_at IS NULL', [id]);
+    async revokePersonalApiKey(id, userId) {
+      const rows = await db.query('SELECT id FROM personal_api_keys WHERE id = ? AND revoked_at IS NULL AND (? IS NULL OR user_id = ?)', [id, userId ?? null, userId ?? null]);
       if (!rows.length) return false;
       await db.run('UPDATE personal_api_keys SET revoked_at = ? WHERE id = ?', [new Date(), id]);
       return true;

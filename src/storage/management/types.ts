@@ -122,11 +122,15 @@ export interface ManagementStore {
   }): Promise<CreatedAccount>;
   findUserByEmail(email: string): Promise<User | null>;
   findUserById(id: number): Promise<User | null>;
+  /** Every user, with the names of their organizations and how many keys they hold unrevoked. */
+  listUsers(): Promise<Array<User & { organizationNames: string[]; activeKeys: number }>>;
   /** Resolve a personal API key by its hash; null when unknown or revoked. Records last use. */
   authenticateKey(secret: string): Promise<Principal | null>;
-  createPersonalApiKey(userId: number, label: string, value?: string): Promise<{ id: string; value: string }>;
+  /** The new key with its secret (`value`), which is stored only as a hash and never shown again. */
+  createPersonalApiKey(userId: number, label: string, value?: string): Promise<PersonalApiKey & { value: string }>;
   listPersonalApiKeys(userId: number): Promise<PersonalApiKey[]>;
-  revokePersonalApiKey(id: string): Promise<boolean>;
+  /** Revoke an active key (only `userId`'s, when given); false when there is none. */
+  revokePersonalApiKey(id: string, userId?: number): Promise<boolean>;
   getOrganization(id: string): Promise<Organization | null>;
   listOrganizations(userId: number): Promise<Array<Organization & { level: number }>>;
   listMembers(organizationId: string): Promise<User[]>;
