@@ -1,4 +1,5 @@
 import { createApp } from './app';
+import { serveControlSocket } from './cli/control-socket';
 import { HARD_BODY_LIMIT_BYTES } from './http/body-limit';
 import { bootstrap, describeAccount } from './bootstrap';
 import { ConfigError, loadConfig } from './config';
@@ -67,6 +68,7 @@ async function main() {
   // the process by the default action (exit 143, no checkpoint) when the handlers were installed
   // only after it.
   let stopping = false;
+  let stopControl = () => {};
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -79,6 +81,7 @@ async function main() {
     try {
       await drained;
       clearTimeout(cut);
+      stopControl();
       await ingestParser?.close();
       await storage.close();
       logger.info('stopped cleanly');
@@ -114,6 +117,8 @@ async function main() {
     console.error(portTakenMessage(config));
     process.exit(EXIT_IN_USE);
   }
+  // The operator CLI's way in while this process holds the database.
+  if (!stopping) stopControl = serveControlSocket(config.DATA_DIR, storage, logger);
   logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY });
   console.log(`Listening on http://${config.HOST}:${app.server?.port}`);
 }

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { rm } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { TEST_KEYS, newDataDir, runCliProcess, startServer, type ServerProcess } from './helpers/server-process';
 
 const dirs: string[] = [];
@@ -100,14 +101,10 @@ describe('the server process', () => {
 });
 
 describe('the operator CLI', () => {
-  test('create-user, create-key, list-keys, revoke-key; refused clearly while the server runs', async () => {
+  test('create-user, list-users, create-key, list-keys, revoke-key work while the server runs, through its control socket', async () => {
     const server = await startServer();
     dirs.push(server.dataDir);
-    const locked = await runCliProcess(['list-keys', '--email', TEST_KEYS.email], server.dataDir);
-    expect(locked.code).toBe(75);
-    expect(locked.stderr).toContain('The server is running on this data directory');
-    await server.stop();
-
+    expect((await stat(join(server.dataDir, 'control.sock'))).mode & 0o777).toBe(0o600);
     const made = await runCliProcess(
       ['create-user', '--email', 'ops@example.com', '--organization-name', 'Ops', '--personal-api-key', 'phx_opsKey123456789', '--json'],
       server.dataDir,
@@ -124,20 +121,40 @@ describe('the operator CLI', () => {
       personal_api_key_id: expect.any(String),
       personal_api_key: 'phx_opsKey123456789',
     });
+    // The running server knows the new user at once: the command ran in it.
+    const ok = await fetch(`${server.url}/api/projects/`, { headers: { authorization: 'Bearer phx_opsKey123456789' } });
+    expect(((await ok.json()) as any).results.map((p: { id: number }) => p.id)).toEqual([2]);
+
+    const users = await runCliProcess(['list-users', '--json'], server.dataDir);
+    expect(users.code).toBe(0);
+    expect(JSON.parse(users.stdout)).toEqual([
+      { id: 1, email: TEST_KEYS.email, first_name: '', date_joined: expect.any(String), organizations: ['Default organization'], active_keys: 1 },
+      { id: 2, email: 'ops@example.com', first_name: '', date_joined: expect.any(String), organizations: ['Ops'], active_keys: 1 },
+    ]);
     const second = await runCliProcess(['create-key', '--email', 'ops@example.com', '--json'], server.dataDir);
     const key2 = JSON.parse(second.stdout);
     expect(key2.personal_api_key).toMatch(/^phx_[A-Za-z0-9_-]{43}$/);
     const listed = JSON.parse((await runCliProcess(['list-keys', '--email', 'ops@example.com', '--json'], server.dataDir)).stdout);
     expect(listed.map((k: { id: string }) => k.id).sort()).toEqual([info.personal_api_key_id, key2.id].sort());
     expect(JSON.stringify(listed)).not.toContain('phx_opsKey123456789');
-    expect((await runCliProcess(['revoke-key', '--id', key2.id], server.dataDir)).code).toBe(0);
+    expect((await fetch(`${server.url}/api/projects/`, { headers: { authorization: `Bearer ${key2.personal_api_key}` } })).status).toBe(200);
+    const revoked = await runCliProcess(['revoke-key', '--id', key2.id], server.dataDir);
+    expect(revoked).toEqual({ code: 0, stdout: `revoked ${key2.id}\n`, stderr: '' });
+    expect((await fetch(`${server.url}/api/projects/`, { headers: { authorization: `Bearer ${key2.personal_api_key}` } })).status).toBe(401);
+    // Usage errors come back as they would locally.
+    expect(await runCliProcess(['revoke-key', '--id', 'nope'], server.dataDir)).toEqual({ code: 2, stdout: '', stderr: 'no active key with id nope\n' });
 
-    const restarted = await startServer({}, server.dataDir);
-    const ok = await fetch(`${restarted.url}/api/projects/`, { headers: { authorization: 'Bearer phx_opsKey123456789' } });
-    expect(((await ok.json()) as any).results.map((p: { id: number }) => p.id)).toEqual([2]);
-    const revoked = await fetch(`${restarted.url}/api/projects/`, { headers: { authorization: `Bearer ${key2.personal_api_key}` } });
-    expect(revoked.status).toBe(401);
-    await restarted.stop();
+    // Without its socket, the CLI says why it cannot go on.
+    await rm(join(server.dataDir, 'control.sock'));
+    const locked = await runCliProcess(['list-keys', '--email', TEST_KEYS.email], server.dataDir);
+    expect(locked.code).toBe(75);
+    expect(locked.stderr).toContain('The server is running on this data directory');
+    await server.stop();
+
+    // Stopped, the CLI opens the data itself; a socket left behind (a crash) is not in the way.
+    await Bun.write(join(server.dataDir, 'control.sock'), '');
+    const offline = JSON.parse((await runCliProcess(['list-users', '--json'], server.dataDir)).stdout);
+    expect(offline.map((u: { email: string }) => u.email)).toEqual([TEST_KEYS.email, 'ops@example.com']);
   });
 
   test.each([

@@ -1,0 +1,75 @@
+import { chmodSync, existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../logger';
+import type { Storage } from '../storage';
+import { COMMANDS, runCommand, type Flags } from './commands';
+
+/**
+ * The running server's door for the operator CLI: a unix socket in DATA_DIR, owner-only (0600),
+ * so it admits exactly who could read the database files anyway; never a TCP port. DuckDB lets
+ * one process open the database, so without it every CLI command needed the server stopped.
+ * One request, `POST /run {command, flags, args}`, runs a CLI command against the server's open
+ * storage and answers what the command printed and its exit status.
+ */
+export const CONTROL_SOCKET = 'control.sock';
+
+/** Unix socket paths are limited (108 bytes on Linux, 104 on macOS). */
+const MAX_SOCKET_PATH = 100;
+
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function controlSocketPath(dataDir: string): string | null {
+  const path = join(dataDir, CONTROL_SOCKET);
+  return Buffer.byteLength(path) <= MAX_SOCKET_PATH ? path : null;
+}
+
+/** Listen on DATA_DIR's control socket; returns how to stop (the socket file is removed). */
+export function serveControlSocket(dataDir: string, storage: Storage, logger: Logger): () => void {
+  const path = controlSocketPath(dataDir);
+  if (!path) {
+    logger.warn('DATA_DIR path too long for a control socket: CLI commands need the server stopped', { dataDir });
+    return () => undefined;
+  }
+  // Left over from a crash: this process holds the database, so no other server uses it.
+  rmSync(path, { force: true });
+  const server = Bun.serve({
+    unix: path,
+    async fetch(request) {
+      if (request.method !== 'POST' || new URL(request.url).pathname !== '/run') return new Response('not found', { status: 404 });
+      const { command, flags, args } = (await request.json()) as { command: string; flags: Flags; args: string[] };
+      if (!Object.hasOwn(COMMANDS, command)) return Response.json({ code: 2, stdout: '', stderr: `Unknown command: ${command}\n` } satisfies CommandResult);
+      logger.info('operator command', { command });
+      try {
+        return Response.json(await runCommand(storage, command, flags ?? {}, args ?? []));
+      } catch (error) {
+        logger.error('operator command failed', { command, error });
+        return Response.json({ code: 1, stdout: '', stderr: `${command} failed: ${error instanceof Error ? error.message : String(error)}\n` } satisfies CommandResult);
+      }
+    },
+  });
+  chmodSync(path, 0o600);
+  return () => {
+    server.stop(true);
+    rmSync(path, { force: true });
+  };
+}
+
+/**
+ * Run a command in the server holding DATA_DIR, if one answers on its socket; null when none
+ * does (no socket, or one left by a crash), and the caller opens the database itself.
+ */
+export async function callControlSocket(dataDir: string, command: string, flags: Flags, args: string[]): Promise<CommandResult | null> {
+  const path = controlSocketPath(dataDir);
+  if (!path || !existsSync(path)) return null;
+  let response: Response;
+  try {
+    response = await fetch('http://control/run', { unix: path, method: 'POST', body: JSON.stringify({ command, flags, args }), headers: { 'content-type': 'application/json' } });
+  } catch {
+    return null;
+  }
+  return (await response.json()) as CommandResult;
+}
