@@ -50,6 +50,14 @@ export const ConfigSchema = t.Object({
   ),
   MIN_FREE_DISK_MB: Int(256, 0, 1024 * 1024, 'Free space kept on the disk of DATA_DIR (MiB): below it, ingestion answers 503 with Retry-After.'),
   METRICS: OnOff('on', 'on: GET /metrics serves Prometheus metrics, without authentication (counts, sizes and durations; no user data). off: no such route.'),
+  EVENTS_RETENTION_DAYS: t.Optional(
+    t.Integer({
+      minimum: 1,
+      maximum: 36500,
+      description:
+        "Days of events a project keeps, unless its own events_retention_days (PATCH /api/projects/:id/) says otherwise; unset: forever. Whole days older than that are dropped within a minute of a change, then hourly.",
+    }),
+  ),
   INVITE_EXPIRY_DAYS: Int(3, 1, 3650, 'Days after which an organization invite is expired.'),
   QUERY_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Time limit of one events query.'),
   QUERY_MAX_ROWS: Int(100_000, 1, 100_000_000, 'Row cap of one select/where query (exports stream without it).'),

@@ -47,6 +47,7 @@ async function main() {
           durability: config.DURABILITY,
           memoryLimit: config.DUCKDB_MEMORY_LIMIT,
           personCopies: config.PERSON_COPIES === 'on',
+          defaultRetentionDays: config.EVENTS_RETENTION_DAYS,
           logger,
           eventStore: { minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024 },
         },

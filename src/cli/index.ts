@@ -56,7 +56,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     const config = loadConfig(env);
     const remote = await callControlSocket(resolve(config.DATA_DIR), command, flags, positionals);
     if (remote) return print(remote);
-    storage = await openStorage(withPipeline({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on' }));
+    storage = await openStorage(withPipeline({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS }));
     return print(await runCommand(storage, command, flags, positionals));
   } catch (error) {
     if (error instanceof DatabaseLockedError) {

@@ -73,6 +73,10 @@ export interface StorageOptions {
    * (`src/pipeline`, `withPipeline`). Without it, logged capture requests cannot be stored.
    */
   intake?: (stores: { persons: PersonStore; seen: SeenTracker }) => ProcessIntake;
+  /** Days of events a project keeps unless its own `events_retention_days` says otherwise (absent: forever). */
+  defaultRetentionDays?: number;
+  /** Epoch ms now, for retention (tests move it; default Date.now). */
+  now?: () => number;
   /** Event-store tuning (tests pass small buffers). */
   eventStore?: Partial<Parameters<typeof createEventStore>[1]>;
 }
@@ -94,7 +98,17 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     await db.close();
     throw error;
   }
-  const { management, cache } = createProjectCache(createManagementStore(db));
+  const cached = createProjectCache(createManagementStore(db));
+  const { cache } = cached;
+  // A project's retention changing is applied within a minute, not at the next hourly run.
+  const management: ManagementStore = {
+    ...cached.management,
+    async updateProject(id, patch) {
+      const project = await cached.management.updateProject(id, patch);
+      if (patch.settings && 'events_retention_days' in patch.settings) events?.retentionChanged();
+      return project;
+    },
+  };
   const eventsSource: EventsSourceRef = {};
   const definitions = createDefinitionsStore(db, eventsSource);
   const persons = createPersonStore(db);
@@ -102,13 +116,15 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const flags = createFlagStore(db);
   const invites = createInviteStore(db);
   const cohorts = createCohortStore(db, eventsSource);
-  let events: EventStore;
+  let events: EventStore | undefined;
   try {
     events = await createEventStore(db, {
       dataDir: options.dataDir,
       durability: options.durability ?? 'durable',
       logger: options.logger,
       personCopies: options.personCopies ?? true,
+      now: options.now,
+      retention: () => retentionPolicy(management, options.defaultRetentionDays),
       ...options.eventStore,
       intake: options.intake?.({ persons, seen }),
       hooks: {
@@ -123,9 +139,10 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     await db.close();
     throw error;
   }
-  eventsSource.current = (teamId) => events.eventsRelation(teamId);
+  const store = events;
+  eventsSource.current = (teamId) => store.eventsRelation(teamId);
   eventsSource.syncPersons = async () => {
-    await events.awaitIntake(null, null);
+    await store.awaitIntake(null, null);
     await persons.flush();
   };
   const background = setInterval(() => {
@@ -142,7 +159,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     invites,
     cohorts,
     eventsSource,
-    events,
+    events: store,
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),
     async deleteProject(projectId) {
@@ -152,15 +169,25 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       seen.forgetTeam(projectId);
       await flags.deleteTeam(projectId);
       await cohorts.deleteTeam(projectId);
-      await events.deleteTeamEvents(projectId);
+      await store.deleteTeamEvents(projectId);
     },
     async close() {
       clearInterval(background);
-      await events.close();
+      await store.close();
       await persons.flush();
       await seen.flush();
       await cohorts.whenIdle();
       await db.close();
     },
   };
+}
+
+/** Days each project keeps: its own setting, else the server's default; null or no default: forever. */
+async function retentionPolicy(management: ManagementStore, defaultDays: number | undefined): Promise<Map<number, number>> {
+  const policy = new Map<number, number>();
+  for (const p of await management.listAllProjects()) {
+    const days = p.settings.events_retention_days === undefined ? defaultDays : p.settings.events_retention_days;
+    if (typeof days === 'number') policy.set(p.id, days);
+  }
+  return policy;
 }

@@ -33,6 +33,7 @@ const READS = new Set<keyof ManagementStore>([
   'listProjects',
   'getProject',
   'findProjectByToken',
+  'listAllProjects',
 ]);
 
 class Expiring<V> {

@@ -24,15 +24,24 @@ export interface TestApp {
 }
 
 export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger): Promise<TestApp> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'analytics-test-'));
+  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), null, env, now, logger);
+}
+
+/** The same data directory opened again, as a restarted server would (`t` is closed first, its data kept). */
+export async function reopenTestApp(t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger): Promise<TestApp> {
+  await t.deps.storage.close();
+  return openTestApp(t.dataDir, t.account, env, now, logger);
+}
+
+async function openTestApp(dataDir: string, known: CreatedAccount | null, env: Record<string, string>, now: () => Date, logger: Logger): Promise<TestApp> {
   const config: Config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
   // Queries wait up to 10 s (not the default 0.5 s) for events just captured: these tests check what is
   // stored, and a slow CI machine must not turn a load that takes a moment into a missing row
   // (the default bound is tested in test/storage/events/intake.test.ts).
   const storage = await openStorage(
-    withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024 } }),
+    withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024 } }),
   );
-  const account = (await bootstrap(storage, config))!;
+  const account = known ?? (await bootstrap(storage, config))!;
   const deps: Deps = { config, storage, logger, version: 'test', now, metrics: createAppMetrics() };
   const app = createApp(deps);
   const call: TestApp['call'] = (method, path, options = {}) => {

@@ -40,6 +40,7 @@ const fullShape = (overrides: Record<string, unknown>) => ({
   primary_dashboard: null,
   live_events_columns: null,
   recording_domains: null,
+  events_retention_days: null,
   person_on_events_querying_enabled: true,
   groups_on_events_querying_enabled: true,
   ...overrides,
@@ -66,6 +67,7 @@ const EVERY_WRITABLE = {
   primary_dashboard: 7,
   live_events_columns: ['event', 'person'],
   recording_domains: ['https://app.example.com'],
+  events_retention_days: 30,
 };
 
 describe('projects', () => {
@@ -127,6 +129,8 @@ describe('projects', () => {
     [{ primary_dashboard: 'one' }, errorOf('invalid_input', 'validation_error', expect.any(String) as never, 'primary_dashboard')],
     [{ app_urls: 'https://x' }, errorOf('invalid_input', 'validation_error', expect.any(String) as never, 'app_urls')],
     [{ name: '' }, errorOf('invalid_input', 'validation_error', expect.any(String) as never, 'name')],
+    [{ events_retention_days: 0 }, errorOf('invalid_input', 'validation_error', expect.any(String) as never, 'events_retention_days')],
+    [{ events_retention_days: 'ten' }, errorOf('invalid_input', 'validation_error', expect.any(String) as never, 'events_retention_days')],
   ])('a bad field is a 400 naming it: %j', async (body, expected) => {
     const res = await t.json('PATCH', `/api/projects/${t.account.project.id}/`, { body });
     expect(res.status).toBe(400);
@@ -134,6 +138,20 @@ describe('projects', () => {
     const unchanged = await t.json('GET', `/api/projects/${t.account.project.id}/`);
     expect(unchanged.body.timezone).toBe('UTC');
     expect(unchanged.body.anonymize_ips).toBe(false);
+  });
+
+  test("events_retention_days shows the server's EVENTS_RETENTION_DAYS until the project sets its own; null keeps forever", async () => {
+    const withDefault = await createTestApp({ EVENTS_RETENTION_DAYS: '90' });
+    try {
+      const path = `/api/projects/${withDefault.account.project.id}/`;
+      expect((await withDefault.json('GET', path)).body.events_retention_days).toBe(90);
+      expect((await withDefault.json('PATCH', path, { body: { events_retention_days: 7 } })).body.events_retention_days).toBe(7);
+      expect((await withDefault.json('PATCH', path, { body: { name: 'Other' } })).body.events_retention_days).toBe(7);
+      expect((await withDefault.json('PATCH', path, { body: { events_retention_days: null } })).body.events_retention_days).toBeNull();
+      expect((await withDefault.json('GET', path)).body.events_retention_days).toBeNull();
+    } finally {
+      await withDefault.close();
+    }
   });
 
   test('create without a name is a 400', async () => {

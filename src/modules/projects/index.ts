@@ -29,7 +29,7 @@ export const projectsModule = (deps: Deps) => {
         const patch = toProjectPatch(body);
         const project = await management.createProject(organizationId, patch.name!, patch.settings);
         set.status = 201;
-        return toProjectFull(project, levelIn(principal, organizationId));
+        return toProjectFull(project, levelIn(principal, organizationId), deps.config.EVENTS_RETENTION_DAYS);
       },
       { auth: true, body: ProjectCreateBody, response: { 201: ProjectFull, 400: ErrorBody, ...authErrors }, detail: { summary: 'Create a project' } },
     )
@@ -37,7 +37,7 @@ export const projectsModule = (deps: Deps) => {
       '/:project_id/',
       async ({ principal, params }) => {
         const project = await resolveProject(deps, principal, params.project_id);
-        return toProjectFull(project, levelIn(principal, project.organizationId));
+        return toProjectFull(project, levelIn(principal, project.organizationId), deps.config.EVENTS_RETENTION_DAYS);
       },
       { auth: true, params: ProjectParams, response: { 200: ProjectFull, ...authErrors }, detail: { summary: 'Retrieve a project' } },
     )
@@ -46,7 +46,7 @@ export const projectsModule = (deps: Deps) => {
       async ({ principal, params, body }) => {
         const project = await resolveProject(deps, principal, params.project_id);
         const updated = await management.updateProject(project.id, toProjectPatch(body));
-        return toProjectFull(updated, levelIn(principal, project.organizationId));
+        return toProjectFull(updated, levelIn(principal, project.organizationId), deps.config.EVENTS_RETENTION_DAYS);
       },
       {
         auth: true,

@@ -26,6 +26,8 @@ export const ProjectWritable = {
   primary_dashboard: t.Optional(Nullable(t.Integer())),
   live_events_columns: t.Optional(Nullable(StringList)),
   recording_domains: t.Optional(Nullable(t.Array(t.String()))),
+  /** Days of events kept (whole UTC days); null: forever. */
+  events_retention_days: t.Optional(Nullable(t.Integer({ minimum: 1, maximum: 36500 }))),
 };
 
 export const ProjectCreateBody = t.Object({ ...ProjectWritable, name: t.String({ minLength: 1, maxLength: 200 }) });
@@ -76,6 +78,7 @@ export const ProjectFull = t.Object({
   primary_dashboard: t.Union([t.Integer(), t.Null()]),
   live_events_columns: t.Union([StringList, t.Null()]),
   recording_domains: t.Union([t.Array(t.String()), t.Null()]),
+  events_retention_days: t.Union([t.Integer(), t.Null()], { description: "Days of events kept: the project's own setting, else the server's EVENTS_RETENTION_DAYS; null: forever." }),
   person_on_events_querying_enabled: t.Boolean(),
   groups_on_events_querying_enabled: t.Boolean(),
 });

@@ -18,7 +18,9 @@ export function toProjectBasic(p: Project, level: number) {
   };
 }
 
-export function toProjectFull(p: Project, level: number, hasGroupTypes = false) {
+/** `defaultRetentionDays`: the server's EVENTS_RETENTION_DAYS, in force where the project has no setting of its own. */
+export function toProjectFull(p: Project, level: number, defaultRetentionDays: number | undefined, hasGroupTypes = false) {
+  const { events_retention_days: retention, ...settings } = p.settings;
   return {
     id: p.id,
     project_id: p.id,
@@ -29,7 +31,8 @@ export function toProjectFull(p: Project, level: number, hasGroupTypes = false) 
     created_at: p.createdAt.toISOString(),
     updated_at: p.updatedAt.toISOString(),
     ingested_event: p.ingestedEvent,
-    ...p.settings,
+    ...settings,
+    events_retention_days: retention === undefined ? (defaultRetentionDays ?? null) : retention,
     effective_membership_level: level,
     has_group_types: hasGroupTypes,
     person_on_events_querying_enabled: true,

@@ -1,10 +1,11 @@
-import { rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm, rmdir, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Database } from '../db';
 import { compactHot, mergeFiles, pickMerge, type MergePolicy } from './compaction';
 import { oldestUuidGen } from './recent-uuids';
 import { deleteTeamFiles, indexPropertyKeys, parquetRoot, type ParquetFile } from './parquet';
 import { deleteTeamCopies, dueCopies, personCopyRoot, writePersonCopy } from './person-copies';
+import { dropExpired, expiredParts, keptFrom } from './retention';
 import { observe } from '../../core/metrics/histogram';
 import type { Counters, Settings } from './settings';
 import type { Tiers } from './tiers';
@@ -50,6 +51,8 @@ export function compactionEnd(hot: ReadonlyArray<{ seg: number; rows: number }>,
 /** Property-key indexing: rows read per batch, and the pause after one (it yields to the rest). */
 const INDEX_BATCH_ROWS = 300_000;
 const INDEX_SPACING_MS = 1_000;
+/** Retention runs at start, soon after a project's retention changes, and at least this often. */
+const RETENTION_INTERVAL_MS = 3_600_000;
 
 /**
  * Background upkeep, off the request path and serialized with itself: compaction of hot rows
@@ -69,6 +72,8 @@ export class Maintenance {
   private retired: Array<{ paths: readonly string[]; at: number }> = [];
   private lastWalCheck = 0;
   private lastIndex = 0;
+  /** When retention is next due, on the retention clock (`s.now`); 0: now. */
+  private retentionDueAt = 0;
   private readonly root: string;
 
   constructor(
@@ -93,6 +98,11 @@ export class Maintenance {
     this.purges.push({ seg, at: Date.now() + delayMs });
   }
 
+  /** Apply retention at the next tick (a project's retention changed). */
+  scheduleRetention(): void {
+    this.retentionDueAt = 0;
+  }
+
   /** Run `fn` after any maintenance in progress, and before the next. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const next = this.chain.then(fn, fn);
@@ -108,6 +118,7 @@ export class Maintenance {
     const saturated = this.store.saturated();
     const compactDue = compactionDue(this.tiers.hotRows, hot[0]?.at ?? null, this.s, saturated, now);
     const purgeDue = this.purges.some((p) => p.at <= now) || this.retired.some((r) => r.at <= now);
+    const retentionDue = this.s.retention !== null && this.s.now() >= this.retentionDueAt;
     const merge = this.s.autoCompact ? pickMerge(this.tiers.snapshot.files, mergePolicy(this.s.merge, saturated), now) : null;
     // Small loads land in DuckDB's own WAL: look at its size now and then.
     const walCheck = now - this.lastWalCheck >= 5_000;
@@ -115,10 +126,11 @@ export class Maintenance {
     const index = idle ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
     // One copy at a time, when nothing else is due (a day's sort and write takes seconds).
     const copy = idle && index.length === 0 ? (dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, this.s.personCopies, now)[0] ?? null) : null;
-    if (!compactDue && !purgeDue && !merge && !walCheck && index.length === 0 && !copy) return;
+    if (!compactDue && !purgeDue && !retentionDue && !merge && !walCheck && index.length === 0 && !copy) return;
     this.lastWalCheck = now;
     this.busy = true;
     void this.exclusive(async () => {
+      if (retentionDue) await this.applyRetention();
       if (compactDue) await this.compactHot(this.s.compactMinRows);
       if (merge) await this.merge(merge);
       if (index.length) await this.indexKeys(index);
@@ -159,6 +171,30 @@ export class Maintenance {
       await deleteTeamFiles(this.db, this.s.dataDir, teamId, this.tiers.snapshot.files);
       this.tiers.dropTeam(teamId);
     });
+  }
+
+  /**
+   * Drop the days each project no longer keeps: unregister their files and person copies and
+   * delete their hot rows in one transaction, then delete the files after the grace period, as
+   * merges do (a relation built a moment ago may still name them).
+   */
+  private async applyRetention(): Promise<void> {
+    this.retentionDueAt = this.s.now() + RETENTION_INTERVAL_MS; // a failure waits for the next run, not the next tick
+    const kept = keptFrom(await this.s.retention!(), this.s.now());
+    if (kept.size === 0) return;
+    const parts = expiredParts(this.tiers.snapshot.files, this.tiers.personCopies, kept);
+    const started = performance.now();
+    const hot = await dropExpired(this.db, parts, kept, this.tiers.snapshot.compactedSegment);
+    this.tiers.dropParts(parts.files, parts.copies);
+    this.tiers.expireHot(hot);
+    const hotRows = hot.reduce((n, h) => n + h.rows, 0);
+    if (parts.files.length === 0 && parts.copies.length === 0 && hotRows === 0) return;
+    const copyRoot = personCopyRoot(this.s.dataDir);
+    this.retired.push({ paths: [...parts.files.map((f) => join(this.root, f.path)), ...parts.copies.map((c) => join(copyRoot, c.path))], at: Date.now() + this.s.purgeGraceMs });
+    this.counters.expiredFiles += parts.files.length;
+    this.counters.expiredHotRows += hotRows;
+    const seconds = (performance.now() - started) / 1000;
+    this.s.log.info('expired events dropped', { projects: kept.size, files: parts.files.length, rows: sum(parts.files, 'rows') + hotRows, bytes: sum(parts.files, 'bytes'), personCopies: parts.copies.length, hotRows, ms: Math.round(seconds * 1000) });
   }
 
   /** Write up to `max` due copies (settled for `minAgeMs`), newest day first; the copies they replace retire. */
@@ -236,6 +272,8 @@ export class Maintenance {
     const now = Date.now();
     for (const r of this.retired.filter((x) => x.at <= now)) {
       for (const path of r.paths) await rm(path, { force: true });
+      // A day whose every file went (retention) leaves no empty directory behind.
+      for (const dir of new Set(r.paths.map((p) => dirname(p)))) await rmdir(dir).catch(() => undefined);
     }
     this.retired = this.retired.filter((x) => x.at > now);
     const due = this.purges.filter((p) => p.at <= now);

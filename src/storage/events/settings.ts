@@ -35,6 +35,10 @@ export interface Settings {
   merge: MergePolicy;
   personCopies: PersonCopyPolicy;
   log: EventStoreLogger;
+  /** The clock of retention (epoch ms): tests move it instead of waiting days. */
+  now: () => number;
+  /** Days of events each project keeps (null: no project has a limit). */
+  retention: EventStoreOptions['retention'] | null;
   hooks: NonNullable<EventStoreOptions['hooks']>;
   intake: ProcessIntake | null;
 }
@@ -75,6 +79,8 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     },
     personCopies: { enabled: o.personCopies ?? true, minAgeMs: o.personCopyMinAgeMs ?? 10 * 60_000 },
     log: o.logger ?? silentLogger,
+    now: o.now ?? Date.now,
+    retention: o.retention ?? null,
     hooks: o.hooks ?? {},
     intake: o.intake ?? null,
   };
@@ -95,6 +101,9 @@ export function newCounters() {
     compactions: 0,
     merges: 0,
     personCopies: 0,
+    /** Parquet files and hot rows dropped by retention. */
+    expiredFiles: 0,
+    expiredHotRows: 0,
     checkpoints: 0,
     deadLetters: 0,
     /** Events the intake processor dropped, by its reason (no name, no distinct id, ...). */

@@ -477,6 +477,10 @@ class DuckDbEventStore implements EventStore {
     return streamQuery(this.db, sql, params, options);
   }
 
+  retentionChanged(): void {
+    this.upkeep.scheduleRetention();
+  }
+
   async deleteTeamEvents(teamId: number): Promise<void> {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
     // Everything acknowledged must be loaded first, or it would outlive the deletion.

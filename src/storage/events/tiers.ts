@@ -67,6 +67,23 @@ export class Tiers {
     this.personCopies = this.personCopies.filter((c) => c.teamId !== teamId);
   }
 
+  /** Files and person copies unregistered (expired by retention). */
+  dropParts(files: readonly ParquetFile[], copies: readonly PersonCopy[]): void {
+    const paths = new Set(files.map((f) => f.path));
+    const copyPaths = new Set(copies.map((c) => c.path));
+    this.snapshot = { ...this.snapshot, files: this.snapshot.files.filter((f) => !paths.has(f.path)) };
+    this.personCopies = this.personCopies.filter((c) => !copyPaths.has(c.path));
+  }
+
+  /** Hot rows not compacted yet were deleted (by load watermark): counted off the load that holds them. */
+  expireHot(deleted: ReadonlyArray<{ seg: number; rows: number }>): void {
+    for (const d of deleted) {
+      const load = this.hot.find((h) => h.seg >= d.seg);
+      if (load) load.rows = Math.max(0, load.rows - d.rows);
+    }
+    this.hot = this.hot.filter((h) => h.rows > 0);
+  }
+
   /** A team-day's copy, replacing its previous one. */
   setPersonCopy(copy: PersonCopy): void {
     this.personCopies = [...this.personCopies.filter((c) => c.teamId !== copy.teamId || c.day !== copy.day), copy];

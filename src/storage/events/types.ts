@@ -131,6 +131,13 @@ export interface EventStoreOptions {
    */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
+  /** Epoch ms now, for retention (default Date.now). */
+  now?: () => number;
+  /**
+   * Days of events each project keeps (projects absent keep everything), asked when retention
+   * runs: at start, within a minute of `retentionChanged`, and hourly.
+   */
+  retention?: () => Promise<ReadonlyMap<number, number>>;
   /** Intake requests kept in memory for processing (parsed, or their body when another thread parsed them), at most, counted as logged bytes (parsed they take several times that; beyond: read and parsed again from the log). Default 64 MiB. */
   maxMemoBytes?: number;
   /** Distinct ids of unprocessed capture requests remembered one by one for flag checks' person waits; beyond, a check waits for everything logged (default 500,000). */
@@ -173,6 +180,9 @@ export interface EventStoreStats {
   merges: number;
   /** Person-clustered copies written (person-copies.ts). */
   personCopies: number;
+  /** Parquet files and hot rows dropped by retention since start. */
+  expiredFiles: number;
+  expiredHotRows: number;
   checkpoints: number;
   deadLetters: number;
   appliedSegment: number;
@@ -249,6 +259,8 @@ export interface EventStore {
   /** Run a read query and stream its rows in chunks (for exports); aborting `signal` interrupts it. */
   streamQuery(sql: string, params?: readonly SqlParam[], options?: StreamOptions): AsyncIterableIterator<Row[]>;
   deleteTeamEvents(teamId: number): Promise<void>;
+  /** A project's retention changed: apply retention soon (within a minute), not only at the next hourly run. */
+  retentionChanged(): void;
   listDeadLetters(): Promise<DeadLetter[]>;
   /** Feed dead letters (all, or the given ids) back through the write path. */
   replayDeadLetters(ids?: readonly string[]): Promise<ReplayResult>;

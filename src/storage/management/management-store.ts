@@ -261,6 +261,10 @@ export function createManagementStore(db: Database): ManagementStore {
       return rows.length ? toProject(rows[0]) : null;
     },
 
+    async listAllProjects() {
+      return (await db.query(`SELECT ${PROJECT_COLUMNS} FROM projects ORDER BY id`)).map(toProject);
+    },
+
     async markIngested(projectId) {
       await db.run('UPDATE projects SET ingested_event = true WHERE id = ? AND NOT ingested_event', [projectId]);
     },

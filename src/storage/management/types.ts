@@ -59,6 +59,8 @@ export interface ProjectSettings {
   primary_dashboard: number | null;
   live_events_columns: string[] | null;
   recording_domains: string[] | null;
+  /** Days of events kept; null: forever; absent: the server's default (EVENTS_RETENTION_DAYS). */
+  events_retention_days?: number | null;
 }
 
 export interface Project {
@@ -141,6 +143,8 @@ export interface ManagementStore {
   updateProject(id: number, patch: { name?: string; settings?: Partial<ProjectSettings> }): Promise<Project>;
   deleteProject(id: number): Promise<void>;
   findProjectByToken(token: string): Promise<Project | null>;
+  /** Every project of every organization (server-wide upkeep such as retention). */
+  listAllProjects(): Promise<Project[]>;
   markIngested(projectId: number): Promise<void>;
   setCurrentProject(userId: number, organizationId: string, projectId: number): Promise<void>;
 }
