@@ -62,6 +62,11 @@ export const COMMANDS: Record<string, Command> = {
     }));
     out(f.json ? JSON.stringify(users) : users.map((u) => `${u.id}  ${u.email}  ${u.organizations.join(', ')}  ${u.active_keys} key(s)`).join('\n') || '(no users)');
   },
+  async backup(s, f, out) {
+    const to = need(f, 'to');
+    const summary = await s.backup(to);
+    out(f.json ? JSON.stringify({ to, ...summary }) : `backup written to ${to}: the database and ${summary.files} event files (${summary.bytes} bytes)`);
+  },
   async 'create-key'(s, f, out) {
     const user = await findUser(s, need(f, 'email'));
     const key = await s.management.createPersonalApiKey(user.id, (f.label as string) || 'CLI key');

@@ -38,7 +38,9 @@ export function serveControlSocket(dataDir: string, storage: Storage, logger: Lo
   rmSync(path, { force: true });
   const server = Bun.serve({
     unix: path,
-    async fetch(request) {
+    async fetch(request, server) {
+      // A backup answers when its copy is done, which may take minutes: no idle cut-off.
+      server.timeout(request, 0);
       if (request.method !== 'POST' || new URL(request.url).pathname !== '/run') return new Response('not found', { status: 404 });
       const { command, flags, args } = (await request.json()) as { command: string; flags: Flags; args: string[] };
       if (!Object.hasOwn(COMMANDS, command)) return Response.json({ code: 2, stdout: '', stderr: `Unknown command: ${command}\n` } satisfies CommandResult);

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config';
-import { DatabaseLockedError, openStorage, type Storage } from '../storage';
+import { BackupError, DatabaseLockedError, openStorage, restoreBackup, type Storage } from '../storage';
 import { withPipeline } from '../pipeline';
 import { COMMANDS, UsageError, runCommand, type Flags } from './commands';
 import { callControlSocket } from './control-socket';
@@ -19,6 +19,8 @@ Commands:
   create-key --email E [--label L] [--json]     Create a personal API key for a user.
   list-keys --email E [--json]                  List a user's personal API keys (never the secrets).
   revoke-key --id ID                            Revoke a personal API key.
+  backup --to DIR [--json]                      Write a consistent copy of the data to a new or empty DIR (the server may be running).
+  restore --from DIR                            Fill an empty DATA_DIR from a backup (the server must be stopped).
   dlq list [--json]                             List events acknowledged but not storable (dead letters), with the reason.
   dlq replay [--id ID ...]                      Feed dead letters (all, or the given ids) back through the write path.
 
@@ -31,13 +33,15 @@ const OPTIONS = {
   'personal-api-key': { type: 'string' },
   'project-api-key': { type: 'string' },
   label: { type: 'string' },
+  to: { type: 'string' },
+  from: { type: 'string' },
   id: { type: 'string', multiple: true },
   json: { type: 'boolean' },
 } as const;
 
 export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   const [command, ...rest] = argv;
-  if (!command || command === 'help' || command === '--help' || !Object.hasOwn(COMMANDS, command)) {
+  if (!command || command === 'help' || command === '--help' || (!Object.hasOwn(COMMANDS, command) && command !== 'restore')) {
     console.error(command && !['help', '--help'].includes(command) ? `Unknown command: ${command}\n\n${USAGE}` : USAGE);
     return command && ['help', '--help'].includes(command) ? 0 : 2;
   }
@@ -54,6 +58,9 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   let storage: Storage | undefined;
   try {
     const config = loadConfig(env);
+    if (command === 'restore') return await restore(flags, config.DATA_DIR);
+    // Paths are the operator's, relative to here: the server runs elsewhere.
+    if (typeof flags.to === 'string') flags.to = resolve(flags.to);
     const remote = await callControlSocket(resolve(config.DATA_DIR), command, flags, positionals);
     if (remote) return print(remote);
     storage = await openStorage(withPipeline({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS }));
@@ -63,7 +70,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       console.error(`The server is running on this data directory and holds its database, and it did not answer on DATA_DIR/control.sock. Stop the server, then run the command again.`);
       return 75;
     }
-    if (error instanceof UsageError || error instanceof ConfigError) {
+    if (error instanceof UsageError || error instanceof ConfigError || error instanceof BackupError) {
       console.error(error.message);
       return 2;
     }
@@ -71,6 +78,14 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   } finally {
     await storage?.close();
   }
+}
+
+/** Not through the server: restoring replaces what a server would be running on. */
+async function restore(flags: Flags, dataDir: string): Promise<number> {
+  if (typeof flags.from !== 'string' || !flags.from) throw new UsageError('--from is required');
+  await restoreBackup(resolve(flags.from), dataDir);
+  console.log(`restored ${dataDir} from ${resolve(flags.from)}; start the server on it`);
+  return 0;
 }
 
 function print(result: { code: number; stdout: string; stderr: string }): number {

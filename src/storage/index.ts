@@ -18,8 +18,10 @@ import type { CohortStore } from './cohorts/types';
 import type { EventsSourceRef } from './definitions/events-source';
 import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability, type ProcessIntake } from './events';
 import type { Logger } from '../logger';
+import { writeBackup, type BackupSummary } from './backup';
 
 export { DatabaseLockedError } from './db';
+export { BackupError, restoreBackup, type BackupSummary } from './backup';
 export * from './management/types';
 export type { DefinitionsStore } from './definitions/definitions-store';
 export type { EventStore, EventStoreStats, ReplayResult } from './events';
@@ -55,6 +57,11 @@ export interface Storage {
   projectByToken(token: string): Promise<Project | null>;
   /** Delete a project and every row that belongs to it. */
   deleteProject(projectId: number): Promise<void>;
+  /**
+   * Write a consistent copy of everything into `dir` (new or empty) while ingestion goes on:
+   * every event acknowledged before the call, persons, flags, keys, definitions, cohorts.
+   */
+  backup(dir: string): Promise<BackupSummary>;
   /** Memory the store holds now (under its configured cap), and what it spilled to disk (bytes). */
   memoryUsage(): Promise<{ usedBytes: number; spilledBytes: number }>;
   close(): Promise<void>;
@@ -162,6 +169,13 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     events: store,
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),
+    async backup(dir) {
+      // Everything acknowledged so far into the tables (persons first, as every load does).
+      await store.flush();
+      await persons.flush();
+      await seen.flush();
+      return store.holdFiles(() => writeBackup(db, options.dataDir, DATABASE_FILE, dir));
+    },
     async deleteProject(projectId) {
       await management.deleteProject(projectId);
       await definitions.deleteTeam(projectId);

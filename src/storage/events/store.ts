@@ -477,6 +477,10 @@ class DuckDbEventStore implements EventStore {
     return streamQuery(this.db, sql, params, options);
   }
 
+  holdFiles<T>(fn: () => Promise<T>): Promise<T> {
+    return this.upkeep.exclusive(fn);
+  }
+
   retentionChanged(): void {
     this.upkeep.scheduleRetention();
   }

@@ -259,6 +259,8 @@ export interface EventStore {
   /** Run a read query and stream its rows in chunks (for exports); aborting `signal` interrupts it. */
   streamQuery(sql: string, params?: readonly SqlParam[], options?: StreamOptions): AsyncIterableIterator<Row[]>;
   deleteTeamEvents(teamId: number): Promise<void>;
+  /** Run `fn` while no event file is deleted (merges, retention, purges wait): a backup copies them meanwhile. */
+  holdFiles<T>(fn: () => Promise<T>): Promise<T>;
   /** A project's retention changed: apply retention soon (within a minute), not only at the next hourly run. */
   retentionChanged(): void;
   listDeadLetters(): Promise<DeadLetter[]>;
