@@ -15,6 +15,7 @@ import { captureModule } from './modules/capture';
 import { invitesModule } from './modules/invites';
 import { cohortsModule } from './modules/cohorts';
 import { eventDefinitionsModule } from './modules/event-definitions';
+import { propertyDefinitionsModule } from './modules/property-definitions';
 import { featureFlagsModule } from './modules/feature-flags';
 import { decideModule } from './modules/decide';
 import { staticAssetsModule } from './modules/static-assets';
@@ -39,6 +40,7 @@ export function createApp(deps: Deps, readiness: Readiness = { accepting: true }
     .use(invitesModule(deps))
     .use(cohortsModule(deps))
     .use(eventDefinitionsModule(deps))
+    .use(propertyDefinitionsModule(deps))
     .use(featureFlagsModule(deps))
     .use(decideModule(deps))
     .use(eventsModule(deps))

@@ -2,6 +2,7 @@ import { hotValuesOf } from '../core/events/columns';
 import type { RawEvent } from '../core/ingest/extract-events';
 import { eventOverLimits, type LimitDrop } from '../core/ingest/limits';
 import { normalizeEvent, type DropReason } from '../core/ingest/normalize-event';
+import { propertyTypeOf, type PropertyType } from '../core/ingest/property-type';
 import { encodeRowLines, type IntakeContext, type UnplacedRow } from '../storage/events/wal-format';
 import type { SeenSummary } from '../storage/seen/seen-tracker';
 import { toPersonInput, type PersonInput } from './person-input';
@@ -42,8 +43,9 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
   const people: PersonInput[] = [];
   const uuids: string[] = [];
   const lastSeen = new Map<string, number>();
-  const properties = new Map<string, boolean>();
-  const personProperties = new Map<string, boolean>();
+  const properties = new Map<string, PropertyType | null>();
+  const personProperties = new Map<string, PropertyType | null>();
+  const keysByEvent = new Map<string, Set<string>>();
   const dropped: PreparedRows['dropped'] = {};
   let lo = Infinity;
   let hi = -Infinity;
@@ -76,8 +78,11 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     if (e.timestamp > hi) hi = e.timestamp;
     const seenAt = lastSeen.get(e.event);
     if (seenAt === undefined || e.timestamp > seenAt) lastSeen.set(e.event, e.timestamp);
-    noteKeys(properties, e.properties);
-    noteKeys(personProperties, e.set);
+    let keys = keysByEvent.get(e.event);
+    if (keys === undefined) keysByEvent.set(e.event, (keys = new Set()));
+    noteKeys(properties, e.properties, keys);
+    noteKeys(personProperties, e.set, null);
+    noteKeys(personProperties, e.setOnce, null);
   }
   const { lines, teams, persons } = encodeRowLines(rows);
   return {
@@ -88,12 +93,20 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     uuids,
     span: rows.length ? [lo, hi] : null,
     people,
-    seen: { events: [...lastSeen], properties: [...properties], personProperties: [...personProperties] },
+    seen: {
+      events: [...lastSeen],
+      properties: [...properties],
+      personProperties: [...personProperties],
+      eventProperties: [...keysByEvent].map(([event, keys]) => [event, [...keys]] as const),
+    },
     dropped,
   };
 }
 
-/** First value of each key decides whether it is numeric (as the definitions tracker does). */
-function noteKeys(into: Map<string, boolean>, props: Record<string, unknown>): void {
-  for (const name in props) if (!into.has(name)) into.set(name, typeof props[name] === 'number');
+/** The first value of each key that shows a type decides it (as the definitions tracker does); `keys` gathers the event's keys. */
+function noteKeys(into: Map<string, PropertyType | null>, props: Record<string, unknown>, keys: Set<string> | null): void {
+  for (const name in props) {
+    if (into.get(name) == null) into.set(name, propertyTypeOf(props[name]));
+    keys?.add(name);
+  }
 }

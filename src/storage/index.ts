@@ -34,6 +34,7 @@ export type * from './invites/types';
 export type * from './cohorts/types';
 export type { EventsSource, EventsSourceRef, EventsSourceRelation } from './definitions/events-source';
 export type { EventDefinition, EventDefinitionPatch, EventDefinitionQuery } from './definitions/definitions-store';
+export type { PropertyDefinition, PropertyDefinitionPatch, PropertyDefinitionQuery, PropertyKind } from './definitions/definitions-store';
 
 /** Everything the service keeps, behind engine-neutral interfaces. */
 export interface Storage {

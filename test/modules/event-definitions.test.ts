@@ -32,9 +32,9 @@ beforeAll(async () => {
   const { seen } = t.deps.storage;
   // Definitions as ingestion records them: the name and when it was last seen.
   for (const [name, days] of [['$pageview', 0], ['purchase', 0.2], ['signup', 1], ['old event', 100]] as const) {
-    seen.recordSummary(t.account.project.id, { events: [[name, daysAgo(days).getTime()]], properties: [], personProperties: [] });
+    seen.recordSummary(t.account.project.id, { events: [[name, daysAgo(days).getTime()]], properties: [], personProperties: [], eventProperties: [] });
   }
-  seen.recordSummary(other.project.id, { events: [['theirs', NOW.getTime()]], properties: [], personProperties: [] });
+  seen.recordSummary(other.project.id, { events: [['theirs', NOW.getTime()]], properties: [], personProperties: [], eventProperties: [] });
   await seen.flush();
   t.deps.storage.eventsSource.current = eventsRelation;
 });

@@ -14,6 +14,8 @@ export const EVENT_LIMITS = {
   propertiesPerEvent: 10_000,
   /** Property definitions noted per project and kind (event, person); keys past it are stored, not listed. */
   propertyDefinitionsPerProject: 10_000,
+  /** Event name–property key pairs noted per project (the property definitions' `event_names` filter); pairs past it are not noted. */
+  eventPropertiesPerProject: 50_000,
   /** Longest property key noted as a definition (PostHog's column is 400 characters); longer keys are stored, not listed. */
   propertyNameLength: 400,
 } as const;

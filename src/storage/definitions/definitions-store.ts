@@ -1,11 +1,13 @@
 import type { Database } from '../db';
 import { createEventDefinitionStore, type EventDefinitionStore } from './event-definitions';
 import type { EventsSourceRef } from './events-source';
+import { createPropertyDefinitionStore, type PropertyDefinitionStore } from './property-definitions';
 
 export type { EventDefinition, EventDefinitionPatch, EventDefinitionQuery } from './event-definitions';
 export { EVENT_DEFINITION_ORDERINGS } from './event-definitions';
+export type { PropertyDefinition, PropertyDefinitionPatch, PropertyDefinitionQuery, PropertyKind } from './property-definitions';
 
-export interface DefinitionsStore extends EventDefinitionStore {
+export interface DefinitionsStore extends EventDefinitionStore, PropertyDefinitionStore {
   eventNames(teamId: number): Promise<string[]>;
   propertyNames(teamId: number, kind: 'event' | 'person'): Promise<Array<{ name: string; isNumerical: boolean }>>;
   deleteTeam(teamId: number): Promise<void>;
@@ -14,6 +16,7 @@ export interface DefinitionsStore extends EventDefinitionStore {
 export function createDefinitionsStore(db: Database, events: EventsSourceRef = {}): DefinitionsStore {
   return {
     ...createEventDefinitionStore(db, events),
+    ...createPropertyDefinitionStore(db),
     async eventNames(teamId) {
       const rows = await db.query<{ name: string }>('SELECT name FROM event_definitions WHERE team_id = ? ORDER BY name', [teamId]);
       return rows.map((r) => r.name);
@@ -28,6 +31,7 @@ export function createDefinitionsStore(db: Database, events: EventsSourceRef = {
     async deleteTeam(teamId) {
       await db.run('DELETE FROM event_definitions WHERE team_id = ?', [teamId]);
       await db.run('DELETE FROM property_definitions WHERE team_id = ?', [teamId]);
+      await db.run('DELETE FROM event_properties WHERE team_id = ?', [teamId]);
       await db.run('DELETE FROM event_query_usage WHERE team_id = ?', [teamId]);
     },
   };

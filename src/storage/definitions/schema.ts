@@ -1,7 +1,8 @@
 import type { Migration } from '../migrations';
 
 /**
- * Event and property definitions (versions 300–309), and how often event queries named each
+ * Event and property definitions (versions 300–309; `event_properties`: which event names
+ * carried which property keys, PostHog's `posthog_eventproperty`), and how often event queries named each
  * event, per day (310–319): a day bucket keeps the table small however many queries run, and
  * `query_usage_30_day` sums the last 30 buckets.
  */
@@ -39,6 +40,28 @@ export const definitionMigrations: Migration[] = [
       )`,
     ],
   },
+  // 301–303 are one change in three transactions: DuckDB refuses to commit a table altered with a
+  // volatile default (each existing row gets its own id) and then altered or updated again.
+  { version: 301, name: 'property definition ids', statements: [`ALTER TABLE property_definitions ADD COLUMN id UUID DEFAULT gen_random_uuid()`] },
+  {
+    version: 302,
+    name: 'property types, annotations and the event names that carried each property',
+    statements: [
+      `ALTER TABLE property_definitions ADD COLUMN property_type VARCHAR`,
+      `ALTER TABLE property_definitions ADD COLUMN description VARCHAR`,
+      `ALTER TABLE property_definitions ADD COLUMN tags JSON DEFAULT '[]'`,
+      `ALTER TABLE property_definitions ADD COLUMN updated_at TIMESTAMP`,
+      `ALTER TABLE property_definitions ADD COLUMN updated_by INTEGER`,
+      `CREATE TABLE event_properties (
+        team_id INTEGER NOT NULL,
+        event VARCHAR NOT NULL,
+        property VARCHAR NOT NULL,
+        PRIMARY KEY (team_id, event, property)
+      )`,
+    ],
+  },
+  // A numeric key keeps its type; the others learn theirs from the next value seen.
+  { version: 303, name: 'numeric property definitions typed', statements: [`UPDATE property_definitions SET property_type = 'Numeric' WHERE is_numerical`] },
   {
     version: 310,
     name: 'event query usage',

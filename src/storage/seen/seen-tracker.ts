@@ -1,12 +1,14 @@
 import { EVENT_LIMITS } from '../../core/ingest/limits';
+import type { PropertyType } from '../../core/ingest/property-type';
 import { uuidv4 } from '../../ids';
 import type { Database } from '../db';
 import type { ManagementStore } from '../management/types';
 
 /**
  * What ingestion has seen, kept current without a write per event: event names (event
- * definitions with `last_seen_at`), property keys (property definitions, numeric or not), and
- * the project's `ingested_event`. Events only touch memory; `flush` writes what changed.
+ * definitions with `last_seen_at`), property keys (property definitions with their type, and
+ * which event names carried them), and the project's `ingested_event`. Events only touch
+ * memory; `flush` writes what changed.
  */
 export interface SeenTracker {
   /** What a request's events show, summed up where they were normalized (`prepareRows`). */
@@ -16,11 +18,15 @@ export interface SeenTracker {
   forgetTeam(teamId: number): void;
 }
 
-/** Event names with their latest time, and property keys with whether their first value was a number. */
+/**
+ * Event names with their latest time; property keys with the type their values showed (null:
+ * none yet, e.g. only nulls or objects); and for each event name, the keys its events carried.
+ */
 export interface SeenSummary {
   events: ReadonlyArray<readonly [name: string, lastSeen: number]>;
-  properties: ReadonlyArray<readonly [name: string, numeric: boolean]>;
-  personProperties: ReadonlyArray<readonly [name: string, numeric: boolean]>;
+  properties: ReadonlyArray<readonly [name: string, type: PropertyType | null]>;
+  personProperties: ReadonlyArray<readonly [name: string, type: PropertyType | null]>;
+  eventProperties: ReadonlyArray<readonly [event: string, keys: readonly string[]]>;
 }
 
 interface PendingEvent {
@@ -33,18 +39,26 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
   // Keyed by team, then by name: the per-event checks are Map/Set lookups with no key built
   // from strings on the ingest path (building and hashing `team\0name` keys cost ~4% of it).
   const knownEvents = new Map<number, Map<string, number>>(); // team → name → last seen written (ms)
-  // Property names seen (written or pending) per project and kind.
-  const seenNames = new Map<number, Map<string, Set<string>>>(); // team → kind → names
+  // Property names seen (written or pending) per project and kind, and whether their type is known.
+  const seenNames = new Map<number, Map<string, Map<string, boolean>>>(); // team → kind → name → typed
+  // Event name–property key pairs seen (written or pending) per project, and how many.
+  const seenPairs = new Map<number, { count: number; byEvent: Map<string, Set<string>> }>();
   const inTeam = <V>(outer: Map<number, V>, teamId: number, make: () => V): V => {
     let v = outer.get(teamId);
     if (v === undefined) outer.set(teamId, (v = make()));
     return v;
   };
   const namesOf = (teamId: number, kind: string) => {
-    const kinds = inTeam(seenNames, teamId, () => new Map<string, Set<string>>());
-    let set = kinds.get(kind);
-    if (!set) kinds.set(kind, (set = new Set()));
-    return set;
+    const kinds = inTeam(seenNames, teamId, () => new Map<string, Map<string, boolean>>());
+    let names = kinds.get(kind);
+    if (!names) kinds.set(kind, (names = new Map()));
+    return names;
+  };
+  const pairsOf = (teamId: number, event: string) => {
+    const team = inTeam(seenPairs, teamId, () => ({ count: 0, byEvent: new Map<string, Set<string>>() }));
+    let keys = team.byEvent.get(event);
+    if (!keys) team.byEvent.set(event, (keys = new Set()));
+    return { team, keys };
   };
   const ingestedTeams = new Set<number>();
   let events = new Map<number, Map<string, PendingEvent>>(); // team → name → pending
@@ -53,7 +67,8 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
     for (const m of events.values()) n += m.size;
     return n;
   };
-  let properties = new Map<string, { teamId: number; kind: string; name: string; numeric: boolean }>();
+  let properties = new Map<string, { teamId: number; kind: string; name: string; type: PropertyType | null }>();
+  let pairs: Array<{ teamId: number; event: string; property: string }> = [];
   let teamsToMark = new Set<number>();
   let loaded = false;
   let flushing: Promise<void> | null = null;
@@ -68,13 +83,20 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
     )) {
       inTeam(knownEvents, r.team_id, () => new Map()).set(r.name, r.last_seen_at?.getTime() ?? 0);
     }
-    for (const r of await db.query<{ team_id: number; kind: string; name: string }>('SELECT team_id, kind, name FROM property_definitions')) {
-      namesOf(r.team_id, r.kind).add(r.name);
+    for (const r of await db.query<{ team_id: number; kind: string; name: string; typed: boolean }>(
+      'SELECT team_id, kind, name, property_type IS NOT NULL AS typed FROM property_definitions',
+    )) {
+      namesOf(r.team_id, r.kind).set(r.name, r.typed);
+    }
+    for (const r of await db.query<{ team_id: number; event: string; property: string }>('SELECT team_id, event, property FROM event_properties')) {
+      const { team, keys } = pairsOf(r.team_id, r.event);
+      keys.add(r.property);
+      team.count++;
     }
     loaded = true;
   }
 
-  async function write(ev: typeof events, props: typeof properties, teams: Set<number>) {
+  async function write(ev: typeof events, props: typeof properties, evProps: typeof pairs, teams: Set<number>) {
     await loadKnown();
     const now = new Date();
     // Many rows a statement: one statement a row kept the write connection (every load behind
@@ -87,10 +109,19 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
           chunk.flatMap((e) => [uuidv4(), e.teamId, e.name, now, new Date(e.lastSeen)]),
         );
       }
+      // The first type seen stays (PostHog's too): a later value of another type does not change it.
       for (const chunk of chunks([...props.values()])) {
         await tx.run(
-          `INSERT INTO property_definitions (team_id, name, kind, is_numerical, created_at) VALUES ${placeholders(chunk.length, 5)} ON CONFLICT DO NOTHING`,
-          chunk.flatMap((p) => [p.teamId, p.name, p.kind, p.numeric, now]),
+          `INSERT INTO property_definitions (team_id, name, kind, is_numerical, property_type, created_at) VALUES ${placeholders(chunk.length, 6)}
+           ON CONFLICT (team_id, kind, name) DO UPDATE SET property_type = coalesce(property_definitions.property_type, excluded.property_type),
+             is_numerical = coalesce(property_definitions.property_type, excluded.property_type, '') = 'Numeric'`,
+          chunk.flatMap((p) => [p.teamId, p.name, p.kind, p.type === 'Numeric', p.type, now]),
+        );
+      }
+      for (const chunk of chunks(evProps)) {
+        await tx.run(
+          `INSERT INTO event_properties (team_id, event, property) VALUES ${placeholders(chunk.length, 3)} ON CONFLICT DO NOTHING`,
+          chunk.flatMap((p) => [p.teamId, p.event, p.property]),
         );
       }
     });
@@ -115,14 +146,28 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
   // Bounded per project and kind, and long keys left out: a client sending fresh keys (ids as
   // keys, a 1 MB key) must not grow the definitions, their flush and every listing without end.
   // The events keep their properties: only the listing stops growing.
-  const noteNames = (teamId: number, kind: string, pairs: SeenSummary['properties']) => {
-    if (pairs.length === 0) return;
+  const noteNames = (teamId: number, kind: string, seen: SeenSummary['properties']) => {
+    if (seen.length === 0) return;
     const names = namesOf(teamId, kind);
-    for (const [name, numeric] of pairs) {
-      if (names.has(name) || name.length > EVENT_LIMITS.propertyNameLength) continue;
-      if (names.size >= EVENT_LIMITS.propertyDefinitionsPerProject) break;
-      names.add(name);
-      properties.set(`${teamId}\u0000${kind}\u0000${name}`, { teamId, kind, name, numeric });
+    for (const [name, type] of seen) {
+      const typed = names.get(name);
+      // A known name is noted again only to give it its first type.
+      if (typed === true || (typed === false && type === null) || name.length > EVENT_LIMITS.propertyNameLength) continue;
+      if (typed === undefined && names.size >= EVENT_LIMITS.propertyDefinitionsPerProject) continue;
+      names.set(name, type !== null);
+      properties.set(`${teamId}\u0000${kind}\u0000${name}`, { teamId, kind, name, type });
+    }
+  };
+  const notePairs = (teamId: number, seen: SeenSummary['eventProperties']) => {
+    for (const [event, keys] of seen) {
+      const { team, keys: known } = pairsOf(teamId, event);
+      for (const property of keys) {
+        if (known.has(property) || property.length > EVENT_LIMITS.propertyNameLength) continue;
+        if (team.count >= EVENT_LIMITS.eventPropertiesPerProject) return;
+        known.add(property);
+        team.count++;
+        pairs.push({ teamId, event, property });
+      }
     }
   };
   const noteTeam = (teamId: number) => {
@@ -147,24 +192,28 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
       for (const [name, lastSeen] of summary.events) noteEvent(teamId, name, lastSeen);
       noteNames(teamId, 'event', summary.properties);
       noteNames(teamId, 'person', summary.personProperties);
+      notePairs(teamId, summary.eventProperties);
     },
-    pendingChanges: () => pendingEvents() + properties.size + teamsToMark.size,
+    pendingChanges: () => pendingEvents() + properties.size + pairs.length + teamsToMark.size,
     flush() {
       if (flushing) return flushing;
-      if (!events.size && !properties.size && !teamsToMark.size && loaded) return Promise.resolve();
+      if (!events.size && !properties.size && !pairs.length && !teamsToMark.size && loaded) return Promise.resolve();
       const ev = events;
       const props = properties;
+      const evProps = pairs;
       const teams = teamsToMark;
       events = new Map();
       properties = new Map();
+      pairs = [];
       teamsToMark = new Set();
-      flushing = write(ev, props, teams)
+      flushing = write(ev, props, evProps, teams)
         .catch((error) => {
           for (const [teamId, m] of ev) {
             const now = inTeam(events, teamId, () => new Map());
             for (const [name, v] of m) if (!now.has(name)) now.set(name, v);
           }
           for (const [k, v] of props) if (!properties.has(k)) properties.set(k, v);  // names stay marked seen: retried here
+          pairs.push(...evProps);
           for (const t of teams) teamsToMark.add(t);
           throw error;
         })
@@ -177,6 +226,7 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
       ingestedTeams.delete(teamId);
       knownEvents.delete(teamId);
       seenNames.delete(teamId);
+      seenPairs.delete(teamId);
     },
   };
   return tracker;

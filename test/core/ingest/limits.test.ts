@@ -23,6 +23,6 @@ describe('eventOverLimits', () => {
   });
 
   test('the limits as documented', () => {
-    expect(EVENT_LIMITS).toEqual({ eventBytes: MB, propertiesPerEvent: 10_000, propertyDefinitionsPerProject: 10_000, propertyNameLength: 400 });
+    expect(EVENT_LIMITS).toEqual({ eventBytes: MB, propertiesPerEvent: 10_000, propertyDefinitionsPerProject: 10_000, eventPropertiesPerProject: 50_000, propertyNameLength: 400 });
   });
 });
