@@ -22,3 +22,25 @@ export interface ParsedSelect {
   expr: Expr;
   alias: string | null;
 }
+
+/** One entry of a statement's select list; `text` is the entry as written (PostHog's column name). */
+export interface SelectEntry {
+  expr: Expr;
+  alias: string | null;
+  text: string;
+}
+
+/** `SELECT … FROM <table> [WHERE …] [GROUP BY …] [HAVING …] [ORDER BY …] [LIMIT n] [OFFSET n]`. */
+export interface SelectStatement {
+  distinct: boolean;
+  /** `SELECT *`: the table's columns; `select` is then empty. */
+  star: boolean;
+  select: SelectEntry[];
+  from: { table: string; alias: string | null; pos: number };
+  where: Expr | null;
+  groupBy: Expr[];
+  having: Expr | null;
+  orderBy: Array<{ expr: Expr; descending: boolean }>;
+  limit: { value: number; pos: number } | null;
+  offset: { value: number; pos: number } | null;
+}

@@ -13,6 +13,14 @@ import {
  * (positive WHERE positions, where it reads better and filters push down). One instance per
  * expression: it carries that expression's interval budget and aggregate nesting.
  */
+/** What a statement adds to the names an expression may use. */
+export interface NameScope {
+  /** Table names and aliases a field may be qualified with (`events.event`, `e.event`). */
+  qualifiers?: ReadonlySet<string>;
+  /** Select-list aliases, compiled: a bare name refers to its expression. */
+  aliases?: ReadonlyMap<string, Typed>;
+}
+
 export class ExprCompiler {
   private intervalYears = 0;
   private inAggregate = false;
@@ -21,6 +29,7 @@ export class ExprCompiler {
     private readonly label: string,
     private readonly attr: string,
     private readonly now: Date,
+    private readonly names: NameScope = {},
   ) {}
 
   site(node: { pos: number }): Site {
@@ -39,7 +48,7 @@ export class ExprCompiler {
       case 'instant':
         return literalInstant(node.value, node.date ? 'date' : 'datetime');
       case 'field':
-        return resolveField(node.chain, this.site(node));
+        return this.field(node.chain, this.site(node));
       case 'interval':
         return this.interval(node.amount, node.unit, this.site(node));
       case 'call':
@@ -70,6 +79,12 @@ export class ExprCompiler {
     }
   }
 
+  private field(chain: readonly string[], site: Site): Typed {
+    const names = chain.length > 1 && this.names.qualifiers?.has(chain[0] as string) ? chain.slice(1) : chain;
+    const alias = names.length === 1 ? this.names.aliases?.get(names[0] as string) : undefined;
+    return alias ?? resolveField(names, site);
+  }
+
   private call(node: Extract<Expr, { kind: 'call' }>, strict: boolean): Typed {
     const site = this.site(node);
     const def = lookupFunction(node.name, site);
@@ -84,6 +99,8 @@ export class ExprCompiler {
     this.inAggregate = outer || def.aggregate;
     try {
       const args = node.args.map((arg) => this.compile(arg, true));
+      // An alias of an aggregate is compiled already: nesting shows only here.
+      if (def.aggregate && args.some((a) => a.aggregate)) return fail(site, 'Aggregate functions cannot be nested');
       let result = def.compile(args, { site, now: this.now });
       if (def.aggregate) result = { ...result, aggregate: true, columns: false };
       return result.type === 'boolean' && result.nullable ? nullSafe(result, true, strict, false, [result]) : result;

@@ -2,6 +2,7 @@
 export { assembleEventsQuery, type EventsQueryParts } from './assemble';
 export { COLUMN_NAMES, FUNCTION_NAMES, jsonPointer } from './catalog';
 export { compileSelect, parseExpressionList, type CompiledSelect } from './compile';
+export { assembleStatement, compileStatement, type CompiledStatement, type StatementScope } from './compile-statement';
 export { formatInstant, parseIsoInstant, parseRelativeInstant, parseRelativeOrIsoDate, type Instant } from './dates';
 export { compileEventFilters, parseListOrder, type EventFilterParams } from './filters';
 export { LIMITS } from './limits';

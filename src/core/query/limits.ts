@@ -12,6 +12,12 @@ export const LIMITS = {
   expressionLength: 10_000,
   /** Tokens in one expression (bounds the depth of left-leaning operator chains too). */
   tokens: 1_000,
+  /** Characters and tokens of one query statement (the query endpoint). */
+  statementLength: 50_000,
+  statementTokens: 5_000,
+  /** Placeholder values of one query, and characters of one string value. */
+  placeholders: 100,
+  placeholderLength: 100_000,
   /** Depth of one expression's tree, and of the parser's recursion (parentheses, calls, NOT, minus). */
   nesting: 32,
   /** Nested property groups. */

@@ -24,15 +24,20 @@ export function parseSelectExpression(source: string, label: string, attr: strin
   return { expr, alias };
 }
 
-class Parser {
-  private i = 0;
+/** A `{name}` placeholder's value (the query endpoint's `values`); a list only after IN. */
+export type PlaceholderValue = string | number | boolean | null | ReadonlyArray<string | number | boolean | null>;
+
+export class Parser {
+  protected i = 0;
   private depth = 0;
   private readonly depths = new WeakMap<Expr, number>();
 
   constructor(
-    private readonly tokens: Token[],
-    private readonly label: string,
-    private readonly attr: string,
+    protected readonly tokens: Token[],
+    protected readonly label: string,
+    protected readonly attr: string,
+    /** Values of `{name}` placeholders; their tokens exist only in statements. */
+    private readonly values: ReadonlyMap<string, PlaceholderValue> = new Map(),
   ) {}
 
   expression(): Expr {
@@ -104,7 +109,7 @@ class Parser {
     }
     if (keyword === 'in') {
       this.i++;
-      const list = this.parenthesizedList();
+      const list = this.peek().kind === 'placeholder' ? this.placeholderList(this.next()) : this.parenthesizedList();
       return this.node({ kind: 'in', negated, operand: left, list, pos: token.pos }, [left, ...list]);
     }
     return left;
@@ -158,9 +163,32 @@ class Parser {
         return this.fieldChain(token);
       case 'ident':
         return this.identifier(token);
+      case 'placeholder': {
+        const value = this.placeholder(token);
+        return Array.isArray(value) ? this.fail(`Placeholder {${token.value}} is a list: only IN takes one`, token.pos) : this.constant(value as string | number | boolean | null, token.pos);
+      }
       default:
         return this.unexpected(token);
     }
+  }
+
+  /** A placeholder's value, as a literal: it is bound like any literal, never spliced. */
+  private placeholder(token: Token): PlaceholderValue {
+    if (!this.values.has(token.value)) this.fail(`Placeholder {${token.value}} has no value in values`, token.pos);
+    return this.values.get(token.value) as PlaceholderValue;
+  }
+
+  private constant(value: string | number | boolean | null, pos: number): Expr {
+    return { kind: 'literal', value, isFloat: typeof value === 'number' && !Number.isInteger(value), pos };
+  }
+
+  /** `x IN {list}`: each value of the list a literal. */
+  private placeholderList(token: Token): Expr[] {
+    const value = this.placeholder(token);
+    const list = (Array.isArray(value) ? value : [value]).map((v) => this.constant(v, token.pos));
+    if (list.length === 0) this.fail(`Placeholder {${token.value}} is an empty list`, token.pos);
+    if (list.length > LIMITS.listValues) this.fail(`List has more than ${LIMITS.listValues} values`, token.pos);
+    return list;
   }
 
   private identifier(token: Token): Expr {
@@ -229,7 +257,7 @@ class Parser {
     return list;
   }
 
-  private expressionList(): Expr[] {
+  protected expressionList(): Expr[] {
     const list = [this.expression()];
     while (this.peek().kind === 'comma') {
       this.i++;
@@ -260,39 +288,39 @@ class Parser {
     }
   }
 
-  private peek(offset = 0): Token {
+  protected peek(offset = 0): Token {
     return this.tokens[Math.min(this.i + offset, this.tokens.length - 1)] as Token;
   }
 
-  private next(): Token {
+  protected next(): Token {
     const token = this.peek();
     if (token.kind !== 'eof') this.i++;
     return token;
   }
 
-  private acceptKeyword(keyword: string): boolean {
+  protected acceptKeyword(keyword: string): boolean {
     if (this.peek().keyword !== keyword) return false;
     this.i++;
     return true;
   }
 
-  private expectKeyword(keyword: string): void {
+  protected expectKeyword(keyword: string): void {
     if (!this.acceptKeyword(keyword)) this.unexpected(this.peek());
   }
 
-  private expect(kind: Token['kind']): void {
+  protected expect(kind: Token['kind']): void {
     const token = this.next();
     if (token.kind !== kind) this.unexpected(token);
   }
 
-  private unexpected(token: Token): never {
+  protected unexpected(token: Token): never {
     if (token.kind === 'eof') return this.fail('Unexpected end of expression', token.pos);
     if (token.keyword && RESERVED.has(token.keyword)) return this.fail(`Unsupported keyword '${token.value.toUpperCase()}'`, token.pos);
     const text = token.kind === 'string' ? `'${token.value}'` : token.value;
     return this.fail(`Unexpected token '${text.length > 30 ? `${text.slice(0, 30)}…` : text}'`, token.pos);
   }
 
-  private fail(what: string, pos: number): never {
+  protected fail(what: string, pos: number): never {
     throw invalidInput(`${what} ${at(pos, this.label)}`, this.attr);
   }
 }

@@ -5,7 +5,7 @@ import { at, invalidInput, LIMITS } from './limits';
  * that has no meaning in the subset (`;`, `[`, `?`, `@`, `{`, `#`, …) and any comment are errors
  * with their position, so nothing a request sends is silently skipped or passed through.
  */
-export type TokenKind = 'ident' | 'quoted' | 'string' | 'number' | 'op' | 'lparen' | 'rparen' | 'comma' | 'dot' | 'eof';
+export type TokenKind = 'ident' | 'quoted' | 'string' | 'number' | 'op' | 'lparen' | 'rparen' | 'comma' | 'dot' | 'placeholder' | 'eof';
 
 export interface Token {
   kind: TokenKind;
@@ -39,9 +39,18 @@ const IDENT_START = /[A-Za-z_$]/;
 const IDENT_PART = /[A-Za-z0-9_$]/;
 const NUMBER = /^\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/;
 
-export function tokenize(source: string, label: string, attr: string): Token[] {
-  if (source.length > LIMITS.expressionLength) {
-    throw invalidInput(`Expression ${label} is longer than ${LIMITS.expressionLength} characters`, attr);
+/** A whole statement (the query endpoint) rather than one expression: longer, and `{name}` placeholders. */
+export interface TokenizeOptions {
+  statement?: boolean;
+}
+
+const PLACEHOLDER = /^\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}/;
+
+export function tokenize(source: string, label: string, attr: string, options: TokenizeOptions = {}): Token[] {
+  const maxLength = options.statement ? LIMITS.statementLength : LIMITS.expressionLength;
+  const maxTokens = options.statement ? LIMITS.statementTokens : LIMITS.tokens;
+  if (source.length > maxLength) {
+    throw invalidInput(`${options.statement ? 'Query' : `Expression ${label}`} is longer than ${maxLength} characters`, attr);
   }
   const tokens: Token[] = [];
   let i = 0;
@@ -54,7 +63,7 @@ export function tokenize(source: string, label: string, attr: string): Token[] {
       i++;
       continue;
     }
-    if (tokens.length >= LIMITS.tokens) fail(`Expression has more than ${LIMITS.tokens} tokens`, i);
+    if (tokens.length >= maxTokens) fail(`${options.statement ? 'Query' : 'Expression'} has more than ${maxTokens} tokens`, i);
     if (source.startsWith('--', i) || source.startsWith('/*', i)) fail('Comments are not allowed', i);
     const start = i;
     if (IDENT_START.test(ch)) {
@@ -72,6 +81,12 @@ export function tokenize(source: string, label: string, attr: string): Token[] {
       const { value, end } = readQuoted(source, i, fail);
       i = end;
       tokens.push({ kind: ch === "'" ? 'string' : 'quoted', value, pos: start, end });
+    } else if (ch === '{' && options.statement) {
+      // Only a whole `{name}`: its value is bound by the parser, never read as text.
+      const m = PLACEHOLDER.exec(source.slice(i, i + 200));
+      if (!m) fail('Expected a placeholder {name}', i);
+      i += (m as RegExpExecArray)[0].length;
+      tokens.push({ kind: 'placeholder', value: (m as RegExpExecArray)[1] as string, pos: start, end: i });
     } else if (ch === '(' || ch === ')' || ch === ',' || ch === '.') {
       i++;
       const kind = ch === '(' ? 'lparen' : ch === ')' ? 'rparen' : ch === ',' ? 'comma' : 'dot';
