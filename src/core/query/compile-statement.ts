@@ -97,12 +97,19 @@ export function compileStatement(source: unknown, values: unknown, now: Date): C
   }
 
   const columnAliases = entries.map((_, i) => `c${i}`);
+  // A selected expression is grouped and ordered by its alias: written out again, its bound
+  // values (a property's path) would be other parameters, which DuckDB cannot match to the select.
+  const selected = entries.map((e) => fingerprint(e.typed));
+  const byAlias = (typed: Typed): SqlFragment => {
+    const i = selected.indexOf(fingerprint(typed));
+    return i >= 0 ? trusted(columnAliases[i]!) : typed;
+  };
   const parts = {
     select: joinSql(entries.map((e, i) => sql`${e.typed} AS ${trusted(columnAliases[i]!)}`), ', '),
     where: where && parenthesized(where),
-    groupBy: groupBy.length ? joinSql(groupBy, ', ') : null,
+    groupBy: groupBy.length ? joinSql(groupBy.map(byAlias), ', ') : null,
     having: having && parenthesized(having),
-    orderBy: orderBy.length ? joinSql(orderBy.map((o) => sql`${o.typed} ${trusted(o.descending ? 'DESC' : 'ASC')}`), ', ') : null,
+    orderBy: orderBy.length ? joinSql(orderBy.map((o) => sql`${byAlias(o.typed)} ${trusted(o.descending ? 'DESC' : 'ASC')}`), ', ') : null,
   };
   return {
     columns: entries.map((e) => e.name),
