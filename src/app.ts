@@ -20,6 +20,7 @@ import { featureFlagsModule } from './modules/feature-flags';
 import { decideModule } from './modules/decide';
 import { staticAssetsModule } from './modules/static-assets';
 import { eventsModule } from './modules/events';
+import { queryModule } from './modules/query';
 
 /** Every feature module, composed; no logic of its own. */
 export function createApp(deps: Deps, readiness: Readiness = { accepting: true }) {
@@ -44,6 +45,7 @@ export function createApp(deps: Deps, readiness: Readiness = { accepting: true }
     .use(featureFlagsModule(deps))
     .use(decideModule(deps))
     .use(eventsModule(deps))
+    .use(queryModule(deps))
     .use(staticAssetsModule());
 }
 

@@ -59,8 +59,8 @@ export const ConfigSchema = t.Object({
     }),
   ),
   INVITE_EXPIRY_DAYS: Int(3, 1, 3650, 'Days after which an organization invite is expired.'),
-  QUERY_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Time limit of one events query.'),
-  QUERY_MAX_ROWS: Int(100_000, 1, 100_000_000, 'Row cap of one select/where query (exports stream without it).'),
+  QUERY_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Time limit of one events query (the events API and POST /query/).'),
+  QUERY_MAX_ROWS: Int(100_000, 1, 100_000_000, 'Row cap of one select/where or HogQL query (exports stream without it).'),
   UV_THREADPOOL_SIZE: t.Optional(
     t.Integer({ minimum: 1, maximum: 1024, description: "Threads of Bun's pool for DuckDB statements and file I/O, read by the runtime at start (npm start sets 16; the server warns under 8)." }),
   ),
