@@ -40,16 +40,18 @@ export const definitionMigrations: Migration[] = [
       )`,
     ],
   },
-  // 301–303 are one change in three transactions: DuckDB refuses to commit a table altered with a
-  // volatile default (each existing row gets its own id) and then altered or updated again.
-  { version: 301, name: 'property definition ids', statements: [`ALTER TABLE property_definitions ADD COLUMN id UUID DEFAULT gen_random_uuid()`] },
+  // No column added here has a default: DuckDB fails to replay a logged ALTER whose default calls
+  // a function (a server killed before its next checkpoint could not open its database again),
+  // and it refuses to commit an update of a table altered in the same transaction. So 302 fills
+  // the new columns; ingestion writes them from then on.
   {
-    version: 302,
+    version: 301,
     name: 'property types, annotations and the event names that carried each property',
     statements: [
+      `ALTER TABLE property_definitions ADD COLUMN id UUID`,
       `ALTER TABLE property_definitions ADD COLUMN property_type VARCHAR`,
       `ALTER TABLE property_definitions ADD COLUMN description VARCHAR`,
-      `ALTER TABLE property_definitions ADD COLUMN tags JSON DEFAULT '[]'`,
+      `ALTER TABLE property_definitions ADD COLUMN tags JSON`,
       `ALTER TABLE property_definitions ADD COLUMN updated_at TIMESTAMP`,
       `ALTER TABLE property_definitions ADD COLUMN updated_by INTEGER`,
       `CREATE TABLE event_properties (
@@ -60,8 +62,14 @@ export const definitionMigrations: Migration[] = [
       )`,
     ],
   },
-  // A numeric key keeps its type; the others learn theirs from the next value seen.
-  { version: 303, name: 'numeric property definitions typed', statements: [`UPDATE property_definitions SET property_type = 'Numeric' WHERE is_numerical`] },
+  {
+    version: 302,
+    name: 'existing property definitions get ids, numeric ones their type',
+    statements: [
+      `UPDATE property_definitions SET id = gen_random_uuid(), tags = '[]' WHERE id IS NULL`,
+      `UPDATE property_definitions SET property_type = 'Numeric' WHERE is_numerical`,
+    ],
+  },
   {
     version: 310,
     name: 'event query usage',

@@ -112,10 +112,10 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
       // The first type seen stays (PostHog's too): a later value of another type does not change it.
       for (const chunk of chunks([...props.values()])) {
         await tx.run(
-          `INSERT INTO property_definitions (team_id, name, kind, is_numerical, property_type, created_at) VALUES ${placeholders(chunk.length, 6)}
+          `INSERT INTO property_definitions (id, team_id, name, kind, is_numerical, property_type, tags, created_at) VALUES ${placeholders(chunk.length, 8)}
            ON CONFLICT (team_id, kind, name) DO UPDATE SET property_type = coalesce(property_definitions.property_type, excluded.property_type),
              is_numerical = coalesce(property_definitions.property_type, excluded.property_type, '') = 'Numeric'`,
-          chunk.flatMap((p) => [p.teamId, p.name, p.kind, p.type === 'Numeric', p.type, now]),
+          chunk.flatMap((p) => [uuidv4(), p.teamId, p.name, p.kind, p.type === 'Numeric', p.type, '[]', now]),
         );
       }
       for (const chunk of chunks(evProps)) {
