@@ -8,7 +8,7 @@ import { createLogger, type Logger } from './logger';
 import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
-import { DatabaseLockedError, openStorage } from './storage';
+import { DatabaseLockedError, NewerDatabaseError, openStorage } from './storage';
 import { VERSION } from './version';
 import { createIngestParser } from './workers/ingest-parser';
 
@@ -58,6 +58,10 @@ async function main() {
     if (error instanceof DatabaseLockedError) {
       console.error(error.message);
       process.exit(EXIT_IN_USE);
+    }
+    if (error instanceof NewerDatabaseError) {
+      console.error(error.message);
+      process.exit(78);
     }
     throw error;
   }

@@ -107,3 +107,40 @@ describe('bad settings', () => {
     });
   });
 });
+
+describe('a database written by a newer version', () => {
+  test('the server refuses it with one line and exit 78, and the CLI with exit 2, leaving it as it was', async () => {
+    const { openDatabase } = await import('../src/storage/db');
+    const { DATABASE_FILE } = await import('../src/storage');
+    const server = await startServer();
+    dirs.push(server.dataDir);
+    await server.stop();
+    const file = join(server.dataDir, DATABASE_FILE);
+    const recordNewer = async () => {
+      const db = await openDatabase(file, { readers: 1 });
+      try {
+        await db.run(`INSERT INTO schema_migrations (version, name) VALUES (9999, 'a later release''s table')`);
+        return (await db.query<{ n: number }>('SELECT count(*)::INTEGER AS n FROM schema_migrations'))[0]?.n;
+      } finally {
+        await db.close();
+      }
+    };
+    const before = await recordNewer();
+    const refused = await runRefused({ DATA_DIR: server.dataDir });
+    expect(refused).toEqual({
+      stdout: '',
+      stderr:
+        "The database was written by a newer version of this server (schema migrations it does not know: 9999 a later release's table). Run that version or a newer one; downgrades are not supported.\n",
+      code: 78,
+    });
+    const cli = await runCliProcess(['list-users'], server.dataDir);
+    expect(cli.code).toBe(2);
+    expect(cli.stderr).toContain('written by a newer version');
+    const db = await openDatabase(file, { readers: 1 });
+    try {
+      expect((await db.query<{ n: number }>('SELECT count(*)::INTEGER AS n FROM schema_migrations'))[0]?.n).toBe(before);
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
+});

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config';
-import { BackupError, DatabaseLockedError, openStorage, restoreBackup, type Storage } from '../storage';
+import { BackupError, DatabaseLockedError, NewerDatabaseError, openStorage, restoreBackup, type Storage } from '../storage';
 import { withPipeline } from '../pipeline';
 import { COMMANDS, UsageError, runCommand, type Flags } from './commands';
 import { callControlSocket } from './control-socket';
@@ -70,7 +70,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       console.error(`The server is running on this data directory and holds its database, and it did not answer on DATA_DIR/control.sock. Stop the server, then run the command again.`);
       return 75;
     }
-    if (error instanceof UsageError || error instanceof ConfigError || error instanceof BackupError) {
+    if (error instanceof UsageError || error instanceof ConfigError || error instanceof BackupError || error instanceof NewerDatabaseError) {
       console.error(error.message);
       return 2;
     }

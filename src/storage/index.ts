@@ -21,6 +21,7 @@ import type { Logger } from '../logger';
 import { writeBackup, type BackupSummary } from './backup';
 
 export { DatabaseLockedError } from './db';
+export { NewerDatabaseError } from './migrations';
 export { BackupError, restoreBackup, type BackupSummary } from './backup';
 export * from './management/types';
 export type { DefinitionsStore } from './definitions/definitions-store';
