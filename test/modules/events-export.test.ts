@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { byKey, eventObject, openEventsFixture, recordStatements, relative, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
 import { uuidv7 } from '../../src/ids';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 let f: EventsFixture;
 beforeAll(async () => {
@@ -261,5 +265,107 @@ describe('exports from time-ordered Parquet files (no sort; CSV person columns s
     } finally {
       await g.close();
     }
+  });
+});
+
+/** A Parquet body read back with DuckDB: its rows (as JS values) and its columns' names and types. */
+async function readParquet(bytes: Uint8Array, select = '*'): Promise<{ rows: Array<Record<string, unknown>>; columns: Array<{ name: string; type: string }> }> {
+  const file = join(tmpdir(), `export-test-${crypto.randomUUID()}.parquet`);
+  await Bun.write(file, bytes);
+  const instance = await DuckDBInstance.create(':memory:');
+  const c = await instance.connect();
+  try {
+    const rows = (await c.runAndReadAll(`SELECT ${select} FROM read_parquet('${file}')`)).getRowObjectsJS() as Array<Record<string, unknown>>;
+    const described = (await c.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${file}')`)).getRowObjectsJS() as Array<{ column_name: string; column_type: string }>;
+    const codecs = (await c.runAndReadAll(`SELECT DISTINCT compression FROM parquet_metadata('${file}')`)).getRowObjectsJS() as Array<{ compression: string }>;
+    if (rows.length) expect(codecs.map((r) => r.compression)).toEqual(['ZSTD']);
+    return { rows, columns: described.map((d) => ({ name: d.column_name, type: d.column_type })) };
+  } finally {
+    c.closeSync();
+    instance.closeSync();
+    await rm(file, { force: true });
+  }
+}
+
+const parquetOf = async (query: Record<string, string>) => {
+  const res = await f.t.call('GET', f.path({ format: 'parquet', ...query }));
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('application/vnd.apache.parquet');
+  expect(res.headers.get('content-disposition')).toBe('attachment; filename="events.parquet"');
+  return readParquet(new Uint8Array(await res.arrayBuffer()));
+};
+
+describe('format=parquet', () => {
+  test('typed columns that match the csv and json exports row for row', async () => {
+    const { rows, columns } = await parquetOf({});
+    expect(columns).toEqual([
+      { name: 'id', type: 'VARCHAR' },
+      { name: 'distinct_id', type: 'VARCHAR' },
+      { name: 'event', type: 'VARCHAR' },
+      { name: 'timestamp', type: 'TIMESTAMP' },
+      { name: 'properties', type: 'VARCHAR' },
+      { name: 'elements_chain', type: 'VARCHAR' },
+    ]);
+    const json = JSON.parse(await (await f.t.call('GET', f.path({ format: 'json' }))).text()) as { results: Array<ReturnType<typeof eventObject>> };
+    expect(rows.map((r) => ({ id: r.id, distinct_id: r.distinct_id, event: r.event, timestamp: r.timestamp, properties: JSON.parse(String(r.properties)), elements_chain: r.elements_chain }))).toEqual(
+      json.results.map((e) => ({ id: e.id, distinct_id: e.distinct_id, event: e.event, timestamp: new Date(e.timestamp), properties: e.properties, elements_chain: e.elements_chain })),
+    );
+    const [header, ...csv] = parseCsv(await (await f.t.call('GET', f.path({ format: 'csv' }))).text());
+    const col = (name: string) => header!.indexOf(name);
+    expect(rows.map((r) => [r.id, r.event, (r.timestamp as Date).getTime(), r.properties ? Object.keys(JSON.parse(String(r.properties))).length : 0])).toEqual(
+      csv.map((r) => [r[col('id')], r[col('event')], Date.parse(r[col('timestamp')]!), header!.filter((h, i) => h.startsWith('properties.') && r[i] !== '').length]),
+    );
+    expect(rows.map((r) => r.id)).toEqual(VISIBLE.map((e) => e.uuid));
+  });
+
+  test('filters, limit, offset and order apply; nothing matching is an empty file with the same columns', async () => {
+    const cut = await parquetOf({ limit: '2', offset: '1', orderBy: '["timestamp"]' });
+    expect(cut.rows.map((r) => r.id)).toEqual([...VISIBLE].reverse().slice(1, 3).map((e) => e.uuid));
+    const none = await parquetOf({ event: 'nope' });
+    expect(none.rows).toEqual([]);
+    expect(none.columns.map((c) => c.type)).toEqual(['VARCHAR', 'VARCHAR', 'VARCHAR', 'TIMESTAMP', 'VARCHAR', 'VARCHAR']);
+  });
+
+  test('with select: the selected columns, named and typed as selected', async () => {
+    const { rows, columns } = await parquetOf({ select: '["distinct_id","count()","max(timestamp)"]', orderBy: '["distinct_id"]' });
+    expect(columns).toEqual([
+      { name: 'distinct_id', type: 'VARCHAR' },
+      { name: 'count()', type: 'BIGINT' },
+      { name: 'max(timestamp)', type: expect.stringMatching(/^TIMESTAMP/) },
+    ]);
+    expect(rows.map((r) => [r.distinct_id, Number(r['count()'])])).toEqual([['alice', 2], ['alice-anon', 1], ['bob', 2], ['carol', 1]]);
+  });
+
+  test('errors before the file is written are ordinary 400s; an unknown format is refused', async () => {
+    const res = await f.t.json('GET', f.path({ format: 'parquet', properties: 'nope' }));
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe('Properties are unparsable!');
+    const bad = await f.t.json('GET', f.path({ format: 'avro' }));
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ code: 'invalid_choice', detail: '"avro" is not a valid choice: use csv, json, ndjson or parquet.', attr: 'format' });
+  });
+});
+
+describe('format=ndjson', () => {
+  const linesOf = async (query: Record<string, string>) => {
+    const res = await f.t.call('GET', f.path({ format: 'ndjson', ...query }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/x-ndjson');
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="events.ndjson"');
+    const text = await res.text();
+    if (text) expect(text.endsWith('\n')).toBe(true);
+    return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
+  };
+
+  test("one event object a line, the json export's results", async () => {
+    const json = JSON.parse(await (await f.t.call('GET', f.path({ format: 'json' }))).text());
+    expect(await linesOf({})).toEqual(json.results);
+    expect(await linesOf({})).toEqual(VISIBLE.map((e) => eventObject(e)));
+    expect(await linesOf({ limit: '2', offset: '2' })).toEqual(VISIBLE.slice(2, 4).map((e) => eventObject(e)));
+    expect(await linesOf({ event: 'nope' })).toEqual([]);
+  });
+
+  test('with select: one row (a JSON array) a line', async () => {
+    expect(await linesOf({ select: '["distinct_id","count()"]', orderBy: '["distinct_id"]' })).toEqual([['alice', 2], ['alice-anon', 1], ['bob', 2], ['carol', 1]]);
   });
 });

@@ -141,7 +141,7 @@ describe('GET /api/projects/:id/events/', () => {
   test('a bad format is a 400 invalid_choice', async () => {
     const { status, body } = await f.list({ format: 'xml' });
     expect(status).toBe(400);
-    expect(body).toEqual(errorOf('invalid_choice', 'validation_error', '"xml" is not a valid choice: use csv or json.', 'format'));
+    expect(body).toEqual(errorOf('invalid_choice', 'validation_error', '"xml" is not a valid choice: use csv, json, ndjson or parquet.', 'format'));
   });
 
   test('a limit above 1000 is clamped, as PostHog does', async () => {

@@ -38,8 +38,9 @@ export interface JsonSlice {
 }
 
 /**
- * Event objects of the slices, comma-separated, at most `max` of them (null: all). Slices are
- * planned for one row more than `max`, so meeting that row tells `page.more`; it is not sent.
+ * Event objects of the slices, comma-separated (`lines`: each followed by a newline, NDJSON), at
+ * most `max` of them (null: all). Slices are planned for one row more than `max`, so meeting that
+ * row tells `page.more`; it is not sent.
  */
 export async function* jsonSlices(
   ctx: ListContext,
@@ -49,6 +50,7 @@ export async function* jsonSlices(
   max: number | null,
   newestFirst: (slice: JsonSlice) => Promise<string | null>,
   page: StreamedPage,
+  lines = false,
 ): AsyncGenerator<Uint8Array> {
   const people = new Map<string, string>();
   const elements = new Map<string, string>();
@@ -65,7 +67,8 @@ export async function* jsonSlices(
           page.more = true;
           break;
         }
-        text += (sent ? ',' : '') + eventJson(row, ctx, people, elements);
+        const json = eventJson(row, ctx, people, elements);
+        text += lines ? `${json}\n` : (sent ? ',' : '') + json;
         sent++;
         page.last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };
       }

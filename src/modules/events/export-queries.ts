@@ -133,3 +133,45 @@ function sqlPath(path: string): string {
   if (/[\0\n\r]/.test(path)) throw new Error('unexpected character in an export path');
   return `'${path.replaceAll("'", "''")}'`;
 }
+
+const PARQUET_OPTIONS = 'FORMAT parquet, COMPRESSION zstd';
+
+/** The columns of an events Parquet export: the timestamp typed, the properties as JSON text, the rest strings. */
+const PARQUET_EVENT_COLUMNS =
+  'uuid::VARCHAR AS id, distinct_id::VARCHAR AS distinct_id, event::VARCHAR AS event, timestamp::TIMESTAMP AS timestamp, ' +
+  'properties::VARCHAR AS properties, elements_chain::VARCHAR AS elements_chain';
+
+/**
+ * An events Parquet export, written by DuckDB to `file` (zstd) in one statement: a Parquet file
+ * has one footer, so it cannot be sent a slice at a time as CSV is; DuckDB sorts the export
+ * (spilling to disk past its memory limit), and the server then streams the finished file.
+ */
+export function parquetEventsCopyStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number | null, file: string): SqlFragment {
+  const head = sql`SELECT ${trusted(PARQUET_EVENT_COLUMNS)} FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${bind(teamId)}`, where)} ORDER BY ${trusted(listOrder(order))}`;
+  const query = limit === null ? head : sql`${head} LIMIT ${bind(limit)}`;
+  return sql`COPY (${query}) TO ${trusted(sqlPath(file))} (${trusted(PARQUET_OPTIONS)})`;
+}
+
+/** An events Parquet export with no rows: the same columns and types. */
+export function emptyParquetEventsStatement(file: string): SqlFragment {
+  const columns =
+    'NULL::VARCHAR AS id, NULL::VARCHAR AS distinct_id, NULL::VARCHAR AS event, NULL::TIMESTAMP AS timestamp, NULL::VARCHAR AS properties, NULL::VARCHAR AS elements_chain';
+  return sql`COPY (SELECT ${trusted(columns)} LIMIT 0) TO ${trusted(sqlPath(file))} (${trusted(PARQUET_OPTIONS)})`;
+}
+
+/**
+ * A select query's Parquet export: its columns named as the select names them (`aliases[i]` is
+ * renamed `columns[i]`, quoted as an identifier) and typed as DuckDB computes them.
+ */
+export function parquetSelectCopyStatement(query: SqlFragment, aliases: readonly string[], columns: readonly string[], file: string): SqlFragment {
+  const renamed = aliases.map((alias, i) => {
+    if (!/^c\d+$/.test(alias)) throw new Error('unexpected select alias');
+    return `${alias} AS ${quoteIdentifier(columns[i] ?? alias)}`;
+  });
+  return sql`COPY (SELECT ${trusted(renamed.join(', '))} FROM (${query}) AS q) TO ${trusted(sqlPath(file))} (${trusted(PARQUET_OPTIONS)})`;
+}
+
+function quoteIdentifier(name: string): string {
+  if (name.includes('\0')) throw new Error('unexpected character in a column name');
+  return `"${name.replaceAll('"', '""')}"`;
+}

@@ -2,14 +2,24 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect } from '../../core/query';
+import { assembleEventsQuery, compileSelect, sql } from '../../core/query';
 import { csvRecord, duckdbCsvField, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
 import type { Row } from '../../storage/db';
 import type { PersonObject } from './event-object';
 import { countListing } from './count';
-import { csvSliceCopyStatement, csvSliceScanStatement, HOUR_MS, hourlyCountsStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement } from './export-queries';
+import {
+  csvSliceCopyStatement,
+  csvSliceScanStatement,
+  emptyParquetEventsStatement,
+  HOUR_MS,
+  hourlyCountsStatement,
+  MAX_CSV_PROPERTY_KEYS,
+  parquetEventsCopyStatement,
+  parquetSelectCopyStatement,
+  propertyKeysStatement,
+} from './export-queries';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { findKeys, frozenBefore, link, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
@@ -36,15 +46,99 @@ const encoder = new TextEncoder();
  */
 export async function exportEvents(ctx: ExportContext, req: ListRequest, format: ExportFormat, requestUrl: string): Promise<Response> {
   const url = new URL(requestUrl);
-  const chunks = req.select.length ? await selectChunks(ctx, req, format, url) : format === 'json' ? await eventJsonChunks(ctx, req, url) : await eventCsvChunks(ctx, req);
+  const chunks =
+    format === 'parquet'
+      ? await parquetChunks(ctx, req)
+      : req.select.length
+        ? await selectChunks(ctx, req, format, url)
+        : format === 'json'
+          ? await eventJsonChunks(ctx, req, url)
+          : format === 'ndjson'
+            ? await eventNdjsonChunks(ctx, req)
+            : await eventCsvChunks(ctx, req);
   const filename = `events.${format}`;
   return new Response(toStream(chunks, ctx.logger), {
     headers: {
-      'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json',
+      'content-type': CONTENT_TYPES[format],
       'content-disposition': `attachment; filename="${filename}"`,
       'cache-control': 'no-store',
     },
   });
+}
+
+const CONTENT_TYPES: Record<ExportFormat, string> = {
+  csv: 'text/csv; charset=utf-8',
+  json: 'application/json',
+  ndjson: 'application/x-ndjson',
+  parquet: 'application/vnd.apache.parquet',
+};
+
+/**
+ * `format=ndjson`: the event objects of `format=json`'s results, one a line, streamed as the JSON
+ * export streams them (no envelope: nothing follows the last line).
+ */
+async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<AsyncGenerator<Uint8Array>> {
+  const base = await listScope(ctx, req);
+  const scope = base && (await startingPoint(ctx, req, base));
+  if (!scope) return noChunks();
+  const slices = await planExport(ctx, req, scope, req.limit);
+  return jsonSlices(ctx, scope, req.order, slices, req.limit, (slice) => newestFirstRelation(ctx, scope, req.order, slice), { last: null, more: false }, true);
+}
+
+/**
+ * `format=parquet`: DuckDB writes the whole export to a temporary file (zstd; see
+ * `parquetEventsCopyStatement` for the columns, a select's own columns and types otherwise)
+ * before the response starts, so its errors are ordinary statuses; the file is then sent in
+ * chunks (memory stays that of one chunk) and removed once sent, or when the client goes away.
+ */
+async function parquetChunks(ctx: ExportContext, req: ListRequest): Promise<AsyncGenerator<Uint8Array>> {
+  const file = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}.parquet`);
+  try {
+    await ctx.runner.rows(await parquetStatement(ctx, req, file), req.select.length ? 'select' : 'properties');
+  } catch (error) {
+    await rm(file, { force: true });
+    throw error;
+  }
+  return fileChunks(file);
+}
+
+async function parquetStatement(ctx: ExportContext, req: ListRequest, file: string) {
+  if (req.select.length) {
+    const compiled = compileSelect(req.select, req.where, ctx.now);
+    const scope = await listScope(ctx, req, selectFragment(compiled));
+    const query = assembleEventsQuery({
+      // Nothing matches (e.g. an unknown person): no rows, still the select's columns and types.
+      relation: await relationFor(ctx, scope?.person ?? true, req.afterMs, req.beforeMs),
+      teamId: ctx.teamId,
+      filters: scope ? scope.where : sql`false`,
+      select: compiled,
+      orderBy: selectOrder(compiled, req),
+      limit: req.limit ?? Number.MAX_SAFE_INTEGER,
+      offset: req.offset,
+    });
+    return parquetSelectCopyStatement(query, compiled.aliases, compiled.columns, file);
+  }
+  const base = await listScope(ctx, req);
+  const scope = base && (await startingPoint(ctx, req, base));
+  if (!scope) return emptyParquetEventsStatement(file);
+  await ctx.flushPersons();
+  const window = listWindow(req);
+  return parquetEventsCopyStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where, req.order, req.limit, file);
+}
+
+/** A file's bytes in chunks, the file removed afterwards (sent, failed or cancelled). */
+async function* fileChunks(file: string): AsyncGenerator<Uint8Array> {
+  try {
+    const blob = Bun.file(file);
+    for (let at = 0; at < blob.size; ) {
+      const chunk = new Uint8Array(await blob.slice(at, at + FILE_CHUNK).arrayBuffer());
+      if (chunk.length === 0) throw new Error('an export file shrank while it was read');
+      at += chunk.length;
+      yield chunk;
+    }
+  } finally {
+    await rm(file, { force: true });
+  }
 }
 
 function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableStream<Uint8Array> {
@@ -381,14 +475,14 @@ async function selectChunks(ctx: ExportContext, req: ListRequest, format: Export
           break;
         }
         const values = selectRow(compiled, row);
-        text += format === 'csv' ? csvRecord(values) : (sent ? ',' : '') + JSON.stringify(values);
+        text += format === 'csv' ? csvRecord(values) : format === 'ndjson' ? `${JSON.stringify(values)}\n` : (sent ? ',' : '') + JSON.stringify(values);
         sent++;
       }
       if (text) yield encoder.encode(text);
       if (hasMore) return;
     }
   })();
-  if (format === 'csv') return results;
+  if (format !== 'json') return results;
   const before = frozenBefore(req, url);
   const back = req.limit ?? req.offset;
   return streamedEnvelope(`{"columns":${JSON.stringify(compiled.columns)},"types":${JSON.stringify(compiled.types)},"results":[`, results, async () => ({

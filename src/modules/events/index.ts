@@ -54,7 +54,7 @@ export const eventsModule = (deps: Deps) => {
     .get(
       '/:id/',
       async ({ principal, params, query }) => {
-        const format = parseFormat(query.format);
+        const format = parseFormat(query.format, ['csv', 'json']);
         const event = await events.retrieve((await project(principal, params.project_id)).id, params.id, query.include_person === 'true');
         if (format !== 'csv') return event;
         const headers = { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="event-${event.id}.csv"` };

@@ -20,7 +20,8 @@ export interface ListQueryInput {
   action_id?: string;
 }
 
-export type ExportFormat = 'csv' | 'json';
+export const EXPORT_FORMATS = ['csv', 'json', 'ndjson', 'parquet'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 export interface ListRequest {
   /** null: the JSON envelope; otherwise a streamed export. */
@@ -107,10 +108,12 @@ export function parseListRequest(query: ListQueryInput, now: Date, maxRows: numb
   };
 }
 
-export function parseFormat(value: string | undefined): ExportFormat | null {
+/** `format`: one of `choices` (the list: every export format; one event: csv or json). */
+export function parseFormat<F extends ExportFormat>(value: string | undefined, choices: readonly F[] = EXPORT_FORMATS as readonly ExportFormat[] as readonly F[]): F | null {
   if (value === undefined || value === '') return null;
-  if (value === 'csv' || value === 'json') return value;
-  throw new AppError('invalid_choice', `"${value.slice(0, 50)}" is not a valid choice: use csv or json.`, 'format');
+  if ((choices as readonly string[]).includes(value)) return value as F;
+  const names = choices.length > 2 ? `${choices.slice(0, -1).join(', ')} or ${choices[choices.length - 1]}` : choices.join(' or ');
+  throw new AppError('invalid_choice', `"${value.slice(0, 50)}" is not a valid choice: use ${names}.`, 'format');
 }
 
 function parseSelectOrder(value: string): string[] {
