@@ -369,3 +369,23 @@ describe('format=ndjson', () => {
     expect(await linesOf({ select: '["distinct_id","count()"]', orderBy: '["distinct_id"]' })).toEqual([['alice', 2], ['alice-anon', 1], ['bob', 2], ['carol', 1]]);
   });
 });
+
+test('the OpenAPI document lists the export formats', async () => {
+  const spec = (await f.t.json('GET', '/swagger/json')).body;
+  const format = spec.paths['/api/projects/{project_id}/events/'].get.parameters.find((p: { name: string }) => p.name === 'format');
+  expect(format.schema.enum).toEqual(['csv', 'json', 'ndjson', 'parquet']);
+  expect(format.description).toContain('parquet: a zstd Parquet file');
+});
+
+test('a Parquet export leaves no temporary file behind, sent or cancelled', async () => {
+  const { readdir } = await import('node:fs/promises');
+  const leftovers = async () => (await readdir(tmpdir())).filter((n) => n.startsWith('events-export-') && n.endsWith('.parquet'));
+  const before = await leftovers();
+  await (await f.t.call('GET', f.path({ format: 'parquet' }))).arrayBuffer();
+  const cancelled = await f.t.call('GET', f.path({ format: 'parquet' }));
+  const reader = cancelled.body!.getReader();
+  await reader.read();
+  await reader.cancel();
+  await Bun.sleep(20);
+  expect(await leftovers()).toEqual(before);
+});

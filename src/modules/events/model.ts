@@ -14,7 +14,17 @@ export const EventsListQuery = t.Object({
   properties: Str('JSON: a list of property filters [{key, value, operator, type}] or a group {type: AND|OR, values}.'),
   limit: Str('Page size: 100 by default, at most 1000 (select: QUERY_MAX_ROWS); exports: every matching event unless given.'),
   offset: Str('Rows to skip (at most 50,000); prefer the next link.'),
-  format: Str('json: the same envelope, results streamed; csv: the results as CSV. Both stream every matching event unless limit is given (Content-Disposition: attachment).'),
+  format: t.Optional(
+    t.String({
+      // Listed for the docs; checked by the handler, so an unknown one is PostHog's invalid_choice.
+      enum: ['csv', 'json', 'ndjson', 'parquet'],
+      description:
+        'An export, streamed as an attachment of every matching event unless limit is given. json: the same envelope, results streamed; ' +
+        'csv: the results as CSV (text/csv); ndjson: the json results, one object (select: one row array) a line (application/x-ndjson); ' +
+        'parquet: a zstd Parquet file (application/vnd.apache.parquet) with columns id, distinct_id, event, elements_chain as strings, ' +
+        'timestamp as TIMESTAMP (UTC) and properties as JSON text; with select, the selected columns with their own types.',
+    }),
+  ),
   select: Str('JSON list of HogQL-style expressions, e.g. ["event", "count()", "properties.$browser"]; or one expression per repeated parameter.'),
   where: Str('JSON list of conditions (needs select), e.g. ["properties.$browser = \'Chrome\'"]; or one per repeated parameter.'),
   orderBy: Str('["-timestamp"] (default) or ["timestamp"]; with select, select entries prefixed with - for descending.'),
