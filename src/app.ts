@@ -21,6 +21,7 @@ import { decideModule } from './modules/decide';
 import { staticAssetsModule } from './modules/static-assets';
 import { eventsModule } from './modules/events';
 import { queryModule } from './modules/query';
+import { personsModule } from './modules/persons';
 
 /** Every feature module, composed; no logic of its own. */
 export function createApp(deps: Deps, readiness: Readiness = { accepting: true }) {
@@ -46,6 +47,7 @@ export function createApp(deps: Deps, readiness: Readiness = { accepting: true }
     .use(decideModule(deps))
     .use(eventsModule(deps))
     .use(queryModule(deps))
+    .use(personsModule(deps))
     .use(staticAssetsModule());
 }
 

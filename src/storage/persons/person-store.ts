@@ -247,6 +247,22 @@ export function createPersonStore(db: Database): PersonStore {
 
     findByDistinctId: (teamId, distinctId) => teams.get(teamId)?.byDistinctId.get(distinctId) ?? null,
     findByUuid: (teamId, uuid) => teams.get(teamId)?.persons.get(uuid) ?? null,
+    findById(teamId, id) {
+      for (const p of teams.get(teamId)?.persons.values() ?? []) if (p.id === id) return p;
+      return null;
+    },
+    listPersons(teamId, where, page) {
+      const kept = [...team(teamId).persons.values()].filter(where);
+      kept.sort((a, b) => b.createdAt - a.createdAt || b.id - a.id);
+      return { count: kept.length, results: kept.slice(page.offset, page.offset + page.limit) };
+    },
+    setProperties(teamId, uuid, set) {
+      const t = team(teamId);
+      const p = t.persons.get(uuid);
+      if (!p) return null;
+      apply(teamId, t, { type: 'update_person', personId: uuid, properties: { ...p.properties, ...set }, isIdentified: p.isIdentified });
+      return p;
+    },
     groupTypeMapping: (teamId) => Object.fromEntries(teams.get(teamId)?.groupTypes ?? []),
     findGroup: (teamId, type, key) => teams.get(teamId)?.groups.get(groupKey(type, key)) ?? null,
     pendingChanges: () => dirtyPersons.size + dirtyDistinctIds.size + dirtyGroups.size,

@@ -32,6 +32,18 @@ export interface PersonStore {
   isLoaded(teamId: number): boolean;
   findByDistinctId(teamId: number, distinctId: string): Person | null;
   findByUuid(teamId: number, uuid: string): Person | null;
+  /** By PostHog's integer id (a scan: the API's retrieve, not a hot path). */
+  findById(teamId: number, id: number): Person | null;
+  /**
+   * A page of the project's persons that `where` keeps, newest first (created_at, then id), and
+   * how many it keeps in all. Load the project first (`ensureLoaded`).
+   */
+  listPersons(teamId: number, where: (person: Person) => boolean, page: { limit: number; offset: number }): { count: number; results: Person[] };
+  /**
+   * Merge `set` into a person's properties the way a `$set` does (same in-memory update, written
+   * at the next flush); null when the project has no such person.
+   */
+  setProperties(teamId: number, uuid: string, set: Record<string, unknown>): Person | null;
   /** Group type name → index (PostHog's `group_type_index`, 0–4, in order of first use). */
   groupTypeMapping(teamId: number): Record<string, number>;
   findGroup(teamId: number, groupType: string, groupKey: string): Group | null;
