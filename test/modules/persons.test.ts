@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { CreatedAccount } from '../../src/storage';
-import { BASE, NOT_AUTHENTICATED, NOT_FOUND, createOtherAccount, createTestApp, errorOf, type TestApp } from '../helpers/test-app';
+import { BASE, NOT_AUTHENTICATED, NOT_FOUND, createOtherAccount, createTestApp, errorOf, reopenTestApp, type TestApp } from '../helpers/test-app';
 
 /** The persons API over persons made by real ingestion (POST /batch/ with $identify / $set). */
 const NOW = new Date('2024-03-01T12:00:00.000Z');
@@ -147,5 +147,14 @@ describe('PATCH /persons/:id/', () => {
     const eve = t.deps.storage.persons.findByDistinctId(other.project.id, 'eve')!;
     expect(await call('PATCH', `/api/projects/${other.project.id}/persons/${eve.id}/`, { body: { properties: { a: 1 } } })).toEqual({ status: 404, body: NOT_FOUND });
     expect(t.deps.storage.persons.findByDistinctId(other.project.id, 'eve')!.properties).toEqual({ email: 'eve@example.com', $creator_event_uuid: eve.properties.$creator_event_uuid });
+  });
+});
+
+describe('after a restart', () => {
+  test('a PATCHed person reads back from the table as the API showed it', async () => {
+    const before = await call('GET', `${URL}${person('dave').id}/`);
+    expect(before.body.properties.plan).toBe('enterprise');
+    t = await reopenTestApp(t, {}, () => NOW);
+    expect(await call('GET', `${URL}${before.body.id}/`)).toEqual(before);
   });
 });
