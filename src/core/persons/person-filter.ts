@@ -1,4 +1,5 @@
 import { invalidInput } from '../query/limits';
+import { propertiesParam } from '../query/filters';
 import { matchProperty } from '../flags/match-property';
 import type { PropertyFilter } from '../flags/types';
 
@@ -41,15 +42,8 @@ export function personFilter(params: PersonFilterParams, now: Date): (person: Fi
 type Test = (p: FilterablePerson) => boolean;
 
 function propertiesTest(raw: unknown, now: Date): Test | null {
-  if (raw === undefined || raw === null || raw === '') return null;
-  let value = raw;
-  if (typeof raw === 'string') {
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      throw invalidInput('Properties are unparsable!', 'properties');
-    }
-  }
+  const value = propertiesParam(raw);
+  if (value === undefined) return null;
   const counter = { n: 0 };
   return node(value, 'properties', 0, now, counter);
 }

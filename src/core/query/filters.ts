@@ -67,16 +67,23 @@ export function parseListOrder(value: unknown): 'ASC' | 'DESC' {
   throw invalidInput('orderBy must be ["-timestamp"] or ["timestamp"]', 'orderBy');
 }
 
-function propertiesExpr(raw: unknown, now: Date): Expr | null {
-  if (raw === undefined || raw === null || raw === '') return null;
-  let value = raw;
-  if (typeof raw === 'string') {
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      throw invalidInput('Properties are unparsable!', 'properties');
-    }
+/**
+ * The `properties` parameter as sent (JSON text in a query string, or already a value): its
+ * filters, or undefined when absent. Unparsable text is PostHog's 400.
+ */
+export function propertiesParam(raw: unknown): unknown {
+  if (raw === undefined || raw === null || raw === '') return undefined;
+  if (typeof raw !== 'string') return raw;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw invalidInput('Properties are unparsable!', 'properties');
   }
+}
+
+function propertiesExpr(raw: unknown, now: Date): Expr | null {
+  const value = propertiesParam(raw);
+  if (value === undefined) return null;
   return new PropertyFilterBuilder(now).node(value, 'properties', 0);
 }
 
