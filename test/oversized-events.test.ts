@@ -173,7 +173,6 @@ describe('events over the per-event limits', () => {
     expect(warnings.at(-1)).toMatchObject({
       level: 'warn',
       teamId: 1,
-      droppedSinceStart: { too_many_properties: 2, event_too_large: 3 },
       limits: { eventBytes: MB, propertiesPerEvent: 10_000, propertyDefinitionsPerProject: 10_000, eventPropertiesPerProject: 50_000, propertyNameLength: 400 },
     });
   }, 30_000);

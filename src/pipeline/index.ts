@@ -39,7 +39,6 @@ export interface RowPreparer {
  */
 export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, preparer?: RowPreparer, logger?: Logger): ProcessIntake {
   const applyRows = createRowApplier(persons, seen);
-  const dropped: Partial<Record<LimitDrop, number>> = {};
   return async (ctx, events, text, prepared) => {
     const newUuid = () => uuidv7(ctx.receivedAt);
     let rows: PreparedRows;
@@ -54,17 +53,12 @@ export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, p
   /**
    * PostHog's ingestion warning for events over the limits: the request was answered 200, so the
    * log is where such a drop shows. (Events without a name or distinct id are dropped silently,
-   * as the spec says; every drop is counted in the metrics.)
+   * as the spec says.) The totals since the start are the store's counters, in `/metrics`.
    */
   function noteDropped(teamId: number, all: PreparedRows['dropped']) {
     const now: Partial<Record<LimitDrop, number>> = {};
-    for (const reason of LIMIT_DROPS) {
-      const n = all[reason];
-      if (!n) continue;
-      now[reason] = n;
-      dropped[reason] = (dropped[reason] ?? 0) + n;
-    }
-    logger?.warn('events dropped: over the per-event limits', { teamId, dropped: now, droppedSinceStart: { ...dropped }, limits: EVENT_LIMITS });
+    for (const reason of LIMIT_DROPS) if (all[reason]) now[reason] = all[reason];
+    logger?.warn('events dropped: over the per-event limits', { teamId, dropped: now, limits: EVENT_LIMITS });
   }
 }
 
