@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/ingest/json-depth';
 import { AppError } from '../errors';
-import { corsHeaders, errorResponse } from './error-handler';
+import { corsHeaders, errorResponse, isPrivateApi } from './error-handler';
 
 /** No JSON this short can nest past the limit. */
 const SHORTEST_TOO_DEEP = 2 * (MAX_JSON_DEPTH + 1);
@@ -16,11 +16,12 @@ const SHORTEST_TOO_DEEP = 2 * (MAX_JSON_DEPTH + 1);
  */
 export const jsonDepthLimit = () =>
   new Elysia({ name: 'json-depth-limit' }).onRequest(async ({ request }) => {
+    // Capture requests (the hot path) leave at the first test, without parsing their URL.
+    if (!isPrivateApi(request.url)) return;
     if (request.method === 'GET' || request.method === 'HEAD' || request.body === null) return;
     if (!/^application\/(.+\+)?json/i.test(request.headers.get('content-type') ?? '')) return;
     const declared = request.headers.get('content-length');
     if (declared !== null && Number(declared) < SHORTEST_TOO_DEEP) return;
-    if (!new URL(request.url).pathname.startsWith('/api/')) return;
     if (exceedsJsonDepth(await request.clone().text(), MAX_JSON_DEPTH)) {
       return errorResponse(new AppError('invalid_payload', `Malformed request body: JSON nested deeper than ${MAX_JSON_DEPTH} levels.`), corsHeaders(request));
     }
