@@ -17,6 +17,9 @@
 export const MAX_JSON_DEPTH = 128;
 
 export function exceedsJsonDepth(text: string, max: number): boolean {
+  // Nesting past `max` takes at least max + 1 openings and as many closings: a shorter text (every
+  // usual capture body) needs no scan.
+  if (text.length < 2 * (max + 1)) return false;
   let depth = 0;
   for (let i = 0, n = text.length; i < n; i++) {
     const c = text.charCodeAt(i);
