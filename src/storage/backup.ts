@@ -1,5 +1,5 @@
 import { copyFile, cp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import type { Database } from './db';
 import { deadLetterDir } from './events/dead-letters';
 import { parquetRoot } from './events/parquet';
@@ -45,7 +45,7 @@ export async function writeBackup(db: Database, dataDir: string, databaseFile: s
   });
   let bytes = 0;
   for (const [root, list] of [[parquetRoot(dataDir), primary], [personCopyRoot(dataDir), copies]] as const) {
-    const into = join(dir, root.slice(dataDir.length));
+    const into = join(dir, relative(dataDir, root));
     for (const rel of list) {
       await mkdir(dirname(join(into, rel)), { recursive: true });
       await copyFile(join(root, rel), join(into, rel));
@@ -53,7 +53,7 @@ export async function writeBackup(db: Database, dataDir: string, databaseFile: s
     }
   }
   const letters = deadLetterDir(dataDir);
-  await cp(letters, join(dir, letters.slice(dataDir.length)), { recursive: true }).catch((error: NodeJS.ErrnoException) => {
+  await cp(letters, join(dir, relative(dataDir, letters)), { recursive: true }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'ENOENT') throw error;
   });
   const summary = { files: primary.length + copies.length, bytes };
