@@ -81,6 +81,93 @@ const server = Bun.serve({
 console.log('Listening on http://127.0.0.1:' + server.port);
 `;
 
+/**
+ * The store floor: the least a server must do to make acknowledged events queryable as columns,
+ * built for the purpose as the durable floor is for acknowledging. The durable floor (one
+ * fdatasync at a time), its log cut into segments (at 16 MB, or a quarter second after the first
+ * byte), and each segment handed whole to DuckDB's own JSON reader, written as one zstd Parquet
+ * file: `read_json` → `COPY … TO`, one statement a segment, one at a time. No key check, no uuid
+ * or time normalization, no persons, no definitions, no dedupe, no sort; `GET /count` answers how
+ * many rows the Parquet files hold. What the real server does beyond it is the product.
+ */
+const storeFloorSource = `
+const { openSync, writevSync, fdatasync, closeSync, rmSync, mkdtempSync } = require('node:fs');
+const { join } = require('node:path');
+const { DuckDBInstance } = require('@duckdb/node-api');
+const dir = mkdtempSync(join(require('node:os').tmpdir(), 'bench-store-floor-'));
+const SEGMENT_BYTES = 16 * 1024 * 1024, SEGMENT_MS = 250;
+const EV = 'STRUCT(event VARCHAR, distinct_id VARCHAR, uuid VARCHAR, "timestamp" VARCHAR, properties JSON)';
+const NL = Buffer.from('\\n');
+let seg = 0, fd = openSync(join(dir, 'seg-0'), 'w'), at = 0, openedAt = 0;
+let flushing = false, waiters = [], bufs = [];
+const ready = [];
+let loading = false, stored = 0;
+const conn = await (await DuckDBInstance.create(':memory:')).connect();
+const load = async () => {
+  if (loading) return;
+  loading = true;
+  while (ready.length) {
+    const path = ready.shift();
+    const out = path + '.parquet';
+    const r = await conn.run(\`COPY (SELECT e.uuid, e.event, e.distinct_id, TRY_CAST(e."timestamp" AS TIMESTAMPTZ) AS "timestamp", e.properties
+      FROM (SELECT unnest(coalesce(batch, [struct_pack(event := event, distinct_id := distinct_id, uuid := uuid, "timestamp" := "timestamp", properties := properties)])) AS e
+      FROM read_json('\${path}', format = 'newline_delimited', columns = {batch: '\${EV}[]', event: 'VARCHAR', distinct_id: 'VARCHAR', uuid: 'VARCHAR', "timestamp": 'VARCHAR', properties: 'JSON'})))
+      TO '\${out}' (FORMAT parquet, COMPRESSION zstd)\`);
+    stored += Number(r.rowsChanged);
+    rmSync(path, { force: true });
+  }
+  loading = false;
+};
+// Only between flushes: then everything written to the segment is on disk.
+const rotate = () => {
+  if (flushing || at === 0) return;
+  closeSync(fd);
+  ready.push(join(dir, 'seg-' + seg));
+  seg++;
+  fd = openSync(join(dir, 'seg-' + seg), 'w');
+  at = 0;
+  load();
+};
+const flush = () => {
+  if (flushing || waiters.length === 0) return;
+  flushing = true;
+  const ws = waiters, bs = bufs;
+  waiters = [];
+  bufs = [];
+  if (at === 0) openedAt = Date.now();
+  for (let i = 0; i < bs.length; i += 1024) at += writevSync(fd, bs.slice(i, i + 1024), at);
+  fdatasync(fd, () => {
+    flushing = false;
+    for (const w of ws) w();
+    if (at >= SEGMENT_BYTES) rotate();
+    flush();
+  });
+};
+setInterval(() => { if (at > 0 && Date.now() - openedAt >= SEGMENT_MS) rotate(); }, 50);
+const logged = (bytes) => new Promise((resolve) => {
+  bufs.push(bytes, NL);
+  waiters.push(resolve);
+  flush();
+});
+const stop = () => { closeSync(fd); rmSync(dir, { recursive: true, force: true }); process.exit(0); };
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+const server = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  maxRequestBodySize: 64 * 1024 * 1024,
+  async fetch(request) {
+    if (request.method === 'GET') return new Response(JSON.stringify({ count: stored }), { headers: { 'content-type': 'application/json' } });
+    let bytes = new Uint8Array(await request.arrayBuffer());
+    if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = Bun.gunzipSync(bytes);
+    JSON.parse(new TextDecoder().decode(bytes));
+    await logged(bytes);
+    return new Response('{"status":1}', { headers: { 'content-type': 'application/json' } });
+  },
+});
+console.log('Listening on http://127.0.0.1:' + server.port);
+`;
+
 async function spawnScript(source: string): Promise<Child> {
   const proc = Bun.spawn([process.execPath, '-e', source], { cwd: ROOT, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
   const port = await waitForListening(proc, 30_000, true);
@@ -89,6 +176,7 @@ async function spawnScript(source: string): Promise<Child> {
 
 export const spawnBareServer = (): Promise<Child> => spawnScript(serverSource(0));
 export const spawnDurableFloorServer = (flushes: 1 | 2): Promise<Child> => spawnScript(serverSource(flushes));
+export const spawnStoreFloorServer = (): Promise<Child> => spawnScript(storeFloorSource);
 
 /** Peak resident set (VmHWM) of a process in MB, or null when /proc cannot tell. */
 export function peakRssMb(pid: number): number | null {

@@ -1,6 +1,6 @@
 import { apiJson, percentile, startQueryProbe } from './_http';
 import { averageBytes, batchBodies, captureBodies, eBodies, type Body } from './_ingest-payloads';
-import { cpuSeconds, peakRssMb, resetPeakRss, spawnBareServer, spawnDurableFloorServer, spawnRealServer, type Child } from './_ingest-procs';
+import { cpuSeconds, peakRssMb, resetPeakRss, spawnBareServer, spawnDurableFloorServer, spawnRealServer, spawnStoreFloorServer, type Child } from './_ingest-procs';
 import { cannon, hasWrk, wrk, type CannonCase, type RunResult } from './_ingest-runner';
 import type { BenchRow, Benchmark } from './types';
 
@@ -10,7 +10,9 @@ import type { BenchRow, Benchmark } from './types';
  * `{"status":1}`, both measured in the same run, interleaved, medians of `rounds` runs. For
  * single events two durable floors run beside them (the bare server plus a log append and a
  * group-commit fdatasync before its 200, nothing else: `_ingest-procs.ts`), to show what durable
- * acknowledgement alone costs on this machine under the same load generator:
+ * acknowledgement alone costs on this machine under the same load generator; and for every case
+ * the store floor (the durable floor whose log segments DuckDB's own JSON reader turns into
+ * Parquet behind the 200, nothing else), to show what making events queryable costs at the least:
  *
  * - single events (~1 KB, posthog-js web properties) on `/capture/` (posthog-node shape) and `/e/`
  *   (posthog-js shape), 64 connections, with distinct ids from a pool of users and anonymous
@@ -29,11 +31,12 @@ const TARGET_SINGLE = 0.7;
 const TARGET_BATCH = 0.6;
 
 /** The servers measured: bare ceiling, durable floors (single events only), the real one. */
-type Label = 'bare' | 'floor' | 'floor2' | 'real';
+type Label = 'bare' | 'floor' | 'floor2' | 'store' | 'real';
 const SERVER_NAMES: Record<Label, string> = {
   bare: 'bare Bun.serve',
   floor: 'durable floor: bare + log, 1 fdatasync at a time',
   floor2: 'durable floor: bare + log, 2 fdatasyncs in flight',
+  store: 'store floor: durable floor + DuckDB read_json → Parquet',
   real: 'hogbase durable',
 };
 type Samples = Partial<Record<Label, Sample[]>>;
@@ -77,8 +80,8 @@ function buildCases(quick: boolean): Case[] {
 }
 
 /** Stored events of project 1 as the events API counts them. */
-async function storedCount(url: string): Promise<number | null> {
-  const r = await apiJson(url, 'GET', '/api/projects/1/events/?limit=1').catch(() => null);
+async function storedCount(url: string, storeFloor: boolean): Promise<number | null> {
+  const r = await apiJson(url, 'GET', storeFloor ? '/count' : '/api/projects/1/events/?limit=1').catch(() => null);
   return r?.status === 200 && typeof r.body?.count === 'number' ? r.body.count : null;
 }
 
@@ -86,11 +89,11 @@ async function storedCount(url: string): Promise<number | null> {
  * Poll the events API until it shows `expected` events (or more than `expected + slack`, which
  * cannot get better), within `timeoutMs`. Returns the last count and how long it took.
  */
-async function waitForCount(url: string, expected: number, slack: number, timeoutMs: number): Promise<{ count: number | null; seconds: number }> {
+async function waitForCount(url: string, expected: number, slack: number, timeoutMs: number, storeFloor = false): Promise<{ count: number | null; seconds: number }> {
   const t0 = performance.now();
   let count: number | null = null;
   while (performance.now() - t0 < timeoutMs) {
-    count = await storedCount(url);
+    count = await storedCount(url, storeFloor);
     if (count !== null && count >= expected) break;
     await Bun.sleep(100);
   }
@@ -98,7 +101,7 @@ async function waitForCount(url: string, expected: number, slack: number, timeou
   if (slack > 0 && count !== null) {
     for (let i = 0; i < 20; i++) {
       await Bun.sleep(250);
-      const again = await storedCount(url);
+      const again = await storedCount(url, storeFloor);
       if (again === count) break;
       count = again;
     }
@@ -129,23 +132,31 @@ function caseRows(name: string, kind: Case['kind'], entry: Samples): BenchRow[] 
         target: label === 'real' ? `${kind === 'single' ? 'req/s' : 'events/s'} ≥ ${target}` : null,
         met: label === 'real' ? (ratio! >= target ? 'yes' : 'NO') : null,
         'non-200': samples.reduce((n, s) => n + s.run.non200 + s.run.errors, 0),
-        'queryable after s': label === 'real' ? round(median(samples.map((s) => s.queryableS ?? Number.NaN)), 2) : null,
+        'queryable after s': STORING.has(label) ? round(median(samples.map((s) => s.queryableS ?? Number.NaN)), 2) : null,
         // Stored, as the issue reckons it: acknowledged events over the load plus the wait until all count.
-        'queryable events/s': label === 'real' ? round(median(samples.map((s) => s.run.ackedEvents / (s.run.seconds + (s.queryableS ?? Number.NaN))))) : null,
+        'queryable events/s': STORING.has(label) ? round(storedRate(samples)) : null,
       };
     });
 }
 
-/** Where the durable floors stand against bare, and the real server against the better floor (medians of req/s). */
+/** The servers whose events are counted back once stored (the real one's events API, the store floor's count). */
+const STORING: ReadonlySet<Label> = new Set(['store', 'real']);
+
+/** Median of acknowledged events over the load plus the wait until all of them count. */
+const storedRate = (samples: readonly Sample[]) => median(samples.map((s) => s.run.ackedEvents / (s.run.seconds + (s.queryableS ?? Number.NaN))));
+
+/** Where the durable floors stand against bare, and the real server against the better floor and the store floor (medians). */
 function floorNote(name: string, entry: Samples): string {
   const eps = (label: Label) => median((entry[label] ?? []).map((s) => s.run.eps));
-  const stored = median((entry.real ?? []).map((s) => s.run.ackedEvents / (s.run.seconds + (s.queryableS ?? Number.NaN))));
+  const stored = storedRate(entry.real ?? []);
   const bare = eps('bare');
   const best = Math.max(eps('floor'), entry.floor2 ? eps('floor2') : 0);
+  const storeFloor = entry.store ? storedRate(entry.store) : Number.NaN;
   return (
     `${name}: durable floors (bare + log append + group-commit fdatasync before the 200, nothing else) acknowledged ` +
     `${round(eps('floor') / bare, 3)} (1 flush at a time)${entry.floor2 ? ` and ${round(eps('floor2') / bare, 3)} (2 in flight)` : ''} of bare's events/s; ` +
-    `hogbase acknowledged ${round(eps('real') / best, 3)} and stored (queryable events/s) ${round(stored / best, 3)} of the better floor`
+    `hogbase acknowledged ${round(eps('real') / best, 3)} and stored (queryable events/s) ${round(stored / best, 3)} of the better floor` +
+    (entry.store ? `; the store floor stored ${round(storeFloor)} events/s (${round(storeFloor / best, 3)} of the better durable floor), hogbase ${round(stored / storeFloor, 3)} of it` : '')
   );
 }
 
@@ -169,12 +180,17 @@ const bench: Benchmark = async (ctx) => {
     const bare = await spawnBareServer();
     const floor = await spawnDurableFloorServer(1);
     const floor2 = await spawnDurableFloorServer(2);
+    const store = await spawnStoreFloorServer();
     let acked = 0; // events answered 200 by the real server, cumulative
     let unknown = 0; // events of requests with no answer (timeouts, resets): may or may not be stored
+    let storeAcked = 0; // the same for the store floor
+    let storeUnknown = 0;
     const results = new Map<string, Samples>();
     try {
       const serversFor = (c: Case): Array<[Label, Child]> =>
-        c.kind === 'single' ? [['bare', bare], ['floor', floor], ['floor2', floor2], ['real', real]] : [['bare', bare], ['floor', floor], ['real', real]];
+        c.kind === 'single'
+          ? [['bare', bare], ['floor', floor], ['floor2', floor2], ['store', store], ['real', real]]
+          : [['bare', bare], ['floor', floor], ['store', store], ['real', real]];
       const amountFor = new Map<string, number>();
       // Warm-up (JIT, person loading) and calibration: a fixed amount, then size runs from its rate.
       for (const c of cases) {
@@ -184,6 +200,9 @@ const bench: Benchmark = async (ctx) => {
           if (label === 'real') {
             acked += r.ackedEvents;
             unknown += r.indeterminate * c.bodies[0].events;
+          } else if (label === 'store') {
+            storeAcked += r.ackedEvents;
+            storeUnknown += r.indeterminate * c.bodies[0].events;
           }
           const target = Math.max(c.connections * 4, Math.round(r.rps * durationS));
           amountFor.set(`${c.name}|${label}`, target);
@@ -217,6 +236,10 @@ const bench: Benchmark = async (ctx) => {
               if (seen.count === null || seen.count < acked || seen.count > acked + unknown) {
                 problems.push(`round ${r + 1} ${c.name}: events API shows ${seen.count} events, ${acked} acknowledged (+${unknown} of unknown fate)`);
               }
+            } else if (label === 'store') {
+              storeAcked += run.ackedEvents;
+              storeUnknown += run.indeterminate * c.bodies[0].events;
+              sample.queryableS = (await waitForCount(store.url, storeAcked, storeUnknown, 120_000, true)).seconds;
             }
             sample.peakMb = peakRssMb(s.pid);
             (entry[label] ??= []).push(sample);
@@ -252,6 +275,7 @@ const bench: Benchmark = async (ctx) => {
       await bare.stop();
       await floor.stop();
       await floor2.stop();
+      await store.stop();
     }
   }
 
@@ -261,11 +285,14 @@ const bench: Benchmark = async (ctx) => {
     const bare2 = await spawnBareServer();
     const floorW = await spawnDurableFloorServer(1);
     const floor2W = await spawnDurableFloorServer(2);
-    const serversW: Array<[Label, Child]> = [['bare', bare2], ['floor', floorW], ['floor2', floor2W], ['real', real2]];
+    const storeW = await spawnStoreFloorServer();
+    const serversW: Array<[Label, Child]> = [['bare', bare2], ['floor', floorW], ['floor2', floor2W], ['store', storeW], ['real', real2]];
     try {
       const singles = cases.filter((c) => c.kind === 'single');
       let ackedW = 0;
       let unknownW = 0;
+      let storeAckedW = 0;
+      let storeUnknownW = 0;
       const res = new Map<string, Samples>();
       for (const c of singles) {
         for (const [, s] of serversW) {
@@ -273,6 +300,9 @@ const bench: Benchmark = async (ctx) => {
           if (s === real2) {
             ackedW += w.ackedEvents;
             unknownW += w.maybeStored;
+          } else if (s === storeW) {
+            storeAckedW += w.ackedEvents;
+            storeUnknownW += w.maybeStored;
           }
         }
       }
@@ -295,6 +325,10 @@ const bench: Benchmark = async (ctx) => {
               ackedW += run.ackedEvents;
               unknownW += run.maybeStored;
               sample.queryableS = (await waitForCount(real2.url, ackedW, unknownW, 120_000)).seconds;
+            } else if (label === 'store') {
+              storeAckedW += run.ackedEvents;
+              storeUnknownW += run.maybeStored;
+              sample.queryableS = (await waitForCount(storeW.url, storeAckedW, storeUnknownW, 120_000, true)).seconds;
             }
             (entry[label] ??= []).push(sample);
             ctx.log(
@@ -320,6 +354,7 @@ const bench: Benchmark = async (ctx) => {
       await bare2.stop();
       await floorW.stop();
       await floor2W.stop();
+      await storeW.stop();
     }
   } else if (phases.has('wrk')) {
     notes.push('wrk not installed: single-event ceilings measured with autocannon only (apt-get install -y wrk)');
@@ -333,8 +368,14 @@ const bench: Benchmark = async (ctx) => {
     const c: Case = { ...mb, name: 'POST /batch/ ~1 MB sustained', connections: 4 };
     const sReal = await spawnRealServer();
     const sFloor = await spawnDurableFloorServer(1);
+    const sStore = await spawnStoreFloorServer();
     try {
       const floorRun = await cannon(sFloor.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
+      resetPeakRss(sStore.pid);
+      const storeRun = await cannon(sStore.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
+      const storeSeen = await waitForCount(sStore.url, storeRun.ackedEvents, storeRun.indeterminate * c.bodies[0].events, 600_000, true);
+      const storePeak = peakRssMb(sStore.pid);
+      const storeStored = storeRun.ackedEvents / (storeRun.seconds + storeSeen.seconds);
       resetPeakRss(sReal.pid);
       const probe = startQueryProbe((path) => apiJson(sReal.url, 'GET', path).then((r) => r.status === 200, () => false));
       const run = await cannon(sReal.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
@@ -355,6 +396,17 @@ const bench: Benchmark = async (ctx) => {
       });
       rows.push({
         case: `${c.name} ${seconds} s [autocannon]`,
+        server: SERVER_NAMES.store,
+        'req/s': round(storeRun.rps),
+        'events/s': round(storeRun.eps),
+        'p50 ms': round(storeRun.p50, 1),
+        'p99 ms': round(storeRun.p99, 1),
+        'peak RSS MB': storePeak,
+        'queryable after s': round(storeSeen.seconds, 2),
+        'queryable events/s': round(storeStored),
+      });
+      rows.push({
+        case: `${c.name} ${seconds} s [autocannon]`,
         server: SERVER_NAMES.real,
         'req/s': round(run.rps),
         'events/s': round(run.eps),
@@ -372,12 +424,14 @@ const bench: Benchmark = async (ctx) => {
       }
       notes.push(
         `sustained: ${run.ackedEvents.toLocaleString()} events acknowledged in ${run.seconds.toFixed(1)} s (${round(run.eps)}/s; the durable floor ${round(floorRun.eps)}/s), ` +
-          `all countable ${seen.seconds.toFixed(1)} s after the load: ${round(stored)} events/s stored, ${round(stored / floorRun.eps, 3)} of the floor; peak RSS ${peak} MB`,
+          `all countable ${seen.seconds.toFixed(1)} s after the load: ${round(stored)} events/s stored, ${round(stored / floorRun.eps, 3)} of the floor; peak RSS ${peak} MB. ` +
+          `The store floor stored ${round(storeStored)} events/s (countable ${storeSeen.seconds.toFixed(1)} s after its load, peak RSS ${storePeak} MB): hogbase ${round(stored / storeStored, 3)} of it`,
       );
       ctx.log(`sustained: acked ${round(run.eps)}/s, stored ${round(stored)}/s, queryable after ${seen.seconds.toFixed(1)} s, floor ${round(floorRun.eps)}/s, RSS peak ${peak} MB`);
     } finally {
       await sReal.stop();
       await sFloor.stop();
+      await sStore.stop();
     }
   }
 
