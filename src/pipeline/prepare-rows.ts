@@ -43,9 +43,9 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
   const people: PersonInput[] = [];
   const uuids: string[] = [];
   const lastSeen = new Map<string, number>();
-  const properties = new Map<string, PropertyType | null>();
-  const personProperties = new Map<string, PropertyType | null>();
-  const keysByEvent = new Map<string, Set<string>>();
+  const properties = new TypedKeys();
+  const personProperties = new TypedKeys();
+  const keysByEvent = new Map<string, EventKeys>();
   const dropped: PreparedRows['dropped'] = {};
   let lo = Infinity;
   let hi = -Infinity;
@@ -79,10 +79,11 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     const seenAt = lastSeen.get(e.event);
     if (seenAt === undefined || e.timestamp > seenAt) lastSeen.set(e.event, e.timestamp);
     let keys = keysByEvent.get(e.event);
-    if (keys === undefined) keysByEvent.set(e.event, (keys = new Set()));
-    noteKeys(properties, e.properties, keys);
-    noteKeys(personProperties, e.set, null);
-    noteKeys(personProperties, e.setOnce, null);
+    if (keys === undefined) keysByEvent.set(e.event, (keys = new EventKeys()));
+    properties.note(e.properties);
+    keys.note(e.properties);
+    personProperties.note(e.set);
+    personProperties.note(e.setOnce);
   }
   const { lines, teams, persons } = encodeRowLines(rows);
   return {
@@ -95,18 +96,61 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     people,
     seen: {
       events: [...lastSeen],
-      properties: [...properties],
-      personProperties: [...personProperties],
-      eventProperties: [...keysByEvent].map(([event, keys]) => [event, [...keys]] as const),
+      // Plain objects: they cross threads, and the indexes need not.
+      properties: { names: properties.names, types: properties.types },
+      personProperties: { names: personProperties.names, types: personProperties.types },
+      eventProperties: Array.from(keysByEvent, ([event, keys]) => [event, keys.keys] as const),
     },
     dropped,
   };
 }
 
-/** The first value of each key that shows a type decides it (as the definitions tracker does); `keys` gathers the event's keys. */
-function noteKeys(into: Map<string, PropertyType | null>, props: Record<string, unknown>, keys: Set<string> | null): void {
-  for (const name in props) {
-    if (into.get(name) == null) into.set(name, propertyTypeOf(props[name]));
-    keys?.add(name);
+/**
+ * Each key once, in the order first seen. Most requests carry one event, whose keys are unique
+ * already: the set that finds repeats is made only when a second object comes.
+ */
+class EventKeys {
+  readonly keys: string[] = [];
+  private index: Set<string> | null = null;
+  private objects = 0;
+
+  note(props: Record<string, unknown>): void {
+    if (this.objects++ === 0) {
+      for (const name in props) this.keys.push(name);
+      return;
+    }
+    const index = (this.index ??= new Set(this.keys));
+    for (const name in props) {
+      if (index.has(name)) continue;
+      index.add(name);
+      this.keys.push(name);
+    }
+  }
+}
+
+/** Keys with the type their values showed: the first value of a key that shows one decides it (as the definitions tracker does). */
+class TypedKeys {
+  readonly names: string[] = [];
+  readonly types: Array<PropertyType | null> = [];
+  private index: Map<string, number> | null = null;
+  private objects = 0;
+
+  note(props: Record<string, unknown>): void {
+    if (this.objects++ === 0) {
+      for (const name in props) {
+        this.names.push(name);
+        this.types.push(propertyTypeOf(props[name]));
+      }
+      return;
+    }
+    const index = (this.index ??= new Map(this.names.map((name, i) => [name, i])));
+    for (const name in props) {
+      const at = index.get(name);
+      if (at === undefined) {
+        index.set(name, this.names.length);
+        this.names.push(name);
+        this.types.push(propertyTypeOf(props[name]));
+      } else if (this.types[at] === null) this.types[at] = propertyTypeOf(props[name]);
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { CreatedAccount, EventsSourceRelation } from '../../src/storage';
 import { BASE, NOT_FOUND, createOtherAccount, createTestApp, errorOf, type TestApp } from '../helpers/test-app';
+import { NO_KEYS } from '../../src/storage/seen/seen-tracker';
 
 const DAY = 86_400_000;
 const NOW = new Date('2024-03-01T12:00:00.000Z');
@@ -32,9 +33,9 @@ beforeAll(async () => {
   const { seen } = t.deps.storage;
   // Definitions as ingestion records them: the name and when it was last seen.
   for (const [name, days] of [['$pageview', 0], ['purchase', 0.2], ['signup', 1], ['old event', 100]] as const) {
-    seen.recordSummary(t.account.project.id, { events: [[name, daysAgo(days).getTime()]], properties: [], personProperties: [], eventProperties: [] });
+    seen.recordSummary(t.account.project.id, { events: [[name, daysAgo(days).getTime()]], properties: NO_KEYS, personProperties: NO_KEYS, eventProperties: [] });
   }
-  seen.recordSummary(other.project.id, { events: [['theirs', NOW.getTime()]], properties: [], personProperties: [], eventProperties: [] });
+  seen.recordSummary(other.project.id, { events: [['theirs', NOW.getTime()]], properties: NO_KEYS, personProperties: NO_KEYS, eventProperties: [] });
   await seen.flush();
   t.deps.storage.eventsSource.current = eventsRelation;
 });

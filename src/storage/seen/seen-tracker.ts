@@ -24,10 +24,18 @@ export interface SeenTracker {
  */
 export interface SeenSummary {
   events: ReadonlyArray<readonly [name: string, lastSeen: number]>;
-  properties: ReadonlyArray<readonly [name: string, type: PropertyType | null]>;
-  personProperties: ReadonlyArray<readonly [name: string, type: PropertyType | null]>;
+  properties: KeysSeen;
+  personProperties: KeysSeen;
   eventProperties: ReadonlyArray<readonly [event: string, keys: readonly string[]]>;
 }
+
+/** Property keys, each once, and the type each key's values showed (`types[i]` is `names[i]`'s). */
+export interface KeysSeen {
+  readonly names: readonly string[];
+  readonly types: ReadonlyArray<PropertyType | null>;
+}
+
+export const NO_KEYS: KeysSeen = { names: [], types: [] };
 
 interface PendingEvent {
   teamId: number;
@@ -146,10 +154,12 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
   // Bounded per project and kind, and long keys left out: a client sending fresh keys (ids as
   // keys, a 1 MB key) must not grow the definitions, their flush and every listing without end.
   // The events keep their properties: only the listing stops growing.
-  const noteNames = (teamId: number, kind: string, seen: SeenSummary['properties']) => {
-    if (seen.length === 0) return;
+  const noteNames = (teamId: number, kind: string, seen: KeysSeen) => {
+    if (seen.names.length === 0) return;
     const names = namesOf(teamId, kind);
-    for (const [name, type] of seen) {
+    for (let i = 0; i < seen.names.length; i++) {
+      const name = seen.names[i];
+      const type = seen.types[i];
       const typed = names.get(name);
       // A known name is noted again only to give it its first type.
       if (typed === true || (typed === false && type === null) || name.length > EVENT_LIMITS.propertyNameLength) continue;
