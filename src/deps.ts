@@ -27,6 +27,12 @@ export interface IngestParser {
    * back, the parsed events stay there.
    */
   prepare(req: IngestRequest, receivedAt: number): Promise<PreparedIngest & { rows: PreparedRows | null }>;
+  /**
+   * Whether the project of this key anonymizes addresses, as its requests show it: the threads
+   * prepare the rows of its next bodies accordingly (`PreparedRows.anonymizeIps`), so a body is
+   * prepared again (`prepareBody`) only when the setting changed since.
+   */
+  noteAnonymizing(token: string, anonymizes: boolean): void;
   /** A body's rows prepared there for a known context (again, for a project that anonymizes addresses). */
   prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows>;
 }

@@ -27,6 +27,8 @@ export interface PreparedRows {
   seen: SeenSummary;
   /** Events not made into rows, by reason: not an event (no name, no distinct id…) or over the per-event limits (EVENT_LIMITS). */
   dropped: Partial<Record<DropReason | LimitDrop, number>>;
+  /** Whether `$ip` was left out (the project anonymizes addresses). */
+  anonymizeIps: boolean;
 }
 
 /** What preparing reads of a request: all of its context but the project (the key is checked later). */
@@ -102,6 +104,7 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
       eventProperties: Array.from(keysByEvent, ([event, keys]) => [event, keys.keys] as const),
     },
     dropped,
+    anonymizeIps: ctx.anonymizeIps,
   };
 }
 

@@ -9,12 +9,21 @@ import type { IntakeContext } from '../storage/events/wal-format';
  *   not cross threads) and prepare its rows at once (`prepareRows`, for a project that does not
  *   anonymize addresses: the rows are prepared again from the body for one that does), while
  *   its events are fresh: kept for a later message, they outlived the young generation;
- * - `body`: prepare the rows of a body again (a project that anonymizes addresses) or of one
- *   read back from the log, for a known context.
+ * - `body`: prepare the rows of a body again (a project whose setting was not known to the
+ *   thread) or of one read back from the log, for a known context;
+ * - `anonymizing`: the keys whose projects anonymize addresses, as the main thread learns them.
  */
 export type WorkerRequest =
   | { type: 'parse'; id: number; receivedAt: number; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
-  | { type: 'body'; id: number; body: string | Uint8Array; context: IntakeContext };
+  | { type: 'body'; id: number; body: string | Uint8Array; context: IntakeContext }
+  | AnonymizingNote;
+
+/** Sent to every thread, unanswered: `parse` prepares this key's rows without `$ip` (or again with it). */
+export interface AnonymizingNote {
+  type: 'anonymizing';
+  token: string;
+  anonymizes: boolean;
+}
 
 /** The answer to `parse` or `body`, or the AppError that answers it, or a bug. */
 export interface WorkerReply {

@@ -15,7 +15,15 @@ const utf8 = new TextDecoder();
 /** Rows to send: their person inputs as one JSON text (one string crosses threads faster than many objects). */
 const crossing = (rows: PreparedRows): PreparedRows => ({ ...rows, people: JSON.stringify(rows.people) });
 
+/** Keys whose projects anonymize addresses (as the main thread last told). */
+const anonymizing = new Set<string>();
+
 port.on('message', (m: WorkerRequest) => {
+  if (m.type === 'anonymizing') {
+    if (m.anonymizes) anonymizing.add(m.token);
+    else anonymizing.delete(m.token);
+    return;
+  }
   let reply: WorkerReply;
   let transfer: ArrayBuffer[] = [];
   try {
@@ -25,7 +33,7 @@ port.on('message', (m: WorkerRequest) => {
         maxBytes,
         true,
       );
-      const ctx = { receivedAt: m.receivedAt, ip: m.ip, anonymizeIps: false, sentAt: prepared.sentAt };
+      const ctx = { receivedAt: m.receivedAt, ip: m.ip, anonymizeIps: prepared.token !== null && anonymizing.has(prepared.token), sentAt: prepared.sentAt };
       const rows = parsed && parsed.length > 0 ? crossing(prepareRows(ctx, parsed, () => uuidv7(ctx.receivedAt))) : null;
       reply = { id: m.id, prepared, rows };
       transfer = [...movable(prepared.body), ...(rows ? movableRows(rows) : [])];

@@ -5,7 +5,7 @@ import { AppError } from '../errors';
 import type { Logger } from '../logger';
 import type { PreparedRows, RowPreparer } from '../pipeline';
 import type { IntakeContext } from '../storage/events/wal-format';
-import { movable, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
+import { movable, type AnonymizingNote, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 export interface IngestParserPool extends IngestParser, RowPreparer {
   close(): Promise<void>;
@@ -36,6 +36,10 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
       const reply = await least().ask(message, movable(req.body));
       return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };
     },
+    noteAnonymizing(token, anonymizes) {
+      const note: AnonymizingNote = { type: 'anonymizing', token, anonymizes };
+      for (const t of pool) t.worker.postMessage(note);
+    },
     prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows> {
       return least().ask({ type: 'body', id: ++nextId, body, context }, []).then((reply) => reply.rows!);
     },
@@ -48,7 +52,7 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
 interface ParserThread {
   worker: Worker;
   inHand: number;
-  ask(message: WorkerRequest & { id: number }, transfer: ArrayBuffer[]): Promise<WorkerReply>;
+  ask(message: Exclude<WorkerRequest, AnonymizingNote>, transfer: ArrayBuffer[]): Promise<WorkerReply>;
 }
 
 function startThread(maxBytes: number, logger: Logger): ParserThread {

@@ -112,12 +112,14 @@ describe('capture through the app with a parser thread', () => {
   let local: TestApp;
   let parser: IngestParserPool;
   let handedOver = 0;
+  let preparedAgain = 0;
   beforeAll(async () => {
     viaThread = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
     parser = createIngestParser(1, viaThread.deps.config.MAX_BODY_BYTES, silentLogger);
     viaThread.deps.ingestParser = {
       prepare: (req, receivedAt) => (handedOver++, parser.prepare(req, receivedAt)),
-      prepareBody: (context, body) => parser.prepareBody(context, body),
+      prepareBody: (context, body) => (preparedAgain++, parser.prepareBody(context, body)),
+      noteAnonymizing: (token, anonymizes) => parser.noteAnonymizing(token, anonymizes),
     };
     local = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
   });
@@ -179,21 +181,36 @@ describe('capture through the app with a parser thread', () => {
     expect(distinctIds(await pairs(viaThread))).toEqual(distinctIds(await pairs(local)));
   });
 
-  test('a project that anonymizes addresses gets no $ip on events parsed in the thread either (their rows are prepared again)', async () => {
+  test('a project that anonymizes addresses gets no $ip on events parsed in the thread either: prepared again once, then the thread knows', async () => {
     const id = viaThread.account.project.id;
     const ips = async () => {
       const q = encodeURIComponent('["distinct_id", "properties.$ip"]');
       const list = await viaThread.json('GET', `/api/projects/${id}/events/?select=${q}&limit=1000`);
       return (list.body.results as Array<[string, string | null]>).filter(([d]) => d.startsWith('user-8-') || d.startsWith('user-9-')).map(([d, ip]) => `${d.slice(0, 6)} ${ip}`);
     };
+    const again = preparedAgain;
     expect((await post(viaThread, bytesOf(batch(30, 8)))).status).toBe(200);
+    expect(preparedAgain - again).toBe(0);
     expect((await viaThread.json('PATCH', `/api/projects/${id}/`, { body: { anonymize_ips: true } })).status).toBe(200);
     try {
+      // The first body after the change is prepared again; the thread is told, and prepares the next one so.
       expect((await post(viaThread, bytesOf(batch(30, 9)))).status).toBe(200);
+      expect(preparedAgain - again).toBe(1);
+      expect((await post(viaThread, bytesOf(batch(30, 9)))).status).toBe(200);
+      expect(preparedAgain - again).toBe(1);
       expect(new Set(await ips())).toEqual(new Set(['user-8 203.0.113.7', 'user-9 null']));
     } finally {
       await viaThread.json('PATCH', `/api/projects/${id}/`, { body: { anonymize_ips: false } });
     }
+    // Turned off: the next body is prepared again with addresses kept, and the thread told again.
+    expect((await post(viaThread, bytesOf(batch(30, 7)))).status).toBe(200);
+    expect(preparedAgain - again).toBe(2);
+    expect((await post(viaThread, bytesOf(batch(30, 7)))).status).toBe(200);
+    expect(preparedAgain - again).toBe(2);
+    expect(new Set(await ips())).toEqual(new Set(['user-8 203.0.113.7', 'user-9 null']));
+    const q = encodeURIComponent('["distinct_id", "properties.$ip"]');
+    const list = await viaThread.json('GET', `/api/projects/${id}/events/?select=${q}&limit=1000`);
+    expect(new Set((list.body.results as Array<[string, string | null]>).filter(([d]) => d.startsWith('user-7-')).map(([, ip]) => ip))).toEqual(new Set(['203.0.113.7']));
   });
 
   test('a malformed large body is the same 400 either way, and nothing is stored', async () => {

@@ -60,8 +60,16 @@ async function logIngest(deps: Deps, prepared: PreparedIngest, receivedAt: numbe
     sentAt: prepared.sentAt,
     engage: prepared.engage,
   };
-  // Prepared for addresses kept: for a project that anonymizes them, again from the body.
-  const ready = rows === null ? null : !context.anonymizeIps ? Promise.resolve(rows) : deps.ingestParser!.prepareBody(context, prepared.body);
+  // Prepared as the thread knew the project's setting: again from the body when it did not (the
+  // project's first request since the start, or the setting changed), and the threads told.
+  let ready: Promise<PreparedRows> | null = null;
+  if (rows !== null) {
+    if (rows.anonymizeIps === context.anonymizeIps) ready = Promise.resolve(rows);
+    else {
+      if (prepared.token !== null) deps.ingestParser!.noteAnonymizing(prepared.token, context.anonymizeIps);
+      ready = deps.ingestParser!.prepareBody(context, prepared.body);
+    }
+  }
   // Returned, not awaited: this frame must not keep the parsed events alive until the flush.
   return deps.storage.events
     .appendIntake({ context, body: prepared.body, events: logged, parsed: prepared.parsed, distinctIds: prepared.distinctIds, prepared: ready })
