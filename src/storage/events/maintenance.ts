@@ -1,5 +1,5 @@
-import { rm, rmdir, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Database } from '../db';
 import { compactHot, mergeFiles, pickMerge, type MergePolicy } from './compaction';
 import { oldestUuidGen } from './recent-uuids';
@@ -270,11 +270,9 @@ export class Maintenance {
   /** Returns whether hot rows were deleted (their space comes back at the next checkpoint). */
   private async purgeDue(): Promise<boolean> {
     const now = Date.now();
-    for (const r of this.retired.filter((x) => x.at <= now)) {
-      for (const path of r.paths) await rm(path, { force: true });
-      // A day whose every file went (retention) leaves no empty directory behind.
-      for (const dir of new Set(r.paths.map((p) => dirname(p)))) await rmdir(dir).catch(() => undefined);
-    }
+    // A day's directory stays when its last file goes: a load may be renaming a file into it at
+    // this moment (a late event of that day). Empty directories go at the next start.
+    for (const r of this.retired.filter((x) => x.at <= now)) for (const path of r.paths) await rm(path, { force: true });
     this.retired = this.retired.filter((x) => x.at > now);
     const due = this.purges.filter((p) => p.at <= now);
     if (due.length === 0) return false;

@@ -1,5 +1,5 @@
 import { syncDir } from './fs-sync';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Database, Tx } from '../db';
@@ -95,17 +95,26 @@ export async function removeOrphans(dataDir: string, manifest: readonly ParquetF
   return removeUnknownFiles(root, new Set(manifest.map((f) => f.path)));
 }
 
-/** Delete every file under `root` whose path (relative to it) is not in `known`; returns how many. */
+/**
+ * Delete every file under `root` whose path (relative to it) is not in `known`, then the
+ * directories left empty (days that retention emptied: they stay while the server runs, since a
+ * load may rename a file into one at any moment). Only at start, before any load. Returns how
+ * many files went.
+ */
 export async function removeUnknownFiles(root: string, known: ReadonlySet<string>): Promise<number> {
   let removed = 0;
+  const dirs: string[] = [];
   for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory()) dirs.push(path);
     if (!entry.isFile()) continue;
-    const rel = relative(root, join(entry.parentPath, entry.name));
-    if (!known.has(rel)) {
-      await rm(join(root, rel), { force: true });
+    if (!known.has(relative(root, path))) {
+      await rm(path, { force: true });
       removed++;
     }
   }
+  // Deepest first, so a team's directory goes once its days have.
+  for (const dir of dirs.sort((a, b) => b.length - a.length)) await rmdir(dir).catch(() => undefined);
   return removed;
 }
 
