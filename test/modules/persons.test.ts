@@ -104,9 +104,10 @@ describe('GET /persons/', () => {
 });
 
 describe('GET /persons/:id/', () => {
-  test('by integer id and by uuid', async () => {
+  test('by integer id and by uuid, as the events list takes person_id', async () => {
     expect(await call('GET', `${URL}${person('alice').id}/`)).toEqual({ status: 200, body: body('alice') });
     expect(await call('GET', `${URL}${person('bob').uuid.toUpperCase()}/`)).toEqual({ status: 200, body: body('bob') });
+    expect(await call('GET', `${URL}${person('bob').uuid.replaceAll('-', '')}/`)).toEqual({ status: 200, body: body('bob') });
   });
 
   test.each([['an unknown id', '999999'], ['an unknown uuid', '00000000-0000-4000-8000-000000000000'], ['neither', 'alice']])('404 for %s', async (_, id) => {

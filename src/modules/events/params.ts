@@ -146,12 +146,3 @@ function parseCursor(value: string | undefined): EventKey | null {
 /** The keys PostHog's serializer keeps of a person's properties. */
 export const PERSON_PROPERTY_SUBSET = ['email', 'name', 'username'] as const;
 
-const UUID_RE = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
-
-/** An event id as stored: lower case with dashes; null when it is not a UUID. */
-export function normalizeUuid(value: string): string | null {
-  const text = value.trim().replace(/^urn:uuid:/i, '').replace(/^\{(.*)\}$/, '$1');
-  if (!UUID_RE.test(text)) return null;
-  const hex = text.replace(/-/g, '').toLowerCase();
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}

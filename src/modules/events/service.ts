@@ -1,12 +1,13 @@
 import type { SqlFragment } from '../../core/query';
-import { bind, sql } from '../../core/query';
+import { normalizeUuid } from '../../core/ids/uuid';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import { personObject, toEventObject, type EventObject, type PersonObject } from './event-object';
 import { FileCounts } from './count';
 import { exportEvents } from './export';
 import { listEvents, selectEvents, type EventsPage, type ListContext, type SelectPage } from './list';
-import { normalizeUuid, parseListRequest, type ListQueryInput } from './params';
+import { parseListRequest, type ListQueryInput } from './params';
+import { lookupPerson } from '../persons/service';
 import { asEvents, distinctIdIn, eventByIdStatement, valuesStatement } from './queries';
 import { QueryRunner } from './runner';
 
@@ -46,7 +47,7 @@ export function createEventsService(deps: Deps) {
       teamId,
       now,
       logger: deps.logger,
-      personFilter: personId ? await personFilter(runner, teamId, personId) : null,
+      personFilter: personId ? personFilter(teamId, personId) : null,
       counts,
       flushPersons: () => persons.flush(),
       personOf(distinctId) {
@@ -64,14 +65,8 @@ export function createEventsService(deps: Deps) {
   }
 
   /** `person_id` (PostHog: the person's id or uuid) matches every distinct id of that person. */
-  async function personFilter(runner: QueryRunner, teamId: number, personId: string): Promise<SqlFragment | 'none'> {
-    const uuid = normalizeUuid(personId);
-    let person = uuid ? persons.findByUuid(teamId, uuid) : null;
-    if (!person && /^\d{1,15}$/.test(personId)) {
-      await persons.flush();
-      const [row] = await runner.rows(sql`SELECT uuid::VARCHAR AS uuid FROM persons WHERE team_id = ${bind(teamId)} AND id = ${bind(Number(personId))}`);
-      person = row ? persons.findByUuid(teamId, String(row.uuid)) : null;
-    }
+  function personFilter(teamId: number, personId: string): SqlFragment | 'none' {
+    const person = lookupPerson(persons, teamId, personId);
     return person && person.distinctIds.length ? distinctIdIn(person.distinctIds) : 'none';
   }
 

@@ -1,9 +1,8 @@
 import { personDisplayName } from '../../core/cohorts/person-view';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
-import type { Person, Project } from '../../storage';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { normalizeUuid } from '../../core/ids/uuid';
+import type { Person, PersonStore, Project } from '../../storage';
 
 /** The project's persons as of every event acknowledged so far (read-your-writes, as the events list). */
 export async function loadPersons(deps: Deps, teamId: number) {
@@ -11,15 +10,21 @@ export async function loadPersons(deps: Deps, teamId: number) {
   await deps.storage.persons.ensureLoaded(teamId);
 }
 
+/**
+ * A person by PostHog's integer id or by uuid (in any form `normalizeUuid` takes): the persons
+ * API's `:id` and the events list's `person_id`. Null for anything else, or another project's
+ * person. The project must be loaded (`loadPersons`).
+ */
+export function lookupPerson(persons: PersonStore, teamId: number, ref: string): Person | null {
+  if (/^\d{1,15}$/.test(ref)) return persons.findById(teamId, Number(ref));
+  const uuid = normalizeUuid(ref);
+  return uuid ? persons.findByUuid(teamId, uuid) : null;
+}
+
 /** By integer id or uuid; anything else, or another project's person, is a 404. */
 export async function findPerson(deps: Deps, teamId: number, idParam: string): Promise<Person> {
   await loadPersons(deps, teamId);
-  const { persons } = deps.storage;
-  const person = /^\d{1,15}$/.test(idParam)
-    ? persons.findById(teamId, Number(idParam))
-    : UUID.test(idParam)
-      ? persons.findByUuid(teamId, idParam.toLowerCase())
-      : null;
+  const person = lookupPerson(deps.storage.persons, teamId, idParam);
   if (!person) throw new AppError('not_found', 'Not found.');
   return person;
 }
