@@ -62,37 +62,34 @@ export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, no
 }
 
 /**
- * Merge small files of one partition into one file, dropping duplicate uuids (keeping one copy),
- * and swap them in the manifest in one transaction. The old files are returned to be deleted
- * after a grace period (relations built a moment ago may still name them).
+ * Merge small files of one team-day (as `pickMerge` picks them) into one file sorted newest
+ * first, dropping duplicate uuids (keeping one copy), and swap them in the manifest in one
+ * transaction. The old files are returned to be deleted after a grace period (relations built a
+ * moment ago may still name them).
  *
- * Without duplicates the files are concatenated, newest file first, without a sort: each is
- * sorted newest first already, so the result is sorted when their times do not overlap, and
- * otherwise is a file of sorted runs (`sorted: false`) whose row groups still each span a narrow
- * time range. A sort of the rows, ~1 KB each, cost about three times the concatenation and
- * held them all in memory; merges run beside sustained loads, on the same cores. With duplicates
- * (rare: a retry that got past the load's dedupe) the rows are sorted as they are de-duplicated.
+ * Files each sorted and disjoint in time are concatenated, newest file first, without a sort:
+ * that order is already newest first throughout. Otherwise (their times overlap, a file holds
+ * sorted runs, or uuids repeat) the rows are sorted, which costs more CPU and memory than the
+ * concatenation but leaves a file every read can take in order, so a file of runs written by an
+ * earlier version heals at its next merge.
  */
 export async function mergeFiles(db: Database, root: string, files: readonly ParquetFile[], tag: string): Promise<ParquetFile[]> {
-  const list = fileList(root, files);
+  const first = files[0];
+  if (!first || files.some((f) => f.teamId !== first.teamId || f.day !== first.day)) throw new Error('a merge takes the files of one team-day');
+  const ordered = [...files].sort((a, b) => b.maxTs - a.maxTs || b.minTs - a.minTs);
+  const inOrder = ordered.every((f) => f.sorted !== false) && disjointNewestFirst(ordered, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
+  const list = fileList(root, ordered);
   const merged = await db.withReader(async (c) => {
     const dups = Number((await c.runAndReadAll(`SELECT count(*) - count(DISTINCT uuid) FROM read_parquet(${list})`)).getRowsJS()[0][0]);
-    const first = files[0];
-    if (dups === 0 && first && files.every((f) => f.teamId === first.teamId && f.day === first.day)) {
-      const ordered = [...files].sort((a, b) => b.maxTs - a.maxTs || b.minTs - a.minTs);
-      const sorted = ordered.every((f) => f.sorted !== false) && disjointNewestFirst(ordered, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
-      // DuckDB keeps insertion order (files in list order, rows in file order) in a plain scan.
-      const written = await writeParquetFile(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM read_parquet(${fileList(root, ordered)})`, { teamId: first.teamId, day: first.day, sorted }, tag);
-      const keys = unionKeys(files);
-      return written ? [keys ? { ...written, propertyKeys: keys } : written] : [];
-    }
     const source = dups > 0
       ? `(SELECT * FROM read_parquet(${list}, filename = true, file_row_number = true) QUALIFY row_number() OVER (PARTITION BY uuid ORDER BY filename, file_row_number) = 1)`
       : `read_parquet(${list})`;
-    const written = await writeParquet(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source} ORDER BY team_id, timestamp DESC`, tag);
+    // DuckDB keeps insertion order (files in list order, rows in file order) in a plain scan.
+    const order = inOrder && dups === 0 ? '' : ' ORDER BY timestamp DESC';
+    const written = await writeParquetFile(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source}${order}`, { teamId: first.teamId, day: first.day }, tag);
     // Without duplicates the merged rows are exactly the inputs' rows: so are their property keys.
     const keys = dups === 0 ? unionKeys(files) : null;
-    return keys ? written.map((f) => ({ ...f, propertyKeys: keys })) : written;
+    return written ? [keys ? { ...written, propertyKeys: keys } : written] : [];
   });
   await db.transaction(async (tx) => {
     for (const f of files) {

@@ -32,10 +32,11 @@ export interface ParquetFile {
    */
   propertyKeys?: readonly string[];
   /**
-   * False when the rows are runs, each sorted newest first, that overlap in time (a merge that
-   * concatenated its inputs, see `mergeFiles`); absent or true: the whole file is sorted newest
-   * first. Either way its row groups each hold a narrow time range, which is what a top-N and a
-   * time filter skip by; only a read that relies on the file's order (`newestFirst`) needs it sorted.
+   * False when the rows are runs, each sorted newest first, that overlap in time (what merges of
+   * earlier versions wrote when they concatenated overlapping files; the next merge that takes
+   * the file sorts it, see `mergeFiles`); absent or true: the whole file is sorted newest first.
+   * Either way its row groups each hold a narrow time range, which is what a top-N and a time
+   * filter skip by; only a read that relies on the file's order (`newestFirst`) needs it sorted.
    */
   sorted?: boolean;
   /**
@@ -174,38 +175,18 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
   await mkdir(root, { recursive: true });
   try {
     await c.run(
-      `COPY (SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
+      `COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
     );
-    let written: Array<{ filename: string; rows: bigint; lo: bigint; hi: bigint }> = [];
-    try {
-      written = (
-        await c.runAndReadAll(
-          `SELECT filename, count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM read_parquet(${sqlString(join(tmp, '**', '*.parquet'))}, filename = true, hive_partitioning = false) GROUP BY filename ORDER BY filename`,
-        )
-      ).getRowObjectsJS() as typeof written;
-    } catch (error) {
-      if (!/No files found/i.test(String(error))) throw error; // nothing written: every row was a duplicate
-    }
-    const out: ParquetFile[] = [];
-    const dirs = new Set<string>();
-    for (const w of written) {
-      const m = PARTITION_RE.exec(w.filename);
-      if (!m) throw new Error(`unexpected Parquet output ${w.filename}`);
-      const teamId = Number(m[1]);
-      const day = m[2];
-      const dir = join(root, String(teamId), day);
-      await mkdir(dir, { recursive: true });
-      const rel = join(String(teamId), day, `${tag}-${fileSeq++}.parquet`);
-      await rename(w.filename, join(root, rel));
-      dirs.add(dir);
-      dirs.add(join(root, String(teamId)));
-      const bytes = (await stat(join(root, rel))).size;
-      out.push({ path: rel, teamId, day, minTs: Number(w.lo), maxTs: Number(w.hi), rows: Number(w.rows), bytes, createdAt: Date.now() });
-    }
-    // The renames must be durable before the manifest names the files.
-    for (const dir of dirs) syncDir(dir);
-    syncDir(root);
-    return out;
+    const written = await listWritten(c, join(tmp, '**', '*.parquet'));
+    return await placeFiles(
+      root,
+      tag,
+      written.map((w) => {
+        const m = PARTITION_RE.exec(w.filename);
+        if (!m) throw new Error(`unexpected Parquet output ${w.filename}`);
+        return { ...w, teamId: Number(m[1]), day: m[2] as string };
+      }),
+    );
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
@@ -213,36 +194,65 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
 
 /**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, as the partitioned files have them; all
- * of one team-day, in the order they are to be stored) as one Parquet file, and move it into place: no partitioned write, which buffers its
- * rows per partition first. `sorted` says whether that order is newest first throughout. The
- * file is not registered; null when there are no rows.
+ * of one team-day, in the order they are to be stored) as one Parquet file, and move it into
+ * place: no partitioned write, which buffers its rows per partition first. The file is not
+ * registered; null when there are no rows.
  */
-export async function writeParquetFile(
-  c: DuckDBConnection,
-  root: string,
-  select: string,
-  part: { teamId: number; day: string; sorted: boolean },
-  tag: string,
-): Promise<ParquetFile | null> {
+export async function writeParquetFile(c: DuckDBConnection, root: string, select: string, part: { teamId: number; day: string }, tag: string): Promise<ParquetFile | null> {
   if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
-  const dir = join(root, String(part.teamId), part.day);
-  const rel = join(String(part.teamId), part.day, `${tag}-${fileSeq++}.parquet`);
-  const tmp = join(root, `${TMP_PREFIX}${rel.replaceAll('/', '_')}`);
-  await mkdir(dir, { recursive: true });
+  const tmp = join(root, `${TMP_PREFIX}${tag}-${fileSeq++}.parquet`);
+  await mkdir(root, { recursive: true });
   try {
-    await c.run(`COPY (SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`);
-    const [w] = (
-      await c.runAndReadAll(`SELECT count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM read_parquet(${sqlString(tmp)})`)
-    ).getRowObjectsJS() as Array<{ rows: bigint; lo: bigint | null; hi: bigint | null }>;
-    if (!w || Number(w.rows) === 0) return null;
-    await rename(tmp, join(root, rel));
-    // The rename must be durable before the manifest names the file.
-    syncDir(dir);
-    const bytes = (await stat(join(root, rel))).size;
-    return { path: rel, teamId: part.teamId, day: part.day, minTs: Number(w.lo), maxTs: Number(w.hi), rows: Number(w.rows), bytes, createdAt: Date.now(), ...(part.sorted ? {} : { sorted: false }) };
+    await c.run(`COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`);
+    const written = await listWritten(c, tmp);
+    const [file] = await placeFiles(root, tag, written.map((w) => ({ ...w, ...part })));
+    return file ?? null;
   } finally {
     await rm(tmp, { force: true });
   }
+}
+
+const asStored = (select: string) => `SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})`;
+
+interface Written {
+  filename: string;
+  rows: bigint;
+  lo: bigint;
+  hi: bigint;
+}
+
+/** The files a COPY wrote (a path or a glob) with their rows and time range; none when every row was a duplicate. */
+async function listWritten(c: DuckDBConnection, files: string): Promise<Written[]> {
+  try {
+    return (
+      await c.runAndReadAll(
+        `SELECT filename, count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM read_parquet(${sqlString(files)}, filename = true, hive_partitioning = false) GROUP BY filename ORDER BY filename`,
+      )
+    ).getRowObjectsJS() as unknown as Written[];
+  } catch (error) {
+    if (/No files found/i.test(String(error))) return [];
+    throw error;
+  }
+}
+
+/** Rename written files into their team-day directories under new names, durably (the manifest will name them). */
+async function placeFiles(root: string, tag: string, written: ReadonlyArray<Written & { teamId: number; day: string }>): Promise<ParquetFile[]> {
+  const out: ParquetFile[] = [];
+  const dirs = new Set<string>();
+  for (const w of written) {
+    const dir = join(root, String(w.teamId), w.day);
+    await mkdir(dir, { recursive: true });
+    const rel = join(String(w.teamId), w.day, `${tag}-${fileSeq++}.parquet`);
+    await rename(w.filename, join(root, rel));
+    dirs.add(dir);
+    dirs.add(join(root, String(w.teamId)));
+    const bytes = (await stat(join(root, rel))).size;
+    out.push({ path: rel, teamId: w.teamId, day: w.day, minTs: Number(w.lo), maxTs: Number(w.hi), rows: Number(w.rows), bytes, createdAt: Date.now() });
+  }
+  // The renames must be durable before the manifest names the files.
+  for (const dir of dirs) syncDir(dir);
+  if (dirs.size) syncDir(root);
+  return out;
 }
 
 /** Register files in the manifest (and their property keys, when already known). */

@@ -18,8 +18,9 @@ import type { Migration } from '../migrations';
  *   row. A file without an entry is simply read (a CSV export's header pass scans it), so a
  *   missing or lost entry costs time, never a wrong answer.
  * - `event_parquet_files.sorted`: false for a file whose rows are runs, each sorted newest first
- *   but overlapping in time (a merge that concatenated its inputs instead of sorting them): it
- *   is read like any other, only never in place of a sort (`EventsRelation.newestFirst`).
+ *   but overlapping in time (an earlier version's merge concatenated its inputs instead of
+ *   sorting them; the next merge that takes it sorts it): it is read like any other, only never
+ *   in place of a sort (`EventsRelation.newestFirst`).
  * - `event_person_files`: person-clustered copies of settled team-days (`person-copies.ts`), each
  *   with the primary files whose rows it holds (`sources`). At most one per team-day; a copy
  *   whose sources are not all registered is simply not read.
