@@ -1,3 +1,4 @@
+import type { Expr } from './ast';
 import { clickhouseType } from './catalog';
 import { ExprCompiler } from './compile-expr';
 import { invalidInput, LIMITS } from './limits';
@@ -37,6 +38,12 @@ export interface CompiledSelect {
   /** PostHog's default order: count() DESC, else the first aggregate DESC, else timestamp DESC, else the first column. */
   orderBySql: string;
   hasAggregate: boolean;
+  /**
+   * The query only counts the rows: one select entry, `count()` (or `count(*)`), and no `where`,
+   * so no grouping or HAVING either. Its answer is the listing's total, which the caller may
+   * take from somewhere cheaper than a scan.
+   */
+  countOnly: boolean;
 }
 
 export function compileSelect(selectExprs: readonly string[], whereExprs: readonly string[], now: Date): CompiledSelect {
@@ -66,6 +73,7 @@ export function compileSelect(selectExprs: readonly string[], whereExprs: readon
     groupBySql: hasAggregate && grouped.length ? grouped.join(', ') : null,
     orderBySql: defaultOrder(selectExprs, selected.map((s) => s.typed), aliases),
     hasAggregate,
+    countOnly: selected.length === 1 && countsRows(selected[0]!.expr) && conditions.length === 0,
   };
 }
 
@@ -74,8 +82,11 @@ function compileSelectEntry(source: string, label: string, now: Date) {
   const compiler = new ExprCompiler(label, 'select', now);
   const typed = compiler.compile(expr, true);
   checkMixed(typed, compiler.site(expr));
-  return { typed, alias };
+  return { expr, typed, alias };
 }
+
+/** `count()` or `count(*)`: every row, not the rows where an argument is non-null. */
+const countsRows = (e: Expr) => e.kind === 'call' && e.name.toLowerCase() === 'count' && e.args.length === 0;
 
 function compileCondition(source: string, label: string, now: Date) {
   const expr = parseExpression(source, label, 'where');

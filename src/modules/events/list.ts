@@ -232,7 +232,7 @@ export async function selectEvents(ctx: ListContext, req: ListRequest, requestUr
   const empty = { columns: compiled.columns, types: compiled.types, results: [], hasMore: false, next: null, previous: null };
   const scope = await listScope(ctx, req, selectFragment(compiled));
   if (!scope) return empty;
-  if (plainCount(compiled) && req.offset === 0 && limit > 0) {
+  if (compiled.countOnly && req.offset === 0 && limit > 0) {
     // The listing's total: files wholly inside the bounds counted from the manifest (or once per
     // filter), instead of a scan of every row's time under the bound.
     return { ...empty, results: [[selectValue(await countListing(ctx, scope, req), compiled.types[0] ?? '')]] };
@@ -262,10 +262,6 @@ export async function selectEvents(ctx: ListContext, req: ListRequest, requestUr
 }
 
 export const selectRow = (compiled: CompiledSelect, row: Row): unknown[] => compiled.aliases.map((alias, i) => selectValue(row[alias], compiled.types[i] ?? ''));
-
-/** `select=["count()"]` and nothing else: no `where`, no grouping, one row. */
-const plainCount = (c: CompiledSelect): boolean =>
-  c.aliases.length === 1 && c.whereSql === null && c.havingSql === null && c.groupBySql === null && c.selectSql.trim() === 'count(*) AS c0';
 
 /** The select's SQL text, so the person join is added when only the select names a person property. */
 export const selectFragment = (c: CompiledSelect): SqlFragment => ({ sql: [c.selectSql, c.whereSql ?? '', c.havingSql ?? ''].join(' '), params: [] });

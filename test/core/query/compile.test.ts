@@ -58,6 +58,21 @@ describe('compiled SQL per case', () => {
   });
 });
 
+describe('countOnly: the select only counts the rows', () => {
+  test.each([
+    [['count()'], [], true],
+    [['COUNT(*)'], [], true],
+    [['count() AS n'], [], true],
+    [['count()'], ["event = 'x'"], false],
+    [['count(properties.plan)'], [], false],
+    [['count()', 'event'], [], false],
+    [['uniq(distinct_id)'], [], false],
+    [['count() + 1'], [], false],
+  ] as const)('%j where %j: %p', (select, where, expected) => {
+    expect(compileSelect([...select], [...where], NOW).countOnly).toBe(expected);
+  });
+});
+
 describe('parseRelativeOrIsoDate', () => {
   // Objects, not tuples: bun reads a third callback parameter as `done`.
   test.each(DATE_CASES.map(([input, expected, now]) => ({ input, expected, now: now ?? null })))('$input → $expected', ({ input, expected, now }) => {
