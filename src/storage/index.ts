@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { memoryUsage, openDatabase, type Database } from './db';
 import { migrate } from './migrations';
 import { createManagementStore } from './management/management-store';
-import type { ManagementStore, Project } from './management/types';
+import type { ManagementStore, Project, ProjectSettings } from './management/types';
+import { retentionDays } from '../core/projects/retention';
 import { createDefinitionsStore, type DefinitionsStore } from './definitions/definitions-store';
 import { createPersonStore } from './persons/person-store';
 import type { PersonStore } from './persons/types';
@@ -57,6 +58,8 @@ export interface Storage {
   events: EventStore;
   /** A project by its API token (cached; invalidated by every project change made here). */
   projectByToken(token: string): Promise<Project | null>;
+  /** Change a project's name or settings; a change of its retention applies within a minute, not at the next hourly run. */
+  updateProject(projectId: number, patch: { name?: string; settings?: Partial<ProjectSettings> }): Promise<Project>;
   /** Delete a project and every row that belongs to it. */
   deleteProject(projectId: number): Promise<void>;
   /**
@@ -107,17 +110,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     await db.close();
     throw error;
   }
-  const cached = createProjectCache(createManagementStore(db));
-  const { cache } = cached;
-  // A project's retention changing is applied within a minute, not at the next hourly run.
-  const management: ManagementStore = {
-    ...cached.management,
-    async updateProject(id, patch) {
-      const project = await cached.management.updateProject(id, patch);
-      if (patch.settings && 'events_retention_days' in patch.settings) events?.retentionChanged();
-      return project;
-    },
-  };
+  const { cache, management } = createProjectCache(createManagementStore(db));
   const eventsSource: EventsSourceRef = {};
   const definitions = createDefinitionsStore(db, eventsSource);
   const persons = createPersonStore(db);
@@ -125,9 +118,9 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const flags = createFlagStore(db);
   const invites = createInviteStore(db);
   const cohorts = createCohortStore(db, eventsSource);
-  let events: EventStore | undefined;
+  let store: EventStore;
   try {
-    events = await createEventStore(db, {
+    store = await createEventStore(db, {
       dataDir: options.dataDir,
       durability: options.durability ?? 'durable',
       logger: options.logger,
@@ -148,7 +141,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     await db.close();
     throw error;
   }
-  const store = events;
   eventsSource.current = (teamId) => store.eventsRelation(teamId);
   eventsSource.syncPersons = async () => {
     await store.awaitIntake(null, null);
@@ -178,6 +170,11 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       await seen.flush();
       return store.holdFiles(() => writeBackup(db, options.dataDir, DATABASE_FILE, dir));
     },
+    async updateProject(projectId, patch) {
+      const project = await management.updateProject(projectId, patch);
+      if (patch.settings && 'events_retention_days' in patch.settings) store.retentionChanged();
+      return project;
+    },
     async deleteProject(projectId) {
       await management.deleteProject(projectId);
       await definitions.deleteTeam(projectId);
@@ -198,12 +195,12 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   };
 }
 
-/** Days each project keeps: its own setting, else the server's default; null or no default: forever. */
+/** Days each project keeps; a project that keeps everything is absent. */
 async function retentionPolicy(management: ManagementStore, defaultDays: number | undefined): Promise<Map<number, number>> {
   const policy = new Map<number, number>();
   for (const p of await management.listAllProjects()) {
-    const days = p.settings.events_retention_days === undefined ? defaultDays : p.settings.events_retention_days;
-    if (typeof days === 'number') policy.set(p.id, days);
+    const days = retentionDays(p.settings.events_retention_days, defaultDays);
+    if (days !== null) policy.set(p.id, days);
   }
   return policy;
 }

@@ -45,7 +45,7 @@ export const projectsModule = (deps: Deps) => {
       '/:project_id/',
       async ({ principal, params, body }) => {
         const project = await resolveProject(deps, principal, params.project_id);
-        const updated = await management.updateProject(project.id, toProjectPatch(body));
+        const updated = await deps.storage.updateProject(project.id, toProjectPatch(body));
         return toProjectFull(updated, levelIn(principal, project.organizationId), deps.config.EVENTS_RETENTION_DAYS);
       },
       {

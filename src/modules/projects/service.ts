@@ -1,4 +1,5 @@
 import { AppError } from '../../errors';
+import { retentionDays } from '../../core/projects/retention';
 import { TIMEZONES } from '../../core/projects/timezones';
 import type { Project, ProjectSettings } from '../../storage';
 
@@ -32,7 +33,7 @@ export function toProjectFull(p: Project, level: number, defaultRetentionDays: n
     updated_at: p.updatedAt.toISOString(),
     ingested_event: p.ingestedEvent,
     ...settings,
-    events_retention_days: retention === undefined ? (defaultRetentionDays ?? null) : retention,
+    events_retention_days: retentionDays(retention, defaultRetentionDays),
     effective_membership_level: level,
     has_group_types: hasGroupTypes,
     person_on_events_querying_enabled: true,
