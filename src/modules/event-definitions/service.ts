@@ -3,6 +3,7 @@ import { AppError } from '../../errors';
 import type { EventDefinition, EventDefinitionPatch, EventDefinitionQuery, Project } from '../../storage';
 import { EVENT_DEFINITION_ORDERINGS } from '../../storage/definitions/definitions-store';
 import { loadEmbeddedUsers } from '../invites/embedded-user';
+import { tagify } from '../../core/definitions/tags';
 
 const DAY_MS = 86_400_000;
 
@@ -21,9 +22,6 @@ export function toDefinitionQuery(query: ListQuery, page: { limit: number; offse
     .map((raw) => ({ field: raw.replace(/^-/, '') as keyof typeof EVENT_DEFINITION_ORDERINGS, descending: raw.startsWith('-') }));
   return { ...page, search: query.search, eventType: query.event_type, ordering };
 }
-
-/** PostHog's tags: trimmed, lower-cased, without blanks or repeats. */
-const tagify = (tags: string[]) => [...new Set(tags.map((tag) => tag.trim().toLowerCase()).filter(Boolean))];
 
 export interface PatchBody {
   owner?: number | null;

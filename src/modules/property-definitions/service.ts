@@ -3,6 +3,7 @@ import { AppError } from '../../errors';
 import type { PropertyDefinition, PropertyDefinitionQuery } from '../../storage';
 import type { PropertyType } from '../../core/ingest/property-type';
 import { loadEmbeddedUsers } from '../invites/embedded-user';
+import { tagify } from '../../core/definitions/tags';
 
 /**
  * Event properties ingestion records but PostHog never lists: set by SDKs for their own use
@@ -72,9 +73,6 @@ export interface PatchBody {
   tags?: string[];
   property_type?: PropertyType | null;
 }
-
-/** PostHog's tags: trimmed, lower-cased, without blanks or repeats. */
-const tagify = (tags: string[]) => [...new Set(tags.map((tag) => tag.trim().toLowerCase()).filter(Boolean))];
 
 export const toPropertyPatch = (body: PatchBody) => ({
   description: body.description,
