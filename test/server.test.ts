@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { rm, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TEST_KEYS, newDataDir, runCliProcess, startServer, type ServerProcess } from './helpers/server-process';
 
@@ -104,7 +105,8 @@ describe('the operator CLI', () => {
   test('create-user, list-users, create-key, list-keys, revoke-key work while the server runs, through its control socket', async () => {
     const server = await startServer();
     dirs.push(server.dataDir);
-    expect((await stat(join(server.dataDir, 'control.sock'))).mode & 0o777).toBe(0o600);
+    // Owner-only: no access for group or others (made so under a umask, never chmod-ed after).
+    expect((await stat(join(server.dataDir, 'control.sock'))).mode & 0o077).toBe(0);
     const made = await runCliProcess(
       ['create-user', '--email', 'ops@example.com', '--organization-name', 'Ops', '--personal-api-key', 'phx_opsKey123456789', '--json'],
       server.dataDir,
@@ -156,6 +158,35 @@ describe('the operator CLI', () => {
     const offline = JSON.parse((await runCliProcess(['list-users', '--json'], server.dataDir)).stdout);
     expect(offline.map((u: { email: string }) => u.email)).toEqual([TEST_KEYS.email, 'ops@example.com']);
   });
+
+  test('a backup into a directory that is not empty is refused with exit 2, through the socket and with the server stopped alike', async () => {
+    const server = await startServer();
+    dirs.push(server.dataDir);
+    const refused = { code: 2, stdout: '', stderr: `${server.dataDir} is not empty: a backup goes into a new or empty directory.\n` };
+    try {
+      expect(await runCliProcess(['backup', '--to', server.dataDir], server.dataDir)).toEqual(refused);
+    } finally {
+      await server.stop();
+    }
+    expect(await runCliProcess(['backup', '--to', server.dataDir], server.dataDir)).toEqual(refused);
+  }, 30_000);
+
+  test('a relative DATA_DIR whose absolute path is too long for a unix socket gets no socket, though the relative one would bind', async () => {
+    const parent = join(await newDataDir(), 'p'.repeat(90));
+    dirs.push(join(parent, '..'));
+    await mkdir(parent);
+    const server = await startServer({}, 'data', undefined, parent);
+    try {
+      expect((await fetch(`${server.url}/_health`)).status).toBe(200);
+      expect(existsSync(join(parent, 'data', 'analytics.duckdb'))).toBe(true);
+      expect(existsSync(join(parent, 'data', 'control.sock'))).toBe(false);
+      // Any CLI, wherever it runs, connects to the absolute path: it says the server holds the data.
+      const cli = await runCliProcess(['list-users'], 'data', parent);
+      expect(cli.code).toBe(75);
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
 
   test.each([
     [['create-user', '--organization-name', 'X'], '--email is required'],

@@ -1,5 +1,6 @@
 import { describeAccount } from '../bootstrap';
-import type { Storage } from '../storage';
+import { isAppError } from '../errors';
+import { BackupError, type Storage } from '../storage';
 
 /**
  * The operator commands, each run against an open Storage: the CLI's own (server stopped) or the
@@ -92,7 +93,11 @@ export const COMMANDS: Record<string, Command> = {
   },
 };
 
-/** Run one command; what it printed and its exit status (2: usage, 1: refused by the service). */
+/**
+ * Run one command; what it printed and its exit status: 2 for what the operator can fix (usage,
+ * a backup directory that is not empty), 1 refused by the service. The same in the CLI's own
+ * process and in the server's, over the control socket.
+ */
 export async function runCommand(storage: Storage, command: string, flags: Flags, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const lines: string[] = [];
   try {
@@ -100,8 +105,8 @@ export async function runCommand(storage: Storage, command: string, flags: Flags
     return { code: 0, stdout: lines.map((l) => `${l}\n`).join(''), stderr: '' };
   } catch (error) {
     const stdout = lines.map((l) => `${l}\n`).join('');
-    if (error instanceof UsageError) return { code: 2, stdout, stderr: `${error.message}\n` };
-    if (error instanceof Error && 'detail' in error) return { code: 1, stdout, stderr: `${String((error as { detail: string }).detail)}\n` };
+    if (error instanceof UsageError || error instanceof BackupError) return { code: 2, stdout, stderr: `${error.message}\n` };
+    if (isAppError(error)) return { code: 1, stdout, stderr: `${error.detail}\n` };
     throw error;
   }
 }

@@ -1,11 +1,11 @@
-import { chmodSync, existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Logger } from '../logger';
 import type { Storage } from '../storage';
 import { COMMANDS, runCommand, type Flags } from './commands';
 
 /**
- * The running server's door for the operator CLI: a unix socket in DATA_DIR, owner-only (0600),
+ * The running server's door for the operator CLI: a unix socket in DATA_DIR, owner-only,
  * so it admits exactly who could read the database files anyway; never a TCP port. DuckDB lets
  * one process open the database, so without it every CLI command needed the server stopped.
  * One request, `POST /run {command, flags, args}`, runs a CLI command against the server's open
@@ -13,8 +13,21 @@ import { COMMANDS, runCommand, type Flags } from './commands';
  */
 export const CONTROL_SOCKET = 'control.sock';
 
-/** Unix socket paths are limited (108 bytes on Linux, 104 on macOS). */
+/**
+ * Unix socket paths are limited (108 bytes on Linux, 104 on macOS). The limit is checked on the
+ * absolute path, which is what the CLI connects to from wherever it runs: a relative DATA_DIR
+ * short enough to bind could still be out of every client's reach.
+ */
 const MAX_SOCKET_PATH = 100;
+
+/**
+ * The umask the socket is made under: owner-only (no access for group or others) from the moment
+ * it exists, where a chmod after listening would leave a moment in which anyone could connect.
+ * The umask is the process's, so files and directories other threads make meanwhile come out
+ * owner-only too, which they may (they are in DATA_DIR); it keeps the owner's execute bit, so
+ * such a directory stays usable.
+ */
+const SOCKET_UMASK = 0o077;
 
 export interface CommandResult {
   code: number;
@@ -23,7 +36,7 @@ export interface CommandResult {
 }
 
 export function controlSocketPath(dataDir: string): string | null {
-  const path = join(dataDir, CONTROL_SOCKET);
+  const path = join(resolve(dataDir), CONTROL_SOCKET);
   return Buffer.byteLength(path) <= MAX_SOCKET_PATH ? path : null;
 }
 
@@ -36,7 +49,21 @@ export function serveControlSocket(dataDir: string, storage: Storage, logger: Lo
   }
   // Left over from a crash: this process holds the database, so no other server uses it.
   rmSync(path, { force: true });
-  const server = Bun.serve({
+  const umask = process.umask(SOCKET_UMASK);
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = listen(path, storage, logger);
+  } finally {
+    process.umask(umask);
+  }
+  return () => {
+    server.stop(true);
+    rmSync(path, { force: true });
+  };
+}
+
+function listen(path: string, storage: Storage, logger: Logger) {
+  return Bun.serve({
     unix: path,
     async fetch(request, server) {
       // A backup answers when its copy is done, which may take minutes: no idle cut-off.
@@ -53,11 +80,6 @@ export function serveControlSocket(dataDir: string, storage: Storage, logger: Lo
       }
     },
   });
-  chmodSync(path, 0o600);
-  return () => {
-    server.stop(true);
-    rmSync(path, { force: true });
-  };
 }
 
 /**

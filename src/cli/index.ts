@@ -61,7 +61,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     if (command === 'restore') return await restore(flags, config.DATA_DIR);
     // Paths are the operator's, relative to here: the server runs elsewhere.
     if (typeof flags.to === 'string') flags.to = resolve(flags.to);
-    const remote = await callControlSocket(resolve(config.DATA_DIR), command, flags, positionals);
+    const remote = await callControlSocket(config.DATA_DIR, command, flags, positionals);
     if (remote) return print(remote);
     storage = await openStorage(withPipeline({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS }));
     return print(await runCommand(storage, command, flags, positionals));

@@ -77,10 +77,8 @@ export async function restoreBackup(from: string, dataDir: string): Promise<void
 
 /** What the operator can fix (a directory that is not empty, not a backup). */
 export class BackupError extends Error {
-  readonly detail: string;
   constructor(message: string) {
     super(message);
     this.name = 'BackupError';
-    this.detail = message;
   }
 }

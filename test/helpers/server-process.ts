@@ -24,12 +24,13 @@ export const newDataDir = () => mkdtemp(join(tmpdir(), 'analytics-server-'));
 
 /**
  * Start the real server (`bun src/index.ts`, or `command`, e.g. the README's `npm start`) on a
- * free loopback port and wait until it listens.
+ * free loopback port and wait until it listens; in `cwd` (the repository unless given), where
+ * a relative `dataDir` is.
  */
-export async function startServer(env: Record<string, string> = {}, dataDir?: string, command: string[] = [process.execPath, 'src/index.ts']): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string> = {}, dataDir?: string, command: string[] = [process.execPath, join(ROOT, 'src/index.ts')], cwd = ROOT): Promise<ServerProcess> {
   const dir = dataDir ?? (await newDataDir());
   const proc = Bun.spawn(command, {
-    cwd: ROOT,
+    cwd,
     env: {
       ...process.env,
       PORT: '0',
@@ -84,10 +85,10 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
   };
 }
 
-/** Run the operator CLI as a separate process. */
-export async function runCliProcess(args: string[], dataDir: string) {
-  const proc = Bun.spawn([process.execPath, 'src/cli/index.ts', ...args], {
-    cwd: ROOT,
+/** Run the operator CLI as a separate process, in `cwd` (the repository unless given). */
+export async function runCliProcess(args: string[], dataDir: string, cwd = ROOT) {
+  const proc = Bun.spawn([process.execPath, join(ROOT, 'src/cli/index.ts'), ...args], {
+    cwd,
     env: { ...process.env, DATA_DIR: dataDir },
     stdout: 'pipe',
     stderr: 'pipe',
