@@ -1,7 +1,10 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { hotValuesOf } from '../src/core/events/columns';
 import { uuidv7 } from '../src/ids';
+import { withPipeline } from '../src/pipeline';
+import { openStorage } from '../src/storage';
 import { newLoadState, runBatchClients } from './helpers/ingest-load';
 import { TEST_KEYS, newDataDir, runCliProcess, startServer, type ServerProcess } from './helpers/server-process';
 
@@ -31,6 +34,29 @@ async function storedUuids(server: ServerProcess): Promise<Set<string>> {
   expect(r.status).toBe(200);
   return new Set((r.body.results as string[][]).map(([uuid]) => uuid));
 }
+
+/** Every file under `dir`, relative to it, sorted; none when it does not exist. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath, e.name))).sort();
+}
+
+const DAY = 86_400_000;
+const storedRow = (i: number, timestamp: number) => {
+  const properties = { i };
+  return {
+    uuid: uuidv7(timestamp),
+    teamId: 1,
+    event: 'stored',
+    distinctId: `d${i % 5}`,
+    personId: null,
+    properties: JSON.stringify(properties),
+    timestamp,
+    createdAt: timestamp,
+    elementsChain: '',
+    hot: hotValuesOf(properties),
+  };
+};
 
 describe('backup and restore', () => {
   test('a backup of a running server under ingestion restores to the same events, persons, flags and keys', async () => {
@@ -103,4 +129,37 @@ describe('backup and restore', () => {
       await restored.stop();
     }
   }, 120_000);
+
+  test('with a relative DATA_DIR (the default ./data) the backup holds the Parquet files, the person copies and the dead letters', async () => {
+    const parent = await newDataDir();
+    dirs.push(parent);
+    const dataDir = join(parent, 'data');
+    // Yesterday's events in Parquet, with a person copy of that settled day...
+    const storage = await openStorage(withPipeline({ dataDir }));
+    await storage.events.append(Array.from({ length: 30 }, (_, i) => storedRow(i, Date.now() - DAY)));
+    await storage.events.compact();
+    expect(await storage.events.buildPersonCopies()).toBe(1);
+    await storage.close();
+    // ...and a dead letter: acknowledged rows that a store whose loads fail could not store.
+    const broken = await openStorage(withPipeline({
+      dataDir,
+      eventStore: { maxFlushAttempts: 1, flushRetryMs: 10, hooks: { beforeLoad() { throw new Error('disk on fire'); } } },
+    }));
+    await broken.events.append([storedRow(99, Date.now())]);
+    await broken.events.flush().catch(() => undefined);
+    const deadline = Date.now() + 10_000;
+    while ((await broken.events.listDeadLetters()).length === 0 && Date.now() < deadline) await Bun.sleep(50);
+    await broken.close().catch(() => undefined);
+
+    const parts = ['events/parquet', 'events/by-person', 'events/dead-letters'];
+    const source = await Promise.all(parts.map((p) => filesUnder(join(dataDir, p))));
+    for (const files of source) expect(files.length).toBeGreaterThan(0);
+    const backupDir = join(parent, 'backup');
+    const backup = await runCliProcess(['backup', '--to', backupDir, '--json'], './data', parent);
+    expect(backup.stderr).toBe('');
+    expect(backup.code).toBe(0);
+    expect(JSON.parse(backup.stdout)).toMatchObject({ files: source[0]!.length + source[1]!.length });
+    // The same files at the same places as in DATA_DIR.
+    expect(await Promise.all(parts.map((p) => filesUnder(join(backupDir, p))))).toEqual(source);
+  }, 60_000);
 });
