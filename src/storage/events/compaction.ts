@@ -62,16 +62,18 @@ export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, no
 }
 
 /**
- * Merge small files of one team-day (as `pickMerge` picks them) into one file sorted newest
- * first, dropping duplicate uuids (keeping one copy), and swap them in the manifest in one
- * transaction. The old files are returned to be deleted after a grace period (relations built a
- * moment ago may still name them).
+ * Merge small files of one team-day (as `pickMerge` picks them) into one file, dropping duplicate
+ * uuids (keeping one copy), and swap them in the manifest in one transaction. The old files are
+ * returned to be deleted after a grace period (relations built a moment ago may still name them).
  *
- * Files each sorted and disjoint in time are concatenated, newest file first, without a sort:
- * that order is already newest first throughout. Otherwise (their times overlap, a file holds
- * sorted runs, or uuids repeat) the rows are sorted, which costs more CPU and memory than the
- * concatenation but leaves a file every read can take in order, so a file of runs written by an
- * earlier version heals at its next merge.
+ * Without duplicates the files are concatenated, newest file first, without a sort: each is
+ * sorted newest first already, so the result is sorted when their times do not overlap, and is
+ * otherwise a file of sorted runs (`sorted: false`) whose row groups still each span a narrow time
+ * range, which every read but the export's ordered scan takes as it is (that scan sorts its
+ * slices of such a file). Sorting the rows instead, ~1 KB each, cost several times the CPU of the
+ * concatenation and held them in memory, on the cores the loads beside it need (see
+ * bench/NOTES.md). With duplicates (rare: a retry that got past the load's dedupe) the rows are
+ * sorted as they are de-duplicated, and the file is sorted throughout again.
  */
 export async function mergeFiles(db: Database, root: string, files: readonly ParquetFile[], tag: string): Promise<ParquetFile[]> {
   const first = files[0];
@@ -85,8 +87,9 @@ export async function mergeFiles(db: Database, root: string, files: readonly Par
       ? `(SELECT * FROM read_parquet(${list}, filename = true, file_row_number = true) QUALIFY row_number() OVER (PARTITION BY uuid ORDER BY filename, file_row_number) = 1)`
       : `read_parquet(${list})`;
     // DuckDB keeps insertion order (files in list order, rows in file order) in a plain scan.
-    const order = inOrder && dups === 0 ? '' : ' ORDER BY timestamp DESC';
-    const written = await writeParquetFile(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source}${order}`, { teamId: first.teamId, day: first.day }, tag);
+    const order = dups === 0 ? '' : ' ORDER BY timestamp DESC';
+    const file = await writeParquetFile(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source}${order}`, { teamId: first.teamId, day: first.day }, tag);
+    const written = file && dups === 0 && !inOrder ? { ...file, sorted: false } : file;
     // Without duplicates the merged rows are exactly the inputs' rows: so are their property keys.
     const keys = dups === 0 ? unionKeys(files) : null;
     return written ? [keys ? { ...written, propertyKeys: keys } : written] : [];

@@ -118,7 +118,7 @@ describe('compaction', () => {
     expect(await allRows(h)).toEqual(expected);
   });
 
-  test('files overlapping in time merge into one file sorted newest first, which reads take in that order', async () => {
+  test('files overlapping in time merge without a sort into sorted runs, which reads never take for one order', async () => {
     h = await openHarness({ directMinRows: 1, purgeGraceMs: 0, autoCompact: true, mergeMinFiles: 3, mergeMinAgeMs: 0 });
     // Three loads of interleaved times: each file is sorted, their time ranges overlap.
     for (const k of [0, 1, 2]) {
@@ -131,16 +131,21 @@ describe('compaction', () => {
     const files = await parquetFiles(h);
     expect(files).toHaveLength(1);
     expect(await allRows(h)).toEqual(expected);
-    expect(await inFileOrder(h, files[0] as string)).toEqual(Array.from({ length: 120 }, (_, i) => 119 - i));
-    expect(await h.db.query('SELECT sorted FROM event_parquet_files')).toEqual([{ sorted: true }]);
-    const newest = (await h.store.newestFirstRelation(1, {})) as string;
-    expect((await h.db.query<{ n: number }>(`SELECT json_extract(properties, '$.n')::INTEGER AS n FROM ${newest} AS events LIMIT 5`)).map((r) => r.n)).toEqual([119, 118, 117, 116, 115]);
+    // Three runs, newest file first, each newest first.
+    const run = (k: number) => Array.from({ length: 40 }, (_, i) => 3 * (39 - i) + k);
+    expect(await inFileOrder(h, files[0] as string)).toEqual([...run(2), ...run(1), ...run(0)]);
+    expect(await h.db.query('SELECT sorted FROM event_parquet_files')).toEqual([{ sorted: false }]);
+    // Nothing reads it as if it were in one order; a sorted read gives every row in order.
+    expect(await h.store.newestFirstRelation(1, {})).toBeNull();
+    const rel = await h.store.eventsRelation(1);
+    const latest = await h.db.query<{ n: number }>(`SELECT json_extract(properties, '$.n')::INTEGER AS n FROM ${rel.sql} AS events ORDER BY timestamp DESC LIMIT 5`);
+    expect(latest.map((r) => r.n)).toEqual([119, 118, 117, 116, 115]);
     await h.reopen();
-    expect(await h.db.query('SELECT sorted FROM event_parquet_files')).toEqual([{ sorted: true }]);
+    expect(await h.store.newestFirstRelation(1, {})).toBeNull();
     expect(await allRows(h)).toEqual(expected);
   });
 
-  test('a file of sorted runs (an earlier version concatenated overlapping files) is sorted at its next merge, even beside disjoint files', async () => {
+  test('a file of sorted runs stays one when merged beside files disjoint from it: the merge keeps the flag', async () => {
     h = await openHarness({ directMinRows: 1, purgeGraceMs: 0, mergeMinFiles: 2, mergeMinAgeMs: 0 });
     // A file of two interleaved runs, registered as such (sorted = false): rows 0..79, odd ones first.
     const day = join(parquetDir(h), '1', '2024-01-01');
@@ -161,9 +166,9 @@ describe('compaction', () => {
     await h.store.compact(); // merges every team-day
     const files = await parquetFiles(h);
     expect(files).toHaveLength(1);
-    expect(await inFileOrder(h, files[0] as string)).toEqual([...Array.from({ length: 20 }, (_, i) => 119 - i), ...Array.from({ length: 80 }, (_, i) => 79 - i)]);
-    expect(await h.db.query('SELECT sorted FROM event_parquet_files')).toEqual([{ sorted: true }]);
-    expect(await h.store.newestFirstRelation(1, {})).not.toBeNull();
+    expect(await inFileOrder(h, files[0] as string)).toEqual([...Array.from({ length: 20 }, (_, i) => 119 - i), ...runs.map((e) => JSON.parse(e.properties).n)]);
+    expect(await h.db.query('SELECT sorted FROM event_parquet_files')).toEqual([{ sorted: false }]);
+    expect(await h.store.newestFirstRelation(1, {})).toBeNull();
   });
 
   test('files carry Bloom filters for distinct_id and uuid, which rule out the row groups without a value', async () => {
