@@ -110,15 +110,14 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
 
 /**
  * Each key once, in the order first seen. Most requests carry one event, whose keys are unique
- * already: the set that finds repeats is made only when a second object comes.
+ * already: the set that finds repeats is made only when an object comes after one with keys.
  */
 class EventKeys {
   readonly keys: string[] = [];
   private index: Set<string> | null = null;
-  private objects = 0;
 
   note(props: Record<string, unknown>): void {
-    if (this.objects++ === 0) {
+    if (this.keys.length === 0) {
       for (const name in props) this.keys.push(name);
       return;
     }
@@ -136,10 +135,9 @@ class TypedKeys {
   readonly names: string[] = [];
   readonly types: Array<PropertyType | null> = [];
   private index: Map<string, number> | null = null;
-  private objects = 0;
 
   note(props: Record<string, unknown>): void {
-    if (this.objects++ === 0) {
+    if (this.names.length === 0) {
       for (const name in props) {
         this.names.push(name);
         this.types.push(propertyTypeOf(props[name]));
