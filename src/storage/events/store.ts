@@ -402,7 +402,7 @@ class DuckDbEventStore implements EventStore {
   }
 
   private pendingBytes(): number {
-    return this.wal.queuedBytes + (this.wal.activeSegment?.bytes ?? 0) + this.loader.bytes;
+    return this.wal.queuedBytes + (this.wal.activeSegment?.bytes ?? 0) + this.wal.sealingBytes + this.loader.bytes;
   }
 
   private async checkDisk(): Promise<void> {

@@ -165,6 +165,8 @@ export class WalWriter {
   private closed = false;
   /** Bytes accepted but not yet written to the log (in memory). */
   queuedBytes = 0;
+  /** Bytes of segments being sealed: no longer active, not yet handed on (`onSeal`). */
+  sealingBytes = 0;
   /** Group commits so far (one write each). */
   writes = 0;
   nextId: number;
@@ -421,10 +423,16 @@ export class WalWriter {
     // Its acknowledgements first: the sync stage still needs the descriptor.
     while (this.syncing) await this.syncing;
     this.active = null;
-    if (a.dirty) await fdatasyncAsync(a.fd).catch(() => undefined);
-    // Zeros past the last frame go: DuckDB reads row segments as they are.
-    if (a.zeroed > a.bytes) await ftruncateAsync(a.fd, a.bytes).catch(() => undefined);
-    await closeAsync(a.fd).catch(() => undefined);
+    // Still counted while the file is closed: an admission meanwhile must not find room it lacks.
+    this.sealingBytes += a.bytes;
+    try {
+      if (a.dirty) await fdatasyncAsync(a.fd).catch(() => undefined);
+      // Zeros past the last frame go: DuckDB reads row segments as they are.
+      if (a.zeroed > a.bytes) await ftruncateAsync(a.fd, a.bytes).catch(() => undefined);
+      await closeAsync(a.fd).catch(() => undefined);
+    } finally {
+      this.sealingBytes -= a.bytes;
+    }
     this.lastSealed = { bytes: a.bytes, writes: a.writes };
     this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, uuidGen: a.uuidGen, openedAt: a.openedAt });
   }
