@@ -7,6 +7,7 @@ export type { EventStore, EventStoreOptions, EventStoreStats, EventStoreLogger, 
 export type { EventsRelation, StreamOptions, TimeRange } from './relation';
 export { streamQuery } from './relation';
 export { listDeadLetters, type DeadLetter } from './dead-letters';
+export type { ErasedEvents, PersonMatch } from './erasure';
 export { eventMigrations } from './schema';
 
 import type { EventStore, ReplayResult } from './types';

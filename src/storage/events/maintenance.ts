@@ -6,6 +6,7 @@ import { oldestUuidGen } from './recent-uuids';
 import { deleteTeamFiles, indexPropertyKeys, parquetRoot, type ParquetFile } from './parquet';
 import { deleteTeamCopies, dueCopies, personCopyRoot, writePersonCopy } from './person-copies';
 import { dropExpired, expiredParts, keptFrom } from './retention';
+import { erasePersonEvents, type ErasedEvents, type PersonMatch } from './erasure';
 import { observe } from '../../core/metrics/histogram';
 import type { Counters, Settings } from './settings';
 import type { Tiers } from './tiers';
@@ -170,6 +171,29 @@ export class Maintenance {
       await deleteTeamCopies(this.db, this.s.dataDir, teamId);
       await deleteTeamFiles(this.db, this.s.dataDir, teamId, this.tiers.snapshot.files);
       this.tiers.dropTeam(teamId);
+    });
+  }
+
+  /**
+   * Remove a person's events from the hot rows, Parquet files and person copies (erasure.ts),
+   * between other upkeep (no merge or copy is working from the files meanwhile). The replaced
+   * files are deleted after the grace period, as merged-away ones are; a checkpoint then writes
+   * the hot table without the rows.
+   */
+  erasePerson(teamId: number, match: PersonMatch): Promise<ErasedEvents> {
+    return this.exclusive(async () => {
+      const started = performance.now();
+      const tiers = { files: this.tiers.snapshot.files, copies: this.tiers.personCopies, compactedSegment: this.tiers.snapshot.compactedSegment };
+      const done = await erasePersonEvents(this.db, this.s.dataDir, this.root, tiers, teamId, match, `e${Date.now()}`);
+      this.tiers.replaceFiles(done.gone, done.added);
+      const copyPaths = new Set(done.copiesGone.map((c) => c.path));
+      this.tiers.personCopies = [...this.tiers.personCopies.filter((c) => !copyPaths.has(c.path)), ...done.copiesAdded];
+      this.tiers.expireHot(done.hot);
+      const copyRoot = personCopyRoot(this.s.dataDir);
+      this.retired.push({ paths: [...done.gone.map((f) => join(this.root, f.path)), ...done.copiesGone.map((c) => join(copyRoot, c.path))], at: Date.now() + this.s.purgeGraceMs });
+      await this.checkpoint(true);
+      this.s.log.info('person events erased', { project: teamId, ...done.erased, ms: Math.round(performance.now() - started) });
+      return done.erased;
     });
   }
 

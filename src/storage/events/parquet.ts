@@ -198,12 +198,20 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
  * place: no partitioned write, which buffers its rows per partition first. The file is not
  * registered; null when there are no rows.
  */
-export async function writeParquetFile(c: DuckDBConnection, root: string, select: string, part: { teamId: number; day: string }, tag: string): Promise<ParquetFile | null> {
+export async function writeParquetFile(
+  c: DuckDBConnection,
+  root: string,
+  select: string,
+  part: { teamId: number; day: string },
+  tag: string,
+  /** Values bound to the `?` of `select`. */
+  params: readonly string[] = [],
+): Promise<ParquetFile | null> {
   if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
   const tmp = join(root, `${TMP_PREFIX}${tag}-${fileSeq++}.parquet`);
   await mkdir(root, { recursive: true });
   try {
-    await c.run(`COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`);
+    await c.run(`COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`, [...params]);
     const written = await listWritten(c, tmp);
     const [file] = await placeFiles(root, tag, written.map((w) => ({ ...w, ...part })));
     return file ?? null;

@@ -1,7 +1,8 @@
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../core/events/columns';
-import type { Database } from '../db';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Database, Tx } from '../db';
 import { syncDir } from './fs-sync';
 import { fileList, fileOfRow, MANIFEST_COLUMNS, PARQUET_WRITE_OPTIONS, removeUnknownFiles, type ManifestRow, type ParquetFile } from './parquet';
 import { sqlString } from './wal-format';
@@ -104,55 +105,87 @@ export function usableCopies(files: ReadonlyArray<{ path: string }>, copies: rea
 let copySeq = 0;
 
 /**
+ * Write the rows of `select` (a copy's columns, in the order they are to be stored) as a copy
+ * file of a team-day and move it into place. Not registered; null when there are no rows.
+ */
+async function writeCopyFile(
+  c: DuckDBConnection,
+  dataDir: string,
+  part: { teamId: number; day: string },
+  select: string,
+  params: readonly string[] = [],
+): Promise<Omit<PersonCopy, 'sources'> | null> {
+  if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
+  const root = personCopyRoot(dataDir);
+  const dir = join(root, String(part.teamId), part.day);
+  const rel = join(String(part.teamId), part.day, `p${Date.now()}-${copySeq++}.parquet`);
+  const tmp = join(root, `${TMP_PREFIX}${rel.replaceAll('/', '_')}`);
+  await mkdir(dir, { recursive: true });
+  try {
+    await c.run(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS(COPY_ROW_GROUP_ROWS)})`, [...params]);
+    const [row] = (await c.runAndReadAll(`SELECT count(*) AS n, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM read_parquet(${sqlString(tmp)})`)).getRowObjectsJS() as Array<{ n: bigint; lo: bigint | null; hi: bigint | null }>;
+    if (!row || Number(row.n) === 0) return null;
+    await rename(tmp, join(root, rel));
+    syncDir(dir);
+    return {
+      path: rel,
+      teamId: part.teamId,
+      day: part.day,
+      minTs: Number(row.lo),
+      maxTs: Number(row.hi),
+      rows: Number(row.n),
+      bytes: (await stat(join(root, rel))).size,
+      createdAt: Date.now(),
+    };
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+/** Register a copy in place of its team-day's previous one (inside the caller's transaction). */
+export async function registerCopy(tx: Tx, copy: PersonCopy): Promise<void> {
+  await tx.run('DELETE FROM event_person_files WHERE team_id = ? AND day = CAST(? AS DATE)', [copy.teamId, copy.day]);
+  await tx.run(
+    `INSERT INTO event_person_files VALUES (?, ?, CAST(? AS DATE), make_timestamp(?::BIGINT * 1000), make_timestamp(?::BIGINT * 1000), ?, ?, make_timestamp(?::BIGINT * 1000), from_json(CAST(? AS JSON), '["VARCHAR"]'))`,
+    [copy.path, copy.teamId, copy.day, copy.minTs, copy.maxTs, copy.rows, copy.bytes, copy.createdAt, JSON.stringify(copy.sources)],
+  );
+}
+
+/**
  * Write the copy of a team-day's files and register it, replacing the day's previous copy, in
  * one transaction. Returns the new copy (the caller retires the old one's file after the grace
  * period, as relations built a moment ago may name it).
  */
 export async function writePersonCopy(db: Database, parquetRoot: string, dataDir: string, job: CopyJob): Promise<PersonCopy> {
-  const root = personCopyRoot(dataDir);
-  const dir = join(root, String(job.teamId), job.day);
-  const rel = join(String(job.teamId), job.day, `p${Date.now()}-${copySeq++}.parquet`);
-  const tmp = join(root, `${TMP_PREFIX}${rel.replaceAll('/', '_')}`);
   const columns = EVENT_COLUMNS.map((c) => (c === 'properties' ? 'CAST(properties AS VARCHAR) AS properties' : c)).join(', ');
-  await mkdir(dir, { recursive: true });
-  let copy: PersonCopy;
+  const written = await db.withReader((c) =>
+    writeCopyFile(c, dataDir, job, `SELECT ${columns}, _day FROM read_parquet(${fileList(parquetRoot, job.files)}) ORDER BY distinct_id, timestamp DESC`),
+  );
+  if (!written) throw new Error(`no rows to copy for ${job.teamId}/${job.day}`);
+  const copy: PersonCopy = { ...written, sources: job.files.map((f) => f.path) };
   try {
-    const written = await db.withReader(async (c) => {
-      await c.run(
-        `COPY (SELECT ${columns}, _day FROM read_parquet(${fileList(parquetRoot, job.files)}) ORDER BY distinct_id, timestamp DESC) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS(COPY_ROW_GROUP_ROWS)})`,
-      );
-      const [row] = (await c.runAndReadAll(`SELECT count(*) AS n, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM read_parquet(${sqlString(tmp)})`)).getRowObjectsJS() as Array<{ n: bigint; lo: bigint; hi: bigint }>;
-      return row!;
-    });
-    await rename(tmp, join(root, rel));
-    syncDir(dir);
-    copy = {
-      path: rel,
-      teamId: job.teamId,
-      day: job.day,
-      minTs: Number(written.lo),
-      maxTs: Number(written.hi),
-      rows: Number(written.n),
-      bytes: (await stat(join(root, rel))).size,
-      createdAt: Date.now(),
-      sources: job.files.map((f) => f.path),
-    };
-  } finally {
-    await rm(tmp, { force: true });
-  }
-  try {
-    await db.transaction(async (tx) => {
-      await tx.run('DELETE FROM event_person_files WHERE team_id = ? AND day = CAST(? AS DATE)', [job.teamId, job.day]);
-      await tx.run(
-        `INSERT INTO event_person_files VALUES (?, ?, CAST(? AS DATE), make_timestamp(?::BIGINT * 1000), make_timestamp(?::BIGINT * 1000), ?, ?, make_timestamp(?::BIGINT * 1000), from_json(CAST(? AS JSON), '["VARCHAR"]'))`,
-        [copy.path, copy.teamId, copy.day, copy.minTs, copy.maxTs, copy.rows, copy.bytes, copy.createdAt, JSON.stringify(copy.sources)],
-      );
-    });
+    await db.transaction((tx) => registerCopy(tx, copy));
   } catch (error) {
-    await rm(join(root, rel), { force: true });
+    await rm(join(personCopyRoot(dataDir), copy.path), { force: true });
     throw error;
   }
   return copy;
+}
+
+/**
+ * A copy without the rows `where` matches (bound `params`), in the same order, as a new file
+ * with the given sources: not registered; null when no row is left (erasure.ts).
+ */
+export async function rewritePersonCopy(
+  c: DuckDBConnection,
+  dataDir: string,
+  copy: PersonCopy,
+  where: { sql: string; params: readonly string[] },
+  sources: readonly string[],
+): Promise<PersonCopy | null> {
+  // A plain scan of one file keeps its row order: the copy stays sorted by person and time.
+  const written = await writeCopyFile(c, dataDir, copy, `SELECT * FROM read_parquet(${sqlString(join(personCopyRoot(dataDir), copy.path))}) WHERE NOT (${where.sql})`, where.params);
+  return written ? { ...written, sources: [...sources] } : null;
 }
 
 /** Unregister the copies of a team (their files are the caller's to delete). */

@@ -13,6 +13,7 @@ import { loadPersonCopies, personCopyRoot, removeOrphanCopies } from './person-c
 import { ANY_TEAM, recoverWal } from './recovery';
 import { buildEventsRelation, streamQuery, type EventsRelation, type StreamOptions, type TimeRange } from './relation';
 import { eventMigrations } from './schema';
+import type { ErasedEvents, PersonMatch } from './erasure';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, RelationOptions, ReplayResult } from './types';
@@ -25,6 +26,15 @@ const DISK_CHECK_MS = 1000;
 const PERSONS_WAIT_MS = 15_000;
 /** How long deleting a project's events waits for its acknowledged events to be loaded. */
 const DELETE_WAIT_MS = 600_000;
+
+/**
+ * How long a person's erasure waits for the project's acknowledged events to be loaded before it
+ * answers 503 (nothing deleted yet): every event logged before the erasure must be in the
+ * tables it rewrites.
+ */
+const ERASE_WAIT_MS = 60_000;
+
+const holdsTeam = (seg: Readonly<SealedSegment>, teamId: number) => seg.teams.has(teamId) || seg.teams.has(ANY_TEAM);
 
 /** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
 const BUSY_PER_WINDOW = 100;
@@ -437,14 +447,14 @@ class DuckDbEventStore implements EventStore {
    * wait until every segment holding the team is loaded, at most `timeoutMs` (a query's
    * `visibilityTimeoutMs`: under a backlog it reads what is loaded rather than wait for it).
    */
-  private async sync(teamId: number, timeoutMs = this.s.visibilityTimeoutMs): Promise<void> {
-    const holds = (seg: Readonly<SealedSegment>) => seg.teams.has(teamId) || seg.teams.has(ANY_TEAM);
+  private async sync(teamId: number, timeoutMs = this.s.visibilityTimeoutMs): Promise<number> {
     const active = this.wal.activeSegment;
-    if (active && active.rows > 0 && holds(active)) await this.wal.seal();
+    if (active && active.rows > 0 && holdsTeam(active, teamId)) await this.wal.seal();
     else await this.wal.idle();
     let target = 0;
-    for (const seg of this.loader.segments) if (holds(seg)) target = Math.max(target, seg.id);
+    for (const seg of this.loader.segments) if (holdsTeam(seg, teamId)) target = Math.max(target, seg.id);
     await this.loader.waitFor(target, timeoutMs);
+    return target;
   }
 
   async awaitVisible(teamId: number): Promise<void> {
@@ -483,6 +493,20 @@ class DuckDbEventStore implements EventStore {
 
   retentionChanged(): void {
     this.upkeep.scheduleRetention();
+  }
+
+  async awaitLoaded(teamId: number, timeoutMs = ERASE_WAIT_MS): Promise<void> {
+    if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
+    const target = await this.sync(teamId, timeoutMs);
+    // Loaded or dead-lettered: a segment still waiting is one the wait ran out on.
+    if (this.loader.segments.some((seg) => seg.id <= target && holdsTeam(seg, teamId))) {
+      throw new AppError('unavailable', 'The event store is behind; retry later.', null, { retryAfter: Math.min(60, Math.max(1, Math.ceil(this.pendingBytes() / this.loader.bytesPerSec))) });
+    }
+  }
+
+  erasePersonEvents(teamId: number, match: PersonMatch): Promise<ErasedEvents> {
+    if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
+    return this.upkeep.erasePerson(teamId, match);
   }
 
   async deleteTeamEvents(teamId: number): Promise<void> {

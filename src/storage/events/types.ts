@@ -2,6 +2,7 @@ import type { StoredEventRow } from '../../core/events/columns';
 import type { Histogram } from '../../core/metrics/histogram';
 import type { Row, SqlParam } from '../db';
 import type { DeadLetter } from './dead-letters';
+import type { ErasedEvents, PersonMatch } from './erasure';
 import type { EventsRelation, StreamOptions, TimeRange } from './relation';
 import type { SealedSegment, TimeSpan } from './wal';
 import type { IntakeContext } from './wal-format';
@@ -259,6 +260,18 @@ export interface EventStore {
   /** Run a read query and stream its rows in chunks (for exports); aborting `signal` interrupts it. */
   streamQuery(sql: string, params?: readonly SqlParam[], options?: StreamOptions): AsyncIterableIterator<Row[]>;
   deleteTeamEvents(teamId: number): Promise<void>;
+  /**
+   * Wait until every capture request of the project acknowledged so far is processed and its
+   * events loaded (at most `timeoutMs`, default 60 s); throws AppError 'unavailable' (503 +
+   * retryAfter) when the log has not got that far by then.
+   */
+  awaitLoaded(teamId: number, timeoutMs?: number): Promise<void>;
+  /**
+   * Remove every loaded event of a person (by distinct id or person id) from the hot table, the
+   * Parquet files and the person-clustered copies, all at once for readers (see erasure.ts).
+   * Events still in the log are not touched: `awaitLoaded` first.
+   */
+  erasePersonEvents(teamId: number, match: PersonMatch): Promise<ErasedEvents>;
   /** Run `fn` while no event file is deleted (merges, retention, purges wait): a backup copies them meanwhile. */
   holdFiles<T>(fn: () => Promise<T>): Promise<T>;
   /** A project's retention changed: apply retention soon (within a minute), not only at the next hourly run. */
