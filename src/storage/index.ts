@@ -20,10 +20,13 @@ import type { EventsSourceRef } from './definitions/events-source';
 import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability, type ProcessIntake } from './events';
 import type { Logger } from '../logger';
 import { writeBackup, type BackupSummary } from './backup';
+import { createPersonErasure, type PersonErasure } from './erasure';
 
 export { DatabaseLockedError } from './db';
 export { NewerDatabaseError } from './migrations';
 export { BackupError, restoreBackup, type BackupSummary } from './backup';
+export type { PersonErasure } from './erasure';
+export type { ErasedEvents } from './events';
 export * from './management/types';
 export type { DefinitionsStore } from './definitions/definitions-store';
 export type { EventStore, EventStoreStats, ReplayResult } from './events';
@@ -60,6 +63,13 @@ export interface Storage {
   projectByToken(token: string): Promise<Project | null>;
   /** Change a project's name or settings; a change of its retention applies within a minute, not at the next hourly run. */
   updateProject(projectId: number, patch: { name?: string; settings?: Partial<ProjectSettings> }): Promise<Project>;
+  /**
+   * Delete a person and their distinct ids, cohort memberships and flag hash keys; with
+   * `deleteEvents`, also every event of theirs from every tier (the GDPR right to erasure; see
+   * erasure.ts). Waits first for the project's acknowledged events (503 when the log is too far
+   * behind). Null when the project has no such person.
+   */
+  deletePerson(teamId: number, personUuid: string, options: { deleteEvents: boolean }): Promise<PersonErasure | null>;
   /** Delete a project and every row that belongs to it. */
   deleteProject(projectId: number): Promise<void>;
   /**
@@ -141,6 +151,9 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     await db.close();
     throw error;
   }
+  const erasure = createPersonErasure(db, { persons, cohorts, flags, events: store }, () => new Date(options.now?.() ?? Date.now()), options.logger);
+  // An erasure cut short by a stop or crash is finished before anything is served.
+  await erasure.resume().catch((error) => options.logger?.error('person erasure could not be finished; it is retried at the next start', { error: String(error) }));
   eventsSource.current = (teamId) => store.eventsRelation(teamId);
   eventsSource.syncPersons = async () => {
     await store.awaitIntake(null, null);
@@ -175,6 +188,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       if (patch.settings && 'events_retention_days' in patch.settings) store.retentionChanged();
       return project;
     },
+    deletePerson: (teamId, personUuid, { deleteEvents }) => erasure.erase(teamId, personUuid, deleteEvents),
     async deleteProject(projectId) {
       await management.deleteProject(projectId);
       await definitions.deleteTeam(projectId);

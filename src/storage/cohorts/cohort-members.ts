@@ -35,7 +35,7 @@ const MATCHERS: Record<PersonIdKind, (marks: string) => string> = {
 
 type MemberStore = Pick<
   CohortStore,
-  'addStaticPersons' | 'removeStaticPerson' | 'listCohortPersons' | 'iterateCohortPersons' | 'cohortPersonsShape' | 'cohortIdsForPerson'
+  'addStaticPersons' | 'removeStaticPerson' | 'listCohortPersons' | 'iterateCohortPersons' | 'cohortPersonsShape' | 'cohortIdsForPerson' | 'removePerson'
 >;
 
 export function createCohortMembers(db: Database, sources: EventsSourceRef = {}): MemberStore {
@@ -111,6 +111,26 @@ export function createCohortMembers(db: Database, sources: EventsSourceRef = {})
         [cohortId, teamId],
       );
       return { propertyKeys: keys.map((k) => k.key), maxDistinctIds: Math.min(n ?? 0, DISTINCT_ID_LIMIT) };
+    },
+
+    async removePerson(teamId, personUuid) {
+      // Every version: a calculation that wrote its new version before the person was deleted
+      // loses them here, and its switch to that version counts what is left.
+      await db.transaction(async (tx) => {
+        const had = await tx.query<{ id: number }>(
+          `SELECT DISTINCT cp.cohort_id AS id FROM cohort_people cp JOIN cohorts c ON c.id = cp.cohort_id
+           WHERE c.team_id = ? AND cp.person_uuid = TRY_CAST(? AS UUID)`,
+          [teamId, personUuid],
+        );
+        if (!had.length) return;
+        const ids = had.map((r) => Number(r.id));
+        const marks = ids.map(() => '?').join(', ');
+        await tx.run(`DELETE FROM cohort_people WHERE person_uuid = TRY_CAST(? AS UUID) AND cohort_id IN (${marks})`, [personUuid, ...ids]);
+        await tx.run(
+          `UPDATE cohorts SET count = (SELECT count(*) FROM cohort_people cp WHERE cp.cohort_id = cohorts.id AND cp.version = cohorts.version) WHERE id IN (${marks})`,
+          ids,
+        );
+      });
     },
 
     async cohortIdsForPerson(teamId, personUuid) {

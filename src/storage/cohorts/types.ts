@@ -77,5 +77,7 @@ export interface CohortStore {
   cohortPersonsShape(teamId: number, cohortId: number): Promise<{ propertyKeys: string[]; maxDistinctIds: number }>;
   /** The live cohorts a person is currently a member of (feature flags use this). */
   cohortIdsForPerson(teamId: number, personUuid: string): Promise<Set<number>>;
+  /** A deleted person leaves every cohort of the project (static or calculated); the counts follow. */
+  removePerson(teamId: number, personUuid: string): Promise<void>;
   deleteTeam(teamId: number): Promise<void>;
 }

@@ -168,6 +168,11 @@ export function createFlagStore(db: Database): FlagStore {
       byPerson.set(personUuid, latest);
     },
 
+    async deletePersonHashKeys(teamId, personUuid) {
+      await db.run('DELETE FROM feature_flag_hash_key_overrides WHERE team_id = ? AND person_uuid = TRY_CAST(? AS UUID)', [teamId, personUuid]);
+      (await overrides.get(teamId)?.catch(() => undefined))?.delete(personUuid);
+    },
+
     async deleteTeam(teamId) {
       await db.transaction(async (tx) => {
         await tx.run('DELETE FROM feature_flags WHERE team_id = ?', [teamId]);

@@ -55,5 +55,7 @@ export interface FlagStore {
   cachedHashKeyOverrides(teamId: number): HashKeyOverrides | undefined;
   /** Store hash keys the person does not have yet; existing ones are never replaced. */
   addHashKeyOverrides(teamId: number, personUuid: string, overrides: Record<string, string>): Promise<void>;
+  /** Forget a deleted person's hash keys (stored and in memory). */
+  deletePersonHashKeys(teamId: number, personUuid: string): Promise<void>;
   deleteTeam(teamId: number): Promise<void>;
 }

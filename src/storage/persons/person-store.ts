@@ -290,6 +290,28 @@ export function createPersonStore(db: Database): PersonStore {
       return flushing;
     },
 
+    async deletePerson(teamId, uuid) {
+      await this.ensureLoaded(teamId);
+      const t = team(teamId);
+      const p = t.persons.get(uuid) ?? null;
+      if (p) {
+        // Out of memory first: no event processed from here on finds the person, and no flush
+        // started from here on writes them back.
+        t.persons.delete(uuid);
+        for (const d of p.distinctIds) if (t.byDistinctId.get(d) === p) t.byDistinctId.delete(d);
+        dirtyPersons.delete(uuid);
+        for (const d of p.distinctIds) dirtyDistinctIds.delete(`${teamId}\u0000${d}`);
+      }
+      // A flush that read them before is committed before the delete below, not after it.
+      await this.flush();
+      // By uuid in the tables too: a retry after a crash finds nothing in memory but may find rows.
+      await db.transaction(async (tx) => {
+        await tx.run('DELETE FROM person_distinct_ids WHERE team_id = ? AND person_uuid = TRY_CAST(? AS UUID)', [teamId, uuid]);
+        await tx.run('DELETE FROM persons WHERE team_id = ? AND uuid = TRY_CAST(? AS UUID)', [teamId, uuid]);
+      });
+      return p;
+    },
+
     async deleteTeam(teamId) {
       await this.flush().catch(() => undefined);
       teams.delete(teamId);

@@ -38,4 +38,22 @@ export const personMigrations: Migration[] = [
       )`,
     ],
   },
+  {
+    version: 251,
+    name: 'person erasures in progress',
+    // A person deletion (and, when asked, their events) runs as several steps over several
+    // tables and files; its row is written first and removed last, so a crash in between is
+    // finished at the next start (storage/erasure.ts). The distinct ids are kept because the
+    // person's own rows are gone by then.
+    statements: [
+      `CREATE TABLE person_erasures (
+        team_id INTEGER NOT NULL,
+        person_uuid UUID NOT NULL,
+        distinct_ids VARCHAR[] NOT NULL,
+        delete_events BOOLEAN NOT NULL,
+        requested_at TIMESTAMP NOT NULL,
+        PRIMARY KEY (team_id, person_uuid)
+      )`,
+    ],
+  },
 ];

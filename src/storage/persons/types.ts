@@ -50,5 +50,11 @@ export interface PersonStore {
   /** Persist every pending change (single-flight). */
   flush(): Promise<void>;
   pendingChanges(): number;
+  /**
+   * Delete a person and their distinct ids, in memory and in the tables (a later event with one of
+   * those ids makes a new person, as in PostHog). Idempotent; returns the person as they were, or
+   * null when memory no longer held them.
+   */
+  deletePerson(teamId: number, uuid: string): Promise<Person | null>;
   deleteTeam(teamId: number): Promise<void>;
 }
