@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../../src/config';
 import type { Deps } from '../../src/deps';
 import { silentLogger, type Logger } from '../../src/logger';
 import { createAppMetrics } from '../../src/metrics';
-import { openStorage, type CreatedAccount } from '../../src/storage';
+import { openStorage, type CreatedAccount, type StorageOptions } from '../../src/storage';
 import { withPipeline } from '../../src/pipeline';
 
 export const BASE = 'http://test.local';
@@ -23,23 +23,26 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger): Promise<TestApp> {
-  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), null, env, now, logger);
+/** Event-store settings a test changes (small grace periods, load hooks). */
+export type TestStoreOptions = NonNullable<StorageOptions['eventStore']>;
+
+export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}): Promise<TestApp> {
+  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), null, env, now, logger, store);
 }
 
 /** The same data directory opened again, as a restarted server would (`t` is closed first, its data kept). */
-export async function reopenTestApp(t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger): Promise<TestApp> {
+export async function reopenTestApp(t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}): Promise<TestApp> {
   await t.deps.storage.close();
-  return openTestApp(t.dataDir, t.account, env, now, logger);
+  return openTestApp(t.dataDir, t.account, env, now, logger, store);
 }
 
-async function openTestApp(dataDir: string, known: CreatedAccount | null, env: Record<string, string>, now: () => Date, logger: Logger): Promise<TestApp> {
+async function openTestApp(dataDir: string, known: CreatedAccount | null, env: Record<string, string>, now: () => Date, logger: Logger, store: TestStoreOptions): Promise<TestApp> {
   const config: Config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
   // Queries wait up to 10 s (not the default 0.5 s) for events just captured: these tests check what is
   // stored, and a slow CI machine must not turn a load that takes a moment into a missing row
   // (the default bound is tested in test/storage/events/intake.test.ts).
   const storage = await openStorage(
-    withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024 } }),
+    withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store } }),
   );
   const account = known ?? (await bootstrap(storage, config))!;
   const deps: Deps = { config, storage, logger, version: 'test', now, metrics: createAppMetrics() };

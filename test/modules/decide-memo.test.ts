@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { FlagResult } from '../../src/core/flags/types';
 import { planFor } from '../../src/modules/decide/flag-plan';
-import { rememberedResults, sharedLists } from '../../src/modules/decide/result-memo';
+import { forgetDistinctIds, rememberedResults, sharedLists } from '../../src/modules/decide/result-memo';
 import type { StoredFlag } from '../../src/storage';
 
 const stored = (id: number, key: string, properties: StoredFlag['filters']['groups'][number]['properties'] = [], extra: Partial<StoredFlag> = {}): StoredFlag => ({
@@ -86,6 +86,16 @@ describe('result memo', () => {
     expect(counter.calls).toBe(1);
     rememberedResults(memoPlan, 'id', {}, { email: 'y' }, counter.evaluate(false));
     expect(counter.calls).toBe(2);
+  });
+
+  test("a deleted person's distinct ids are forgotten in every plan's memo; others stay", () => {
+    const plans = [1, 2].map((teamId) => planFor({ teamId, flags: [stored(1, 'a', [{ key: 'email', type: 'person', value: 'x', operator: 'icontains' }])] }));
+    const counter = counting();
+    for (const p of plans) for (const id of ['gone', 'gone-anon', 'kept']) rememberedResults(p, id, {}, { email: 'x@y' }, counter.evaluate(true));
+    expect(counter.calls).toBe(6);
+    forgetDistinctIds(['gone', 'gone-anon']);
+    for (const p of plans) for (const id of ['gone', 'gone-anon', 'kept']) rememberedResults(p, id, {}, { email: 'x@y' }, counter.evaluate(true));
+    expect(counter.calls).toBe(10);
   });
 
   test('answers are remembered, shared between inputs with the same outcome, and bounded', () => {

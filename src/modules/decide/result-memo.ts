@@ -32,6 +32,33 @@ interface Memo {
 }
 
 const memos = new WeakMap<FlagPlan, Memo>();
+/** The same memos, to be reached without their plan when a person is deleted (dead ones pruned as memos are made). */
+const live = new Set<WeakRef<Memo>>();
+const PRUNE_AT = 64;
+
+/**
+ * Drop what is remembered for these distinct ids (a deleted person's), in every project's memo:
+ * the entries hold the person's property values. An answer asked for again is evaluated anew,
+ * as for anyone not remembered.
+ */
+export function forgetDistinctIds(distinctIds: readonly string[]): void {
+  for (const ref of live) {
+    const memo = ref.deref();
+    if (!memo) {
+      live.delete(ref);
+      continue;
+    }
+    for (const id of distinctIds) {
+      memo.young.delete(id);
+      memo.old.delete(id);
+    }
+  }
+}
+
+function track(memo: Memo): void {
+  if (live.size >= PRUNE_AT) for (const ref of live) if (!ref.deref()) live.delete(ref);
+  live.add(new WeakRef(memo));
+}
 
 /** Results (and whole lists) handed out to many requests: never changed, so their serialized forms can be kept. */
 export const sharedResults = new WeakSet<FlagResult>();
@@ -97,6 +124,7 @@ export function rememberedResults(
   if (!memo) {
     memo = { young: new Map(), old: new Map(), shared: [] };
     memos.set(plan, memo);
+    track(memo);
   }
   const hit = memo.young.get(distinctId) ?? memo.old.get(distinctId);
   if (hit && matches(plan, hit, given, stored)) return hit.results;

@@ -1,13 +1,13 @@
-import { Elysia } from 'elysia';
+import { Elysia, t } from 'elysia';
 import { personFilter } from '../../core/persons/person-filter';
 import type { Deps } from '../../deps';
 import { authPlugin, resolveProject } from '../../http/auth';
 import { paginate, parsePage } from '../../http/pagination';
 import { authErrors, Envelope, ErrorBody } from '../../http/schemas';
-import { Person, PersonIdParams, PersonPatchBody, PersonsParams, PersonsQuery } from './model';
-import { findPerson, loadPersons, toPersonBody } from './service';
+import { Person, PersonDeleteQuery, PersonIdParams, PersonPatchBody, PersonsParams, PersonsQuery } from './model';
+import { deletePerson, findPerson, loadPersons, toPersonBody, wantsEvents } from './service';
 
-/** Persons of a project (`/api/projects/:project_id/persons/`): list, retrieve, property updates. */
+/** Persons of a project (`/api/projects/:project_id/persons/`): list, retrieve, property updates, deletion. */
 export const personsModule = (deps: Deps) => {
   const { persons } = deps.storage;
   return new Elysia({ name: 'persons', prefix: '/api/projects/:project_id/persons', detail: { tags: ['persons'] } })
@@ -37,6 +37,26 @@ export const personsModule = (deps: Deps) => {
         return toPersonBody(project, await findPerson(deps, project.id, params.id));
       },
       { auth: true, params: PersonIdParams, response: { 200: Person, ...authErrors }, detail: { summary: 'Retrieve a person by id or uuid' } },
+    )
+    .delete(
+      '/:id/',
+      async ({ principal, params, query, set }) => {
+        const project = await resolveProject(deps, principal, params.project_id);
+        await deletePerson(deps, project.id, await findPerson(deps, project.id, params.id), wantsEvents(query.delete_events));
+        // PostHog answers 202 (it queues the events' deletion); here everything is gone by now.
+        set.status = 202;
+      },
+      {
+        auth: true,
+        params: PersonIdParams,
+        query: PersonDeleteQuery,
+        response: { 202: t.Void(), 400: ErrorBody, 503: ErrorBody, ...authErrors },
+        detail: {
+          summary: 'Delete a person and their distinct ids; with `delete_events`, also every event of theirs',
+          description:
+            'Answers once done: the person, their distinct ids, cohort memberships and flag hash keys are gone, and with `delete_events` every event with one of their distinct ids or their person id, whether it was still in the log, in the hot table, in Parquet files or in person-clustered copies (those files are written again without the rows). 503 with Retry-After when the log is too far behind to wait for, before anything is deleted.',
+        },
+      },
     )
     .patch(
       '/:id/',

@@ -32,3 +32,15 @@ export const PersonsQuery = t.Object({
 export const PersonPatchBody = t.Object({
   properties: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'Merged into the person\'s properties (as `$set` does).' })),
 });
+
+/** PostHog reads `delete_events` by its presence (`?delete_events`); true/false/1/0 are read as they say. */
+export const PersonDeleteQuery = t.Object({
+  delete_events: t.Optional(
+    t.String({
+      pattern: '^(|true|false|True|False|TRUE|FALSE|1|0)$',
+      error: 'Must be a valid boolean.',
+      description:
+        "Also delete every event of the person (any of their distinct ids, or their person id) from storage before answering: the GDPR right to erasure. Present without a value, it counts as true (as PostHog reads it). Events captured while the deletion runs belong to a new person.",
+    }),
+  ),
+});

@@ -3,6 +3,7 @@ import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import { normalizeUuid } from '../../core/ids/uuid';
 import type { Person, PersonStore, Project } from '../../storage';
+import { forgetDistinctIds } from '../decide/result-memo';
 
 /** The project's persons as of every event acknowledged so far (read-your-writes, as the events list). */
 export async function loadPersons(deps: Deps, teamId: number) {
@@ -41,3 +42,17 @@ export const toPersonBody = (project: Project, person: Person) => {
     is_identified: person.isIdentified,
   };
 };
+
+/** `?delete_events` as PostHog reads it (present: true), except that a false value says false. */
+export const wantsEvents = (value: string | undefined): boolean => value !== undefined && !/^(false|0)$/i.test(value);
+
+/**
+ * Delete the person (and with `deleteEvents` their events, from every tier: storage/erasure.ts),
+ * then what the flag checks remember of their distinct ids. A person deleted meanwhile by
+ * another request is a 404, as it is to everyone after.
+ */
+export async function deletePerson(deps: Deps, teamId: number, person: Person, deleteEvents: boolean): Promise<void> {
+  const done = await deps.storage.deletePerson(teamId, person.uuid, { deleteEvents });
+  if (!done) throw new AppError('not_found', 'Not found.');
+  forgetDistinctIds(done.distinctIds);
+}
