@@ -31,8 +31,10 @@ interface Job {
  * (so their rows are in the tables and files the erasure rewrites). Nothing acknowledged before
  * the call can then reach storage after it, and the write path stays as it is; the cost is the
  * wait, normally the ~1 s a segment takes to be loaded, bounded by `EventStore.awaitLoaded`
- * (503 when the log is that far behind, before anything is deleted). Events captured while the
- * call runs belong to a new person once it has deleted this one, as in PostHog.
+ * (503 when the log is that far behind, before anything is deleted). The events' removal covers
+ * what was loaded when it began (all that was logged before the call, and what the wait loaded
+ * with it); events loaded later are kept, and once the person is deleted new events of their
+ * distinct ids make a new person, as in PostHog.
  *
  * The steps span tables and files, so the job is recorded (`person_erasures`) before the first
  * and removed after the last; every step is idempotent, and a job found at start (a crash in

@@ -100,7 +100,12 @@ export async function erasePersonEvents(
   db: Database,
   dataDir: string,
   root: string,
-  tiers: { files: readonly ParquetFile[]; copies: readonly PersonCopy[]; compactedSegment: number },
+  /**
+   * What the erasure works on: the registered files and copies, the compaction watermark, and
+   * the last load it covers (`loadedSegment`): hot rows of later loads are events logged after
+   * the erasure began, which stay as the Parquet files loaded meanwhile do.
+   */
+  tiers: { files: readonly ParquetFile[]; copies: readonly PersonCopy[]; compactedSegment: number; loadedSegment: number },
   teamId: number,
   match: PersonMatch,
   tag: string,
@@ -150,11 +155,10 @@ export async function erasePersonEvents(
     for (const c of written.copiesGone) await tx.run('DELETE FROM event_person_files WHERE path = ?', [c.path]);
     for (const c of written.copiesAdded) await registerCopy(tx, c);
     // Compacted rows waiting for their purge go too (their Parquet copy was just rewritten).
-    const inHot = await tx.query<{ seg: number; n: number }>(`SELECT _seg AS seg, count(*) AS n FROM events_hot WHERE team_id = ? AND ${where.sql} GROUP BY _seg`, [
-      teamId,
-      ...where.params,
-    ]);
-    if (inHot.length) await tx.run(`DELETE FROM events_hot WHERE team_id = ? AND ${where.sql}`, [teamId, ...where.params]);
+    const inHotRows = `FROM events_hot WHERE team_id = ? AND _seg <= ? AND ${where.sql}`;
+    const params = [teamId, tiers.loadedSegment, ...where.params];
+    const inHot = await tx.query<{ seg: number; n: number }>(`SELECT _seg AS seg, count(*) AS n ${inHotRows} GROUP BY _seg`, params);
+    if (inHot.length) await tx.run(`DELETE ${inHotRows}`, params);
     for (const h of inHot) if (Number(h.seg) > tiers.compactedSegment) hot.push({ seg: Number(h.seg), rows: Number(h.n) });
   });
   const hotRows = hot.reduce((n, h) => n + h.rows, 0);

@@ -183,7 +183,8 @@ export class Maintenance {
   erasePerson(teamId: number, match: PersonMatch): Promise<ErasedEvents> {
     return this.exclusive(async () => {
       const started = performance.now();
-      const tiers = { files: this.tiers.snapshot.files, copies: this.tiers.personCopies, compactedSegment: this.tiers.snapshot.compactedSegment };
+      const { files, compactedSegment } = this.tiers.snapshot;
+      const tiers = { files, copies: this.tiers.personCopies, compactedSegment, loadedSegment: this.store.loadedSegment() };
       const done = await erasePersonEvents(this.db, this.s.dataDir, this.root, tiers, teamId, match, `e${Date.now()}`);
       this.tiers.replaceFiles(done.gone, done.added);
       const copyPaths = new Set(done.copiesGone.map((c) => c.path));
