@@ -49,7 +49,7 @@ export function createPersonErasure(
   const { persons, cohorts, flags, events } = stores;
 
   async function run(job: Job): Promise<ErasedEvents | null> {
-    await persons.deletePerson(job.teamId, job.personUuid);
+    await persons.deletePerson(job.teamId, job.personUuid, job.distinctIds);
     await cohorts.removePerson(job.teamId, job.personUuid);
     await flags.deletePersonHashKeys(job.teamId, job.personUuid);
     const erased = job.deleteEvents ? await events.erasePersonEvents(job.teamId, { distinctIds: job.distinctIds, personIds: [job.personUuid] }) : null;

@@ -290,12 +290,16 @@ export function createPersonStore(db: Database): PersonStore {
       return flushing;
     },
 
-    async deletePerson(teamId, uuid) {
+    async deletePerson(teamId, uuid, distinctIds = []) {
       await this.ensureLoaded(teamId);
+      // Their changes still in memory (distinct ids a merge moved to them) reach the tables
+      // first, so the delete below finds every row of theirs.
+      await this.flush();
       const t = team(teamId);
       const p = t.persons.get(uuid) ?? null;
+      const ids = [...new Set([...distinctIds, ...(p?.distinctIds ?? [])])];
       if (p) {
-        // Out of memory first: no event processed from here on finds the person, and no flush
+        // Out of memory: no event processed from here on finds the person, and no flush
         // started from here on writes them back.
         t.persons.delete(uuid);
         for (const d of p.distinctIds) if (t.byDistinctId.get(d) === p) t.byDistinctId.delete(d);
@@ -304,9 +308,14 @@ export function createPersonStore(db: Database): PersonStore {
       }
       // A flush that read them before is committed before the delete below, not after it.
       await this.flush();
-      // By uuid in the tables too: a retry after a crash finds nothing in memory but may find rows.
+      // By uuid, and their distinct ids still pointing at a person that is gone (one merged into
+      // them meanwhile); never a distinct id a live person has taken since (events after this).
       await db.transaction(async (tx) => {
-        await tx.run('DELETE FROM person_distinct_ids WHERE team_id = ? AND person_uuid = TRY_CAST(? AS UUID)', [teamId, uuid]);
+        await tx.run(
+          `DELETE FROM person_distinct_ids WHERE team_id = ? AND (person_uuid = TRY_CAST(? AS UUID) OR (distinct_id IN (SELECT unnest(from_json(CAST(? AS JSON), '["VARCHAR"]')))
+           AND person_uuid NOT IN (SELECT uuid FROM persons WHERE team_id = ?)))`,
+          [teamId, uuid, JSON.stringify(ids), teamId],
+        );
         await tx.run('DELETE FROM persons WHERE team_id = ? AND uuid = TRY_CAST(? AS UUID)', [teamId, uuid]);
       });
       return p;

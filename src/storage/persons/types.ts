@@ -51,10 +51,11 @@ export interface PersonStore {
   flush(): Promise<void>;
   pendingChanges(): number;
   /**
-   * Delete a person and their distinct ids, in memory and in the tables (a later event with one of
-   * those ids makes a new person, as in PostHog). Idempotent; returns the person as they were, or
-   * null when memory no longer held them.
+   * Delete a person and their distinct ids (those in memory, and `distinctIds` known from before
+   * a restart), in memory and in the tables; a later event with one of those ids makes a new
+   * person, as in PostHog. Idempotent; returns the person as they were, or null when memory no
+   * longer held them.
    */
-  deletePerson(teamId: number, uuid: string): Promise<Person | null>;
+  deletePerson(teamId: number, uuid: string, distinctIds?: readonly string[]): Promise<Person | null>;
   deleteTeam(teamId: number): Promise<void>;
 }

@@ -106,6 +106,34 @@ describe('person store', () => {
     expect(fresh.findByDistinctId(2, 'same-id')!.properties.team).toBe(2);
   });
 
+  test('deleting a person removes them and every distinct id of theirs, a merge not yet written included; others stay', async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'anon', { set: { a: 1 } }));
+    store.processEvent(1, ev('$pageview', 'user', { set: { email: 'u@example.com' } }));
+    store.processEvent(1, ev('$pageview', 'other'));
+    await store.flush();
+    // Merged in memory only: the tables still map `anon` to the person merged away.
+    store.processEvent(1, ev('$identify', 'user', { anonDistinctId: 'anon' }));
+    const user = store.findByDistinctId(1, 'user')!;
+    expect([...user.distinctIds].sort()).toEqual(['anon', 'user']);
+    expect((await store.deletePerson(1, user.uuid))?.uuid).toBe(user.uuid);
+    expect([store.findByDistinctId(1, 'user'), store.findByDistinctId(1, 'anon'), store.findByUuid(1, user.uuid)]).toEqual([null, null, null]);
+    const rows = async () => ({
+      persons: (await db.query<{ n: number }>('SELECT count(*) AS n FROM persons'))[0]!.n,
+      ids: (await db.query<{ d: string }>('SELECT distinct_id AS d FROM person_distinct_ids ORDER BY d')).map((r) => r.d),
+    });
+    expect(await rows()).toEqual({ persons: 1, ids: ['other'] });
+    // A new event of a deleted distinct id makes a new person.
+    store.processEvent(1, ev('$pageview', 'user'));
+    expect(store.findByDistinctId(1, 'user')!.uuid).not.toBe(user.uuid);
+    await store.flush();
+    // Idempotent (a retry after a restart): the new person's distinct id is theirs to keep.
+    const reloaded = createPersonStore(db);
+    expect(await reloaded.deletePerson(1, user.uuid, ['user', 'anon'])).toBeNull();
+    expect(await rows()).toEqual({ persons: 2, ids: ['other', 'user'] });
+  });
+
   test('a failed flush keeps its changes for the next one', async () => {
     const store = createPersonStore(db);
     await store.ensureLoaded(1);
