@@ -331,6 +331,8 @@ export function createPersonStore(db: Database): PersonStore {
         await tx.run('DELETE FROM person_distinct_ids WHERE team_id = ?', [teamId]);
         await tx.run('DELETE FROM persons WHERE team_id = ?', [teamId]);
         await tx.run('DELETE FROM groups WHERE team_id = ?', [teamId]);
+        // An erasure cut short has nothing left to do once its project is gone.
+        await tx.run('DELETE FROM person_erasures WHERE team_id = ?', [teamId]);
       });
     },
   };

@@ -98,9 +98,14 @@ describe('person store', () => {
     expect(store.findByDistinctId(1, 'same-id')!.properties).toEqual({ team: 1, $creator_event_uuid: expect.any(String) });
     expect(store.findByDistinctId(2, 'same-id')!.properties.team).toBe(2);
     await store.flush();
+    for (const team of [1, 2]) {
+      await db.run(`INSERT INTO person_erasures VALUES (?, uuid(), ['same-id'], true, now())`, [team]);
+    }
     await store.deleteTeam(1);
     const [{ n }] = await db.query<{ n: number }>('SELECT count(*) AS n FROM persons');
     expect(n).toBe(1);
+    // An erasure of the project cut short goes with it; the other project's stays.
+    expect(await db.query('SELECT team_id FROM person_erasures')).toEqual([{ team_id: 2 }]);
     const fresh = createPersonStore(db);
     await fresh.ensureLoaded(2);
     expect(fresh.findByDistinctId(2, 'same-id')!.properties.team).toBe(2);
