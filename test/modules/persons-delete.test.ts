@@ -89,6 +89,7 @@ beforeAll(async () => {
   dynamicCohort = (await t.json('POST', '/api/projects/@current/cohorts/', { body: { name: 'Pro', filters: { properties: { type: 'AND', values: [{ type: 'person', key: 'plan', value: 'pro' }] } } } })).body.id;
   await t.deps.storage.cohorts.whenIdle();
   await createFlags();
+  await t.deps.storage.flags.addHashKeyOverrides(teamId(), alicePerson.uuid, { 'by-email': 'alice-anon' });
 }, 30_000);
 afterAll(() => t.close());
 
@@ -121,11 +122,13 @@ async function readableOfAlice() {
     select: (await events({ select: JSON.stringify(['distinct_id', 'count()']), orderBy: JSON.stringify(['distinct_id']) })).body.results,
     hogql: (await hogql('SELECT distinct_id, count() FROM events GROUP BY distinct_id ORDER BY distinct_id')).body.results,
     hogqlByPerson: (await hogql('SELECT count() FROM events WHERE person_id = {p} OR properties.secret = {s}', { p: alicePerson.uuid, s: SECRET })).body.results,
+    hogqlByEmail: (await hogql("SELECT count() FROM events WHERE person.properties.email = 'alice@example.com'")).body.results,
     values: (await t.json('GET', '/api/projects/@current/events/values/?key=secret')).body,
     staticCohort: await cohortMembers(staticCohort),
     dynamicCohort: await cohortMembers(dynamicCohort),
     flags: (await decide('alice')).featureFlags,
     flagsAnon: (await decide('alice-anon')).featureFlags,
+    hashKeys: (await t.deps.storage.flags.hashKeyOverrides(teamId())).has(alicePerson.uuid),
   };
 }
 
@@ -166,11 +169,13 @@ const expectedAfter = () => ({
   select: counts(kept()),
   hogql: counts(kept()),
   hogqlByPerson: [[0]],
+  hogqlByEmail: [[0]],
   values: [],
   staticCohort: { count: 1, listed: 1, names: [['bob']] },
   dynamicCohort: { count: 1, listed: 1, names: [['bob']] },
   flags: STRANGER,
   flagsAnon: STRANGER,
+  hashKeys: false,
 });
 const STRANGER = { 'by-email': false, 'by-cohort': false };
 
@@ -179,9 +184,11 @@ describe('DELETE /persons/:id/?delete_events=true', () => {
     const before = await readableOfAlice();
     expect(before.byId).toBe(200);
     expect(before.events.length).toBe(sent.length);
+    expect(before.hogqlByEmail).toEqual([[sent.filter((e) => e.distinct_id.startsWith('alice')).length]]);
     expect(before.staticCohort.count).toBe(2);
     expect(before.dynamicCohort.count).toBe(2);
     expect(before.flags).toEqual({ 'by-email': true, 'by-cohort': true });
+    expect(before.hashKeys).toBe(true);
     expect(await decide('stranger')).toMatchObject({ featureFlags: STRANGER });
   });
 
