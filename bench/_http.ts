@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Subprocess } from 'bun';
+import { assertBenchTarget } from './_target';
 
 /**
  * Helpers for HTTP benchmarks: the real server and a bare `Bun.serve` baseline, each in its own
@@ -168,8 +169,7 @@ export async function runLoad(
   requests: LoadRequest[],
   options: { connections?: number; durationS?: number } = {},
 ): Promise<LoadResult> {
-  const url = new URL(baseUrl);
-  if (url.hostname !== '127.0.0.1') throw new Error('benchmarks only load loopback servers');
+  assertBenchTarget(baseUrl);
   const durationS = Math.min(options.durationS ?? 10, 60);
   const result = await autocannon({
     url: baseUrl,

@@ -62,9 +62,9 @@ export function createWebEvents(seed = 1, options: { users?: number } = {}) {
 }
 
 /** Single events for `/capture/` (posthog-node: `api_key` at the top level). */
-export function captureBodies(count: number, seed = 11): Body[] {
+export function captureBodies(count: number, seed = 11, token: string = BENCH_KEYS.project): Body[] {
   const next = createWebEvents(seed);
-  return Array.from({ length: count }, () => ({ body: Buffer.from(JSON.stringify({ api_key: BENCH_KEYS.project, ...next() })), events: 1 }));
+  return Array.from({ length: count }, () => ({ body: Buffer.from(JSON.stringify({ api_key: token, ...next() })), events: 1 }));
 }
 
 /** Single events for `/e/` (posthog-js: the key in `properties.token`, no top-level distinct_id). */
@@ -78,14 +78,14 @@ export function eBodies(count: number, seed = 12): Body[] {
 }
 
 /** `{api_key, batch, sent_at}` bodies of about `targetBytes` each (same event count in every body). */
-export function batchBodies(count: number, targetBytes: number, options: { gzip: boolean; seed?: number }): Body[] {
+export function batchBodies(count: number, targetBytes: number, options: { gzip: boolean; seed?: number; token?: string }): Body[] {
   const next = createWebEvents(options.seed ?? 13);
   const probe = Array.from({ length: 50 }, next);
   const perEvent = JSON.stringify(probe).length / probe.length;
   const events = Math.max(1, Math.round(targetBytes / perEvent));
   return Array.from({ length: count }, () => {
     const batch = Array.from({ length: events }, next);
-    const json = Buffer.from(JSON.stringify({ api_key: BENCH_KEYS.project, batch, sent_at: new Date().toISOString() }));
+    const json = Buffer.from(JSON.stringify({ api_key: options.token ?? BENCH_KEYS.project, batch, sent_at: new Date().toISOString() }));
     return { body: options.gzip ? gzipSync(json) : json, events };
   });
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Body } from './_ingest-payloads';
+import { assertBenchTarget } from './_target';
 
 /**
  * Bounded load runs for the ingest bench, with exact accounting of what was acknowledged.
@@ -15,7 +16,7 @@ import type { Body } from './_ingest-payloads';
  *   rate on small requests). wrk stops at its deadline with up to `connections` requests in
  *   flight, so its runs only bound the stored count: acked ≤ stored ≤ acked + connections × events.
  *
- * Everything targets 127.0.0.1 only.
+ * Everything targets loopback only, unless a run allowed its `--target` (`_target.ts`).
  */
 
 export interface RunResult {
@@ -24,6 +25,8 @@ export interface RunResult {
   /** Events acknowledged (200) per second. */
   eps: number;
   p50: number;
+  /** Only where the load generator reports it (autocannon). */
+  p90?: number;
   p99: number;
   seconds: number;
   requests: number;
@@ -39,9 +42,6 @@ export interface RunResult {
   cut: boolean;
 }
 
-const assertLoopback = (baseUrl: string) => {
-  if (new URL(baseUrl).hostname !== '127.0.0.1') throw new Error('the ingest bench only loads loopback servers');
-};
 
 export interface CannonCase {
   path: string;
@@ -51,10 +51,14 @@ export interface CannonCase {
 
 /**
  * `amount` requests over `connections` sockets (bodies sent in turn on every connection);
- * stopped after `maxSeconds` whatever happens.
+ * stopped after `maxSeconds` whatever happens. `onResponse` hears the running count of answers.
  */
-export async function cannon(baseUrl: string, c: CannonCase, options: { amount: number; connections: number; maxSeconds: number }): Promise<RunResult> {
-  assertLoopback(baseUrl);
+export async function cannon(
+  baseUrl: string,
+  c: CannonCase,
+  options: { amount: number; connections: number; maxSeconds: number; onResponse?: (answered: number) => void },
+): Promise<RunResult> {
+  assertBenchTarget(baseUrl);
   const eventsPerBody = c.bodies[0].events;
   if (c.bodies.some((b) => b.events !== eventsPerBody)) throw new Error('every body of a case must carry the same number of events');
   const connections = Math.min(options.connections, options.amount);
@@ -84,6 +88,7 @@ export async function cannon(baseUrl: string, c: CannonCase, options: { amount: 
     answered++;
     if (statusCode === 200) ok++;
     last = performance.now();
+    options.onResponse?.(answered);
   });
   let cut = false;
   const limit = setTimeout(() => {
@@ -101,6 +106,7 @@ export async function cannon(baseUrl: string, c: CannonCase, options: { amount: 
     rps: answered / seconds,
     eps: (ok * eventsPerBody) / seconds,
     p50: result.latency.p50,
+    p90: result.latency.p90,
     p99: result.latency.p99,
     seconds,
     requests: answered,
@@ -154,7 +160,7 @@ export async function wrk(
   c: CannonCase,
   options: { durationS: number; connections: number; threads: number },
 ): Promise<RunResult & { maybeStored: number }> {
-  assertLoopback(baseUrl);
+  assertBenchTarget(baseUrl);
   const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
   try {
     const script = join(dir, 'post.lua');

@@ -59,21 +59,21 @@ export function users() {
 }
 
 /** Persons through `/batch/` when capture is wired; otherwise requests carry the properties. */
-export async function seedPersons(url: string, people: ReturnType<typeof users>): Promise<boolean> {
+export async function seedPersons(url: string, people: ReturnType<typeof users>, token: string = BENCH_KEYS.project): Promise<boolean> {
   const batch = people.map((p) => ({ event: '$identify', distinct_id: p.distinctId, properties: { $set: p.properties } }));
   const response = await fetch(`${url}/batch/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ api_key: BENCH_KEYS.project, batch }),
+    body: JSON.stringify({ api_key: token, batch }),
   }).catch(() => null);
   return response?.status === 200;
 }
 
 /** What posthog-node sends: half the users with `person_properties`, the rest relying on stored persons. */
-export function bodies(people: ReturnType<typeof users>, seededPersons: boolean): string[] {
+export function bodies(people: ReturnType<typeof users>, seededPersons: boolean, token: string = BENCH_KEYS.project): string[] {
   return people.map((p, i) =>
     JSON.stringify({
-      token: BENCH_KEYS.project,
+      token,
       distinct_id: p.distinctId,
       groups: {},
       person_properties: !seededPersons || i % 2 ? { distinct_id: p.distinctId, ...p.properties } : { distinct_id: p.distinctId },

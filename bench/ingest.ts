@@ -1,4 +1,5 @@
 import { apiJson, percentile, startQueryProbe } from './_http';
+import { countEvents, spawnedTarget, waitForCount as waitForTargetCount, type ServerTarget } from './_target';
 import { averageBytes, batchBodies, captureBodies, eBodies, type Body } from './_ingest-payloads';
 import { cpuSeconds, peakRssMb, resetPeakRss, spawnBareServer, spawnDurableFloorServer, spawnRealServer, spawnStoreFloorServer, type Child } from './_ingest-procs';
 import { cannon, hasWrk, wrk, type CannonCase, type RunResult } from './_ingest-runner';
@@ -62,6 +63,16 @@ const median = (values: number[]): number => {
 };
 const round = (n: number, digits = 0) => (Number.isFinite(n) ? Number(n.toFixed(digits)) : null);
 
+/** The store floor's rows, as its `/count` answers. */
+async function storeFloorCount(target: ServerTarget): Promise<number | null> {
+  const r = await apiJson(target.url, 'GET', '/count').catch(() => null);
+  return r?.status === 200 && typeof r.body?.count === 'number' ? r.body.count : null;
+}
+
+/** The spawned server's project 1 as the events API counts it (`_target.ts`), or the store floor's rows. */
+const waitForCount = (url: string, expected: number, slack: number, timeoutMs: number, storeFloor = false) =>
+  waitForTargetCount(spawnedTarget(url), expected, slack, timeoutMs, storeFloor ? storeFloorCount : countEvents);
+
 function buildCases(quick: boolean): Case[] {
   const json = { 'content-type': 'application/json' };
   const gz = { 'content-type': 'application/json', 'content-encoding': 'gzip' };
@@ -77,36 +88,6 @@ function buildCases(quick: boolean): Case[] {
     { name: 'POST /batch/ ~1 MB', kind: 'batch', connections: 16, path: '/batch/', bodies: b1m[0], headers: json },
     { name: 'POST /batch/ ~1 MB gzip', kind: 'batch', connections: 16, path: '/batch/', bodies: b1m[1], headers: gz },
   ];
-}
-
-/** Stored events of project 1 as the events API counts them. */
-async function storedCount(url: string, storeFloor: boolean): Promise<number | null> {
-  const r = await apiJson(url, 'GET', storeFloor ? '/count' : '/api/projects/1/events/?limit=1').catch(() => null);
-  return r?.status === 200 && typeof r.body?.count === 'number' ? r.body.count : null;
-}
-
-/**
- * Poll the events API until it shows `expected` events (or more than `expected + slack`, which
- * cannot get better), within `timeoutMs`. Returns the last count and how long it took.
- */
-async function waitForCount(url: string, expected: number, slack: number, timeoutMs: number, storeFloor = false): Promise<{ count: number | null; seconds: number }> {
-  const t0 = performance.now();
-  let count: number | null = null;
-  while (performance.now() - t0 < timeoutMs) {
-    count = await storedCount(url, storeFloor);
-    if (count !== null && count >= expected) break;
-    await Bun.sleep(100);
-  }
-  // A run with in-flight requests of unknown fate may still add up to `slack`: let it settle.
-  if (slack > 0 && count !== null) {
-    for (let i = 0; i < 20; i++) {
-      await Bun.sleep(250);
-      const again = await storedCount(url, storeFloor);
-      if (again === count) break;
-      count = again;
-    }
-  }
-  return { count, seconds: (performance.now() - t0) / 1000 };
 }
 
 /** One row per server of a case: medians, and each server's ratio to the bare one (req/s for single events, events/s for batches). */

@@ -1,44 +1,88 @@
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { BenchReport, Benchmark } from './types';
+import { basename, join, resolve } from 'node:path';
+import { parseArgs, type Command } from './_args';
+import { compareRuns, compareText, renderCompareHtml } from './_compare';
+import { headlineText } from './_headline-table';
+import { machineInfo } from './_machine';
+import { renderReport } from './_report-html';
+import type { BenchReport, Benchmark, RunFile } from './types';
 
-/** `bun run bench/run.ts [name ...] [--quick]`: runs bench/<name>.ts modules, writes results/. */
-const args = process.argv.slice(2);
-const quick = args.includes('--quick');
-const wanted = args.filter((a) => !a.startsWith('--'));
+/**
+ * `npm run bench [-- name ... | all] [--quick] [--events N] [--rounds N] [--seconds S] [--target URL [--allow-remote]]`
+ * runs bench/<name>.ts modules (every one when none is named) and writes
+ * results/bench-<time>.json with the HTML report beside it;
+ * `npm run bench -- compare A.json B.json` prints the change of every figure and writes it as HTML.
+ */
+let command: Command;
+try {
+  command = parseArgs(process.argv.slice(2));
+} catch (error) {
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(2);
+}
 const benchDir = import.meta.dir;
+const outDir = join(benchDir, 'results');
+
+if (command.kind === 'compare') {
+  const read = async (file: string) => JSON.parse(await readFile(resolve(file), 'utf8')) as RunFile;
+  const [a, b] = await Promise.all([read(command.a), read(command.b)]);
+  const runs = { a, b, aName: basename(command.a), bName: basename(command.b) };
+  const rows = compareRuns(a, b);
+  console.log(compareText(rows, runs));
+  await mkdir(outDir, { recursive: true });
+  const file = join(outDir, `compare-${basename(command.a, '.json')}-vs-${basename(command.b, '.json')}.html`);
+  await writeFile(file, renderCompareHtml(rows, runs));
+  console.log(`\ncomparison written to ${file}`);
+  process.exit(0);
+}
+
+const { quick, options } = command;
 const available = (await readdir(benchDir))
   .filter((f) => f.endsWith('.ts') && !['run.ts', 'types.ts'].includes(f) && !f.startsWith('_'))
   .map((f) => f.slice(0, -3))
   .sort();
+const wanted = command.names.includes('all') || !command.names.length ? available : command.names;
 const unknown = wanted.filter((w) => !available.includes(w));
 if (unknown.length) {
-  console.error(`Unknown benchmark(s): ${unknown.join(', ')}. Available: ${available.join(', ')}`);
+  console.error(`Unknown benchmark(s): ${unknown.join(', ')}. Available: ${available.join(', ')}, or all`);
+  process.exit(2);
+}
+if (options.target && wanted.some((w) => w !== 'headline')) {
+  console.error('--target applies to the headline only: the other benches start their own servers');
   process.exit(2);
 }
 
+const machine = await machineInfo();
+console.log(`${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGb} GB, ${machine.os}, Bun ${machine.bun}, DuckDB ${machine.duckdb}`);
 const reports: BenchReport[] = [];
-for (const name of wanted.length ? wanted : available) {
+for (const name of wanted) {
   const mod = (await import(join(benchDir, `${name}.ts`))) as { default?: Benchmark };
   if (typeof mod.default !== 'function') continue;
   const tmpDir = await mkdtemp(join(tmpdir(), `bench-${name}-`));
   console.log(`\n== ${name}${quick ? ' (quick)' : ''}`);
   try {
-    const report = await mod.default({ tmpDir, quick, log: (m) => console.log(`   ${m}`) });
+    const report = await mod.default({ tmpDir, quick, options, log: (m) => console.log(`   ${m}`) });
     reports.push(report);
-    printTable(report);
+    console.log();
+    if (report.headline) {
+      console.log(headlineText(report.headline));
+      for (const n of report.notes ?? []) console.log(`note: ${n}`);
+    } else printTable(report);
   } finally {
     await rm(tmpDir, { recursive: true, force: true });
   }
 }
 
-const outDir = join(benchDir, 'results');
 await mkdir(outDir, { recursive: true });
-const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-const file = join(outDir, `bench-${stamp}.json`);
-await writeFile(file, JSON.stringify({ at: new Date().toISOString(), bun: Bun.version, reports }, null, 2));
-console.log(`\nresults written to ${file}`);
+const at = new Date().toISOString();
+const stem = join(outDir, `bench-${at.replace(/[:.]/g, '-')}`);
+const run: RunFile = { at, bun: Bun.version, command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`, machine, reports };
+await writeFile(`${stem}.json`, JSON.stringify(run, null, 2));
+await writeFile(`${stem}.html`, renderReport(run));
+console.log(`\nresults written to ${stem}.json\nreport written to ${stem}.html`);
+// autocannon's and the servers' handles may linger: the run is over.
+process.exit(0);
 
 function printTable(report: BenchReport) {
   const columns = [...new Set(report.rows.flatMap((r) => Object.keys(r)))];

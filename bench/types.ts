@@ -37,6 +37,8 @@ export interface BenchContext {
   tmpDir: string;
   /** Set by `--quick`: smaller data and shorter runs, for a smoke run of the bench code. */
   quick: boolean;
+  /** Sizes and target from the command line (defaults already applied). */
+  options: BenchOptions;
   log(message: string): void;
 }
 
