@@ -98,9 +98,12 @@ export function cpuReading(pids: Iterable<number>): CpuReading | null {
 /** Share of the machine's CPU other processes may use on average before a run is called busy. */
 export const BUSY_SHARE = 0.1;
 
-/** The verdict over a run's timeline: averages overall and per phase, a warning past `BUSY_SHARE`. */
-export function busyReport(timeline: readonly TimelineSample[], cores: number): BusyReport {
-  const xs = timeline.filter((s) => s.otherCores !== null);
+/**
+ * The verdict over a run's timeline: averages overall and per phase, a warning past `BUSY_SHARE`.
+ * `ignore`: phases that measure nothing (starting servers, whose first ticks may count as other's).
+ */
+export function busyReport(timeline: readonly TimelineSample[], cores: number, ignore: readonly string[] = []): BusyReport {
+  const xs = timeline.filter((s) => s.otherCores !== null && !ignore.includes(s.phase));
   const avg = (ss: readonly TimelineSample[]) => ss.reduce((n, s) => n + (s.otherCores ?? 0), 0) / ss.length;
   const byPhase: Record<string, number> = {};
   for (const phase of new Set(xs.map((s) => s.phase))) byPhase[phase] = round2(avg(xs.filter((s) => s.phase === phase)));

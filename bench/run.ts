@@ -10,7 +10,7 @@ import type { BenchReport, Benchmark, RunFile } from './types';
 
 /**
  * `npm run bench [-- name ... | all] [--quick] [--events N] [--rounds N] [--seconds S] [--target URL [--allow-remote]]`
- * runs bench/<name>.ts modules (every one when none is named) and writes
+ * runs bench/<name>.ts modules (the headline when none is named) and writes
  * results/bench-<time>.json with the HTML report beside it;
  * `npm run bench -- compare A.json B.json` prints the change of every figure and writes it as HTML.
  */
@@ -42,7 +42,7 @@ const available = (await readdir(benchDir))
   .filter((f) => f.endsWith('.ts') && !['run.ts', 'types.ts'].includes(f) && !f.startsWith('_'))
   .map((f) => f.slice(0, -3))
   .sort();
-const wanted = command.names.includes('all') || !command.names.length ? available : command.names;
+const wanted = command.names.includes('all') ? available : command.names.length ? command.names : ['headline'];
 const unknown = wanted.filter((w) => !available.includes(w));
 if (unknown.length) {
   console.error(`Unknown benchmark(s): ${unknown.join(', ')}. Available: ${available.join(', ')}, or all`);

@@ -1,6 +1,6 @@
 /**
  * Every benchmark is a module `bench/<name>.ts` whose default export is a `Benchmark`.
- * `npm run bench` runs them all; `npm run bench -- <name>` runs one.
+ * `npm run bench` runs the headline; `npm run bench -- <name>` runs one, `-- all` every one.
  * Figures are medians of repeated runs, next to a baseline measured in the same run, so ratios
  * (not absolute numbers, which vary up to 2.4x on this noisy 2-core machine) are what to compare.
  */

@@ -50,3 +50,8 @@ test('busyReport: past a tenth of the machine on average, a warning naming the b
   });
   expect(busyReport([], 2)).toEqual({ cores: 2, averageOtherCores: null, peakOtherCores: null, byPhase: {}, busy: false, warning: null });
 });
+
+test('busyReport leaves out the phases it is told measure nothing', () => {
+  const report = busyReport([sample(0, 'starting servers', 1.8), sample(1, 'decide', 0.1)], 2, ['starting servers']);
+  expect([report.averageOtherCores, report.byPhase, report.busy]).toEqual([0.1, { decide: 0.1 }, false]);
+});
