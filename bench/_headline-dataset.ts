@@ -42,7 +42,13 @@ export async function measureDataset(env: HeadlineEnv, dataDir: string | null): 
     env.sampler.setPhase(`${format} export`);
     for (let round = 1; round <= Math.min(3, options.rounds); round++) {
       env.sampler.resetPeak();
-      const sample = await exportOnce(env, format, stored, metrics.bytes, `${format} export round ${round}`);
+      // A refused export (e.g. a 503 past DUCKDB_MEMORY_LIMIT) is a finding of the run, not its end.
+      const sample = await exportOnce(env, format, stored, metrics.bytes, `${format} export round ${round}`).catch((error: unknown) => {
+        env.problems.push(`${format} export of ${stored.toLocaleString('en-US')} events failed: ${error instanceof Error ? error.message : String(error)}`);
+        env.log(`${format} export round ${round} failed: ${error instanceof Error ? error.message : String(error)}`);
+        return null;
+      });
+      if (!sample) break;
       exports[format].push(sample);
       env.log(`${format} export round ${round}: ${sample.rows.toLocaleString('en-US')} rows, ${(sample.bytes / 1e6).toFixed(0)} MB in ${sample.seconds.toFixed(1)} s, peak RSS ${sample.peakMb} MB`);
     }
