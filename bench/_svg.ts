@@ -121,8 +121,10 @@ export function lineChart(options: {
     for (const seg of segments.filter((g) => g.length)) {
       parts.push(`<polyline class="series" fill="none" stroke="${s.color}" stroke-width="1.8" points="${seg.join(' ')}"/>`);
     }
-    parts.push(`<rect x="${width - right - 150}" y="${top + 4 + i * 16}" width="10" height="10" fill="${s.color}"/>`);
-    parts.push(text(width - right - 136, top + 13 + i * 16, s.label));
+    // The legend sits under the plot, between the axis ends, clear of the phase labels.
+    const x = width / 2 - 70 + i * 150;
+    parts.push(`<rect x="${r(x)}" y="${height - 17}" width="10" height="10" fill="${s.color}"/>`);
+    parts.push(text(x + 14, height - 8, s.label));
   });
   return svg(width, height, options.title, parts);
 }
