@@ -120,13 +120,30 @@ function runLine(name: string, run: RunFile): string {
   return `${name}: ${run.at}${run.command ? ` (${run.command})` : ''}${m ? ` on ${m.cpuModel}, ${m.cores} cores, ${m.memoryGb} GB, Bun ${m.bun}` : ''}`;
 }
 
+/** What makes two headline runs unlike (their sizes, their servers), one line each; none when alike. */
+export function differences(a: RunFile, b: RunFile): string[] {
+  const ha = a.reports.find((r) => r.headline)?.headline;
+  const hb = b.reports.find((r) => r.headline)?.headline;
+  if (!ha || !hb) return [];
+  const out: string[] = [];
+  const n = (x: number) => x.toLocaleString('en-US');
+  if (ha.options.events !== hb.options.events) out.push(`the runs differ in size: A ${n(ha.options.events)} events, B ${n(hb.options.events)}: the events list, exports and disk are not like for like`);
+  if (ha.options.rounds !== hb.options.rounds || ha.options.seconds !== hb.options.seconds) {
+    out.push(`the runs differ in rounds: A ${ha.options.rounds} of ${ha.options.seconds} s, B ${hb.options.rounds} of ${hb.options.seconds} s`);
+  }
+  if (ha.server.durability !== hb.server.durability) out.push(`the servers differ in durability: A ${ha.server.durability}, B ${hb.server.durability}`);
+  for (const [name, h] of [['A', ha], ['B', hb]] as const) if (h.busy.busy) out.push(`${name} ran on a busy machine (other processes: ${h.busy.averageOtherCores} of ${h.busy.cores} cores on average)`);
+  return out;
+}
+
 /** The comparison as the terminal shows it: the runs, the table, the summary. */
 export function compareText(rows: readonly CompareRow[], runs: { a: RunFile; b: RunFile; aName: string; bName: string }): string {
   const table = textTable(
     ['Figure', 'unit', 'A [spread]', 'B [spread]', 'change', 'noise band', 'verdict'],
     rows.map((r) => [r.label, r.unit, cellOf(r.a), cellOf(r.b), formatPercent(r.change), bandOf(r), r.verdict]),
   );
-  return [runLine(`A ${runs.aName}`, runs.a), runLine(`B ${runs.bName}`, runs.b), '', table, '', compareSummary(rows)].join('\n');
+  const notes = differences(runs.a, runs.b).map((d) => `note: ${d}`);
+  return [runLine(`A ${runs.aName}`, runs.a), runLine(`B ${runs.bName}`, runs.b), ...notes, '', table, '', compareSummary(rows)].join('\n');
 }
 
 export function renderCompareHtml(rows: readonly CompareRow[], runs: { a: RunFile; b: RunFile; aName: string; bName: string }): string {
@@ -138,6 +155,7 @@ export function renderCompareHtml(rows: readonly CompareRow[], runs: { a: RunFil
   const body = [
     '<h1>hogbase benchmark comparison</h1>',
     `<ul><li>${h(runLine(`A ${runs.aName}`, runs.a))}</li><li>${h(runLine(`B ${runs.bName}`, runs.b))}</li></ul>`,
+    ...differences(runs.a, runs.b).map((d) => `<p class="warning">${h(d)}</p>`),
     `<p><b>${h(compareSummary(rows))}</b>. A change within the spread of either run (the shaded band) is reported as no change.</p>`,
     '<h2>Changes</h2>',
     chart,

@@ -25,7 +25,17 @@ const benchDir = import.meta.dir;
 const outDir = join(benchDir, 'results');
 
 if (command.kind === 'compare') {
-  const read = async (file: string) => JSON.parse(await readFile(resolve(file), 'utf8')) as RunFile;
+  const read = async (file: string) => {
+    const run = (await readFile(resolve(file), 'utf8').then(JSON.parse).catch((error: Error) => {
+      console.error(`${file}: ${error.message}`);
+      process.exit(2);
+    })) as RunFile;
+    if (!Array.isArray(run?.reports)) {
+      console.error(`${file} is not a bench run file (bench/results/bench-*.json)`);
+      process.exit(2);
+    }
+    return run;
+  };
   const [a, b] = await Promise.all([read(command.a), read(command.b)]);
   const runs = { a, b, aName: basename(command.a), bName: basename(command.b) };
   const rows = compareRuns(a, b);

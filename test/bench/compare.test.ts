@@ -93,6 +93,7 @@ test('the comparison HTML has every figure as a row and a bar with its noise ban
 
 const EXPECTED_TEXT = `A run-a.json: 2026-11-20T10:00:00.000Z (npm run bench -- headline --events 1k) on Test CPU 9000, 2 cores, 23.5 GB, Bun 1.4.4
 B run-b.json: 2026-11-26T10:00:00.000Z (npm run bench -- headline --events 1k) on Test CPU 9000, 2 cores, 23.5 GB, Bun 1.4.4
+note: B ran on a busy machine (other processes: 0.9 of 2 cores on average)
 
 Figure                                                                                           | unit        | A [spread]                | B [spread]                | change | noise band     | verdict
 -------------------------------------------------------------------------------------------------|-------------|---------------------------|---------------------------|--------|----------------|-------------
@@ -116,3 +117,16 @@ ingest: POST /batch/ ~1 MB [autocannon] (hogbase durable): peak RSS MB          
 Events list on 1,000 events (GET /api/projects/:id/events/): property filter (plan = enterprise) | ms          | –                         | 80.0 [70.0–90.0]          | –      | –              | only in B
 
 3 better, 4 worse, 8 no change, 1 only in A, 1 only in B, 1 not measured (of 18 figures)`;
+
+test('runs unlike in size, rounds or machine load are said so above the table', () => {
+  const bigger = structuredClone(b);
+  const h = bigger.reports[0].headline!;
+  h.options.events = 10_000_000;
+  h.options.rounds = 5;
+  const text = compareText(compareRuns(a, bigger), { a, b: bigger, aName: 'run-a.json', bName: 'run-b.json' });
+  expect(text.split('\n').filter((line) => line.startsWith('note: '))).toEqual([
+    'note: the runs differ in size: A 1,000 events, B 10,000,000: the events list, exports and disk are not like for like',
+    'note: the runs differ in rounds: A 3 of 3 s, B 5 of 3 s',
+    'note: B ran on a busy machine (other processes: 0.9 of 2 cores on average)',
+  ]);
+});
