@@ -28,10 +28,10 @@ await cpu('encodeFrame (1000/frame)', () => { for (let i = 0; i < N; i += 1000) 
 const files = [1, 2, 3].map((k) => { const f = join(dir, `s${k}.wal`); writeFileSync(f, Buffer.concat(frames).toString().replaceAll('-7', `-${k}`)); return f; });
 frames = [];
 const root = join(dir, 'events', 'parquet');
-await cpu('load to hot', () => loadSegments(db, [files[0]], 1, { toParquet: false, root, prior: { recent: [], older: [], span: null } }));
-await cpu('load direct to parquet', async () => { const r = await loadSegments(db, [files[1]], 2, { toParquet: true, root, prior: { recent: [], older: [], span: null } }); (globalThis as any).recent = r.files; });
-await cpu('load to parquet, 1 recent', () => loadSegments(db, [files[2]], 3, { toParquet: true, root, prior: { recent: (globalThis as any).recent, older: [], span: null } }));
-await cpu('compact hot segment', () => compactHot(db, root, 0, 1, []));
+await cpu('load to hot', () => loadSegments(db, [files[0]], 1, { toParquet: false, root, prior: { recent: [], older: [], span: null }, now: Date.now }));
+await cpu('load direct to parquet', async () => { const r = await loadSegments(db, [files[1]], 2, { toParquet: true, root, prior: { recent: [], older: [], span: null }, now: Date.now }); (globalThis as any).recent = r.files; });
+await cpu('load to parquet, 1 recent', () => loadSegments(db, [files[2]], 3, { toParquet: true, root, prior: { recent: (globalThis as any).recent, older: [], span: null }, now: Date.now }));
+await cpu('compact hot segment', () => compactHot(db, root, 0, 1, [], Date.now));
 await cpu('checkpoint', () => db.run('CHECKPOINT'));
 await cpu('delete + checkpoint', async () => { await db.run('DELETE FROM events_hot WHERE _seg <= 1'); await db.run('CHECKPOINT'); });
 

@@ -97,7 +97,7 @@ export interface StorageOptions {
   intake?: (stores: { persons: PersonStore; seen: SeenTracker }) => ProcessIntake;
   /** Days of events a project keeps unless its own `events_retention_days` says otherwise (absent: forever). */
   defaultRetentionDays?: number;
-  /** Epoch ms now, for retention (tests move it; default Date.now). */
+  /** Epoch ms now: the event store's clock (ages, backoffs, grace periods, retention; tests move it; default Date.now). */
   now?: () => number;
   /** Event-store tuning (tests pass small buffers). */
   eventStore?: Partial<Parameters<typeof createEventStore>[1]>;

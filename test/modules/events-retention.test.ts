@@ -49,7 +49,7 @@ async function cohortCount() {
   return (await t.json('GET', `/api/projects/@current/cohorts/${created.body.id}/`)).body.count as number;
 }
 
-/** Background work moves on its own timers; the test moves only the retention clock. */
+/** Background work runs on its own timers; the test moves the store's clock (retention's, and every age's). */
 async function until(check: () => Promise<boolean>) {
   const deadline = Date.now() + 15_000;
   while (!(await check())) {
@@ -110,7 +110,9 @@ describe('events retention', () => {
     const kept = ids([...RECENT, ...RECENT_HOT, event('new', '2026-03-23')]).length;
     expect((await listed()).length).toBe(kept);
     expect(await volume()).toBe(kept);
-    expect(await parquetDays(t.dataDir, t.account.project.id)).toEqual(['2026-03-19']);
+    // Three days on, the hot rows were old enough to compact: the new event's day is in Parquet
+    // once a tick has done so, which it may not have before the restart.
+    expect((await parquetDays(t.dataDir, t.account.project.id)).filter((day) => day !== '2026-03-23')).toEqual(['2026-03-19']);
     expect(await parquetDays(t.dataDir, t.account.project.id, 'by-person')).toEqual(['2026-03-19']);
   });
 });

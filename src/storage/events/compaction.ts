@@ -15,7 +15,7 @@ export function overlapping(files: readonly ParquetFile[], parts: ReadonlyArray<
  * `compacted_segment` in one transaction. A row whose uuid is already in a Parquet file of the
  * same partition and time range is dropped (a late retry that got past the load-time dedupe).
  */
-export async function compactHot(db: Database, root: string, fromSeg: number, toSeg: number, manifest: readonly ParquetFile[]): Promise<ParquetFile[]> {
+export async function compactHot(db: Database, root: string, fromSeg: number, toSeg: number, manifest: readonly ParquetFile[], now: () => number): Promise<ParquetFile[]> {
   const range = `_seg > ${fromSeg}::BIGINT AND _seg <= ${toSeg}::BIGINT`;
   const parts = await db.query<{ team_id: number; day: string; lo: number; hi: number }>(
     `SELECT team_id, strftime(CAST(timestamp AS DATE), '%Y-%m-%d') AS day, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM events_hot WHERE ${range} GROUP BY ALL`,
@@ -25,7 +25,7 @@ export async function compactHot(db: Database, root: string, fromSeg: number, to
     const candidates = overlapping(manifest, parts);
     const antiJoin = candidates.length ? ` AND NOT EXISTS (SELECT 1 FROM read_parquet(${fileList(root, candidates)}) p WHERE p.uuid = h.uuid)` : '';
     files = await db.withReader((c) =>
-      writeParquet(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM events_hot h WHERE ${range}${antiJoin} ORDER BY team_id, timestamp DESC`, `c${toSeg}`),
+      writeParquet(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM events_hot h WHERE ${range}${antiJoin} ORDER BY team_id, timestamp DESC`, `c${toSeg}`, now),
     );
   }
   await db.transaction(async (tx) => {
@@ -47,7 +47,7 @@ export interface MergePolicy {
 }
 
 /** Pick one partition to merge: the one with the most small, settled files. */
-export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, now = Date.now()): ParquetFile[] | null {
+export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, now: number): ParquetFile[] | null {
   const groups = new Map<string, ParquetFile[]>();
   for (const f of files) {
     if (f.rows >= policy.maxFileRows || now - f.createdAt < policy.minAgeMs) continue;
@@ -75,7 +75,7 @@ export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, no
  * bench/NOTES.md). With duplicates (rare: a retry that got past the load's dedupe) the rows are
  * sorted as they are de-duplicated, and the file is sorted throughout again.
  */
-export async function mergeFiles(db: Database, root: string, files: readonly ParquetFile[], tag: string): Promise<ParquetFile[]> {
+export async function mergeFiles(db: Database, root: string, files: readonly ParquetFile[], tag: string, now: () => number): Promise<ParquetFile[]> {
   const first = files[0];
   if (!first || files.some((f) => f.teamId !== first.teamId || f.day !== first.day)) throw new Error('a merge takes the files of one team-day');
   const ordered = [...files].sort((a, b) => b.maxTs - a.maxTs || b.minTs - a.minTs);
@@ -88,7 +88,7 @@ export async function mergeFiles(db: Database, root: string, files: readonly Par
       : `read_parquet(${list})`;
     // DuckDB keeps insertion order (files in list order, rows in file order) in a plain scan.
     const order = dups === 0 ? '' : ' ORDER BY timestamp DESC';
-    const file = await writeParquetFile(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source}${order}`, { teamId: first.teamId, day: first.day }, tag);
+    const file = await writeParquetFile(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source}${order}`, { teamId: first.teamId, day: first.day }, tag, now);
     const written = file && dups === 0 && !inOrder ? { ...file, sorted: false } : file;
     // Without duplicates the merged rows are exactly the inputs' rows: so are their property keys.
     const keys = dups === 0 ? unionKeys(files) : null;

@@ -109,6 +109,8 @@ export async function erasePersonEvents(
   teamId: number,
   match: PersonMatch,
   tag: string,
+  /** The store's clock (the rewritten copies' createdAt). */
+  now: () => number,
 ): Promise<Erasure> {
   const where = personCondition(match);
   const files = tiers.files.filter((f) => f.teamId === teamId);
@@ -125,7 +127,7 @@ export async function erasePersonEvents(
       parquetRows += n;
       gone.push(f);
       const select = `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM read_parquet(${sqlString(join(root, f.path))}) WHERE NOT ${where.sql}`;
-      const kept = n < f.rows ? await writeParquetFile(c, root, select, { teamId, day: f.day }, tag, where.params) : null;
+      const kept = n < f.rows ? await writeParquetFile(c, root, select, { teamId, day: f.day }, tag, now, where.params) : null;
       renamed.set(f.path, kept?.path ?? null);
       // Fewer rows in the same order: sorted or runs, as the file was.
       if (kept) added.push({ ...kept, createdAt: f.createdAt, ...(f.sorted === false ? { sorted: false } : {}), ...(f.uuidGen === undefined ? {} : { uuidGen: f.uuidGen }) });
@@ -140,7 +142,7 @@ export async function erasePersonEvents(
       if (!inCopies.get(join(copyRoot, copy.path))) continue;
       copiesGone.push(copy);
       const sources = copy.sources.flatMap((p) => (renamed.has(p) ? (renamed.get(p) ? [renamed.get(p)!] : []) : [p]));
-      const kept = await rewritePersonCopy(c, dataDir, copy, where, sources);
+      const kept = await rewritePersonCopy(c, dataDir, copy, where, sources, now);
       if (kept) copiesAdded.push(kept);
     }
     return { gone, added, copiesGone, copiesAdded, parquetRows };

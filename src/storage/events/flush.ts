@@ -28,6 +28,8 @@ export interface LoadOptions {
   root: string;
   /** Where a retry's original may already be: its Parquet files (see `PriorRows`). */
   prior: PriorRows;
+  /** The store's clock: when the files written were made (their age counts for merges and the dedupe window). */
+  now: () => number;
 }
 
 /**
@@ -127,7 +129,7 @@ export async function loadSegments(db: Database, files: readonly string[], water
   const written = await db.withWriter(async (c) => {
     const filter = (await countDuplicates(c, source, options.prior, options.root)) > 0;
     const select = `SELECT ${WAL_TO_EVENT_SELECT}, CAST(make_timestamp(ts_ms * 1000) AS DATE) AS _day FROM ${dedupedSource(source, options.prior, options.root, filter)} ORDER BY team_id, ts_ms DESC`;
-    return writeParquet(c, options.root, select, `l${watermark}`);
+    return writeParquet(c, options.root, select, `l${watermark}`, options.now);
   });
   await db.transaction(async (tx) => {
     await registerFiles(tx, written);

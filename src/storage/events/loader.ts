@@ -257,7 +257,7 @@ export class SegmentLoader {
 
   enqueue(seg: SealedSegment): void {
     // A segment found by recovery has waited at least since this start.
-    this.intake.push({ ...seg, openedAt: seg.openedAt ?? Date.now(), attempts: 0, loadPath: seg.path });
+    this.intake.push({ ...seg, openedAt: seg.openedAt ?? this.s.now(), attempts: 0, loadPath: seg.path });
     this.kickProcess();
   }
 
@@ -475,12 +475,12 @@ export class SegmentLoader {
   /** Start loading what is processed, unless a load runs or the last one failed recently. */
   kick(): void {
     this.kickProcess();
-    if (this.running || this.queue.length === 0 || Date.now() < this.nextAt) return;
+    if (this.running || this.queue.length === 0 || this.s.now() < this.nextAt) return;
     this.running = this.loadBatch()
       .catch((error) => this.s.log.error('event load failed', { error: String(error) }))
       .finally(() => {
         this.running = null;
-        if (this.queue.length > 0 && Date.now() >= this.nextAt) this.kick();
+        if (this.queue.length > 0 && this.s.now() >= this.nextAt) this.kick();
       });
   }
 
@@ -494,8 +494,11 @@ export class SegmentLoader {
         continue;
       }
       if (!this.running) {
-        const wait = this.nextAt - Date.now();
-        if (wait > 0) await Bun.sleep(wait);
+        const wait = this.nextAt - this.s.now();
+        if (wait > 0) {
+          await Bun.sleep(wait);
+          this.nextAt = 0; // waited out on a real timer (a manual clock may not have moved)
+        }
         this.kick();
       }
       if (this.running) await this.running;
@@ -549,7 +552,7 @@ export class SegmentLoader {
       seg.attempts++;
       this.failed(error);
       if (seg.attempts < this.s.maxFlushAttempts) {
-        this.nextAt = Date.now() + Math.min(10_000, this.s.flushRetryMs * 2 ** (this.failures - 1));
+        this.nextAt = this.s.now() + Math.min(10_000, this.s.flushRetryMs * 2 ** (this.failures - 1));
         return;
       }
       await this.deadLetter(seg, error);
@@ -569,7 +572,7 @@ export class SegmentLoader {
     if (fresh) this.counters.freshLoads++;
     const prior = this.prior(batch, fresh);
     this.counters.priorFilesRead += prior.recent.length + prior.older.length;
-    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior };
+    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior, now: this.s.now };
   }
 
   /**
@@ -582,7 +585,7 @@ export class SegmentLoader {
     let spans: Map<number, TimeSpan> | undefined = new Map();
     for (const seg of batch) spans = seg.teams.has(ANY_TEAM) ? undefined : mergeSpans(spans, seg.spans);
     const teams = spans ? new Set(spans.keys()) : null;
-    const recent = this.tiers.recentFiles(teams, Date.now() - this.s.dedupeWindowMs, this.s.dedupeWindowRows);
+    const recent = this.tiers.recentFiles(teams, this.s.now() - this.s.dedupeWindowMs, this.s.dedupeWindowRows);
     const seen = new Set(recent.map((f) => f.path));
     const older = this.tiers.snapshot.files.filter((f) => {
       if (seen.has(f.path)) return false;
@@ -629,7 +632,7 @@ export class SegmentLoader {
     const uuidGen = oldestUuidGen(batch);
     this.tiers.addFiles(result.files.map((f) => ({ ...f, uuidGen })));
     if (result.inserted > 0 && result.files.length === 0) {
-      this.tiers.hot.push({ seg: watermark, rows: result.inserted, at: Date.now() });
+      this.tiers.hot.push({ seg: watermark, rows: result.inserted, at: this.s.now() });
       this.tiers.hotGens.push({ seg: watermark, uuidGen });
     }
     this.queue = this.queue.filter((x) => !batch.includes(x));

@@ -73,7 +73,7 @@ export class Maintenance {
   private retired: Array<{ paths: readonly string[]; at: number }> = [];
   private lastWalCheck = 0;
   private lastIndex = 0;
-  /** When retention is next due, on the retention clock (`s.now`); 0: now. */
+  /** When retention is next due (`s.now`); 0: now. */
   private retentionDueAt = 0;
   private readonly root: string;
 
@@ -96,7 +96,7 @@ export class Maintenance {
 
   /** Hot copies of segments up to `seg` are already in Parquet: delete them after the grace period. */
   schedulePurge(seg: number, delayMs = this.s.purgeGraceMs): void {
-    this.purges.push({ seg, at: Date.now() + delayMs });
+    this.purges.push({ seg, at: this.s.now() + delayMs });
   }
 
   /** Apply retention at the next tick (a project's retention changed). */
@@ -114,12 +114,12 @@ export class Maintenance {
   /** Called periodically: start whatever is due, unless something is already running. */
   tick(): void {
     if (this.busy) return;
-    const now = Date.now();
+    const now = this.s.now();
     const hot = this.tiers.hot;
     const saturated = this.store.saturated();
     const compactDue = compactionDue(this.tiers.hotRows, hot[0]?.at ?? null, this.s, saturated, now);
     const purgeDue = this.purges.some((p) => p.at <= now) || this.retired.some((r) => r.at <= now);
-    const retentionDue = this.s.retention !== null && this.s.now() >= this.retentionDueAt;
+    const retentionDue = this.s.retention !== null && now >= this.retentionDueAt;
     const merge = this.s.autoCompact ? pickMerge(this.tiers.snapshot.files, mergePolicy(this.s.merge, saturated), now) : null;
     // Small loads land in DuckDB's own WAL: look at its size now and then.
     const walCheck = now - this.lastWalCheck >= 5_000;
@@ -150,7 +150,7 @@ export class Maintenance {
       try {
         await this.compactHot();
         const policy = { ...this.s.merge, minAgeMs: 0, minFiles: 2 };
-        for (let m = pickMerge(this.tiers.snapshot.files, policy); m; m = pickMerge(this.tiers.snapshot.files, policy)) await this.merge(m);
+        for (let m = pickMerge(this.tiers.snapshot.files, policy, this.s.now()); m; m = pickMerge(this.tiers.snapshot.files, policy, this.s.now())) await this.merge(m);
         for (let batch = this.tiers.unindexedFiles(INDEX_BATCH_ROWS); batch.length; batch = this.tiers.unindexedFiles(INDEX_BATCH_ROWS)) await this.indexKeys(batch);
         await this.purgeDue();
         await this.checkpoint(true);
@@ -185,13 +185,13 @@ export class Maintenance {
       const started = performance.now();
       const { files, compactedSegment } = this.tiers.snapshot;
       const tiers = { files, copies: this.tiers.personCopies, compactedSegment, loadedSegment: this.store.loadedSegment() };
-      const done = await erasePersonEvents(this.db, this.s.dataDir, this.root, tiers, teamId, match, `e${Date.now()}`);
+      const done = await erasePersonEvents(this.db, this.s.dataDir, this.root, tiers, teamId, match, `e${Date.now()}`, this.s.now);
       this.tiers.replaceFiles(done.gone, done.added);
       const copyPaths = new Set(done.copiesGone.map((c) => c.path));
       this.tiers.personCopies = [...this.tiers.personCopies.filter((c) => !copyPaths.has(c.path)), ...done.copiesAdded];
       this.tiers.expireHot(done.hot);
       const copyRoot = personCopyRoot(this.s.dataDir);
-      this.retired.push({ paths: [...done.gone.map((f) => join(this.root, f.path)), ...done.copiesGone.map((c) => join(copyRoot, c.path))], at: Date.now() + this.s.purgeGraceMs });
+      this.retired.push({ paths: [...done.gone.map((f) => join(this.root, f.path)), ...done.copiesGone.map((c) => join(copyRoot, c.path))], at: this.s.now() + this.s.purgeGraceMs });
       await this.checkpoint(true);
       this.s.log.info('person events erased', { project: teamId, ...done.erased, ms: Math.round(performance.now() - started) });
       return done.erased;
@@ -215,7 +215,7 @@ export class Maintenance {
     const hotRows = hot.reduce((n, h) => n + h.rows, 0);
     if (parts.files.length === 0 && parts.copies.length === 0 && hotRows === 0) return;
     const copyRoot = personCopyRoot(this.s.dataDir);
-    this.retired.push({ paths: [...parts.files.map((f) => join(this.root, f.path)), ...parts.copies.map((c) => join(copyRoot, c.path))], at: Date.now() + this.s.purgeGraceMs });
+    this.retired.push({ paths: [...parts.files.map((f) => join(this.root, f.path)), ...parts.copies.map((c) => join(copyRoot, c.path))], at: this.s.now() + this.s.purgeGraceMs });
     this.counters.expiredFiles += parts.files.length;
     this.counters.expiredHotRows += hotRows;
     const seconds = (performance.now() - started) / 1000;
@@ -227,18 +227,18 @@ export class Maintenance {
     let written = 0;
     const copyRoot = personCopyRoot(this.s.dataDir);
     while (written < max) {
-      this.lastIndex = Date.now(); // copies are spaced out like indexing batches
-      const [job] = dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, { ...this.s.personCopies, minAgeMs }, Date.now());
+      this.lastIndex = this.s.now(); // copies are spaced out like indexing batches
+      const [job] = dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, { ...this.s.personCopies, minAgeMs }, this.s.now());
       if (!job) break;
       const started = performance.now();
-      const copy = await writePersonCopy(this.db, this.root, this.s.dataDir, job);
+      const copy = await writePersonCopy(this.db, this.root, this.s.dataDir, job, this.s.now);
       this.tiers.setPersonCopy(copy);
-      if (job.replaces) this.retired.push({ paths: [join(copyRoot, job.replaces.path)], at: Date.now() + this.s.purgeGraceMs });
+      if (job.replaces) this.retired.push({ paths: [join(copyRoot, job.replaces.path)], at: this.s.now() + this.s.purgeGraceMs });
       this.counters.personCopies++;
       this.done('person_copy', started, 'person copy written', { project: job.teamId, day: job.day, sourceFiles: job.files.length, rows: copy.rows, bytes: copy.bytes, replaced: job.replaces !== null });
       written++;
     }
-    this.lastIndex = Date.now();
+    this.lastIndex = this.s.now();
     return written;
   }
 
@@ -251,7 +251,7 @@ export class Maintenance {
     const to = compactionEnd(this.tiers.hot, this.store.loadedSegment(), maxRows);
     if (to <= from) return;
     const started = performance.now();
-    const files = await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files);
+    const files = await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files, this.s.now);
     this.tiers.compacted(to, files);
     this.schedulePurge(to);
     this.counters.compactions++;
@@ -261,9 +261,9 @@ export class Maintenance {
   private async merge(files: ParquetFile[]): Promise<void> {
     const uuidGen = oldestUuidGen(files);
     const started = performance.now();
-    const merged = (await mergeFiles(this.db, this.root, files, `m${Date.now()}`)).map((f) => ({ ...f, uuidGen }));
+    const merged = (await mergeFiles(this.db, this.root, files, `m${Date.now()}`, this.s.now)).map((f) => ({ ...f, uuidGen }));
     this.tiers.replaceFiles(files, merged);
-    this.retired.push({ paths: files.map((f) => join(this.root, f.path)), at: Date.now() + this.s.purgeGraceMs });
+    this.retired.push({ paths: files.map((f) => join(this.root, f.path)), at: this.s.now() + this.s.purgeGraceMs });
     this.counters.merges++;
     this.done('merge', started, 'Parquet files merged', {
       project: files[0]?.teamId,
@@ -285,16 +285,16 @@ export class Maintenance {
 
   /** Files merged away meanwhile are skipped by `indexPropertyKeys` and by the swap. */
   private async indexKeys(files: ParquetFile[]): Promise<void> {
-    this.lastIndex = Date.now(); // a failing batch is retried after the pause, not on every tick
+    this.lastIndex = this.s.now(); // a failing batch is retried after the pause, not on every tick
     const registered = new Set(this.tiers.snapshot.files.map((f) => f.path));
     const indexed = await indexPropertyKeys(this.db, this.root, files.filter((f) => registered.has(f.path)));
     this.tiers.setPropertyKeys(indexed);
-    this.lastIndex = Date.now();
+    this.lastIndex = this.s.now();
   }
 
   /** Returns whether hot rows were deleted (their space comes back at the next checkpoint). */
   private async purgeDue(): Promise<boolean> {
-    const now = Date.now();
+    const now = this.s.now();
     // A day's directory stays when its last file goes: a load may be renaming a file into it at
     // this moment (a late event of that day). Empty directories go at the next start.
     for (const r of this.retired.filter((x) => x.at <= now)) for (const path of r.paths) await rm(path, { force: true });

@@ -169,7 +169,7 @@ let fileSeq = 0;
  * partitioned Parquet, and move the files into place. `tag` makes the names unique. The files
  * are not registered: the caller does that in its own transaction.
  */
-export async function writeParquet(c: DuckDBConnection, root: string, select: string, tag: string): Promise<ParquetFile[]> {
+export async function writeParquet(c: DuckDBConnection, root: string, select: string, tag: string, now: () => number): Promise<ParquetFile[]> {
   const tmp = join(root, `${TMP_PREFIX}${tag}`);
   await rm(tmp, { recursive: true, force: true });
   await mkdir(root, { recursive: true });
@@ -181,6 +181,7 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
     return await placeFiles(
       root,
       tag,
+      now,
       written.map((w) => {
         const m = PARTITION_RE.exec(w.filename);
         if (!m) throw new Error(`unexpected Parquet output ${w.filename}`);
@@ -204,6 +205,7 @@ export async function writeParquetFile(
   select: string,
   part: { teamId: number; day: string },
   tag: string,
+  now: () => number,
   /** Values bound to the `?` of `select`. */
   params: readonly string[] = [],
 ): Promise<ParquetFile | null> {
@@ -213,7 +215,7 @@ export async function writeParquetFile(
   try {
     await c.run(`COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`, [...params]);
     const written = await listWritten(c, tmp);
-    const [file] = await placeFiles(root, tag, written.map((w) => ({ ...w, ...part })));
+    const [file] = await placeFiles(root, tag, now, written.map((w) => ({ ...w, ...part })));
     return file ?? null;
   } finally {
     await rm(tmp, { force: true });
@@ -244,7 +246,7 @@ async function listWritten(c: DuckDBConnection, files: string): Promise<Written[
 }
 
 /** Rename written files into their team-day directories under new names, durably (the manifest will name them). */
-async function placeFiles(root: string, tag: string, written: ReadonlyArray<Written & { teamId: number; day: string }>): Promise<ParquetFile[]> {
+async function placeFiles(root: string, tag: string, now: () => number, written: ReadonlyArray<Written & { teamId: number; day: string }>): Promise<ParquetFile[]> {
   const out: ParquetFile[] = [];
   const dirs = new Set<string>();
   for (const w of written) {
@@ -255,7 +257,7 @@ async function placeFiles(root: string, tag: string, written: ReadonlyArray<Writ
     dirs.add(dir);
     dirs.add(join(root, String(w.teamId)));
     const bytes = (await stat(join(root, rel))).size;
-    out.push({ path: rel, teamId: w.teamId, day: w.day, minTs: Number(w.lo), maxTs: Number(w.hi), rows: Number(w.rows), bytes, createdAt: Date.now() });
+    out.push({ path: rel, teamId: w.teamId, day: w.day, minTs: Number(w.lo), maxTs: Number(w.hi), rows: Number(w.rows), bytes, createdAt: now() });
   }
   // The renames must be durable before the manifest names the files.
   for (const dir of dirs) syncDir(dir);

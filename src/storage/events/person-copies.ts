@@ -68,7 +68,7 @@ export interface CopyJob {
  * The team-days whose copy is missing or no longer holds exactly their files, among those
  * settled (ended and unchanged for `minAgeMs`), newest day first.
  */
-export function dueCopies(files: readonly ParquetFile[], copies: readonly PersonCopy[], policy: PersonCopyPolicy, now = Date.now()): CopyJob[] {
+export function dueCopies(files: readonly ParquetFile[], copies: readonly PersonCopy[], policy: PersonCopyPolicy, now: number): CopyJob[] {
   if (!policy.enabled) return [];
   const groups = new Map<string, ParquetFile[]>();
   for (const f of files) {
@@ -113,6 +113,7 @@ async function writeCopyFile(
   dataDir: string,
   part: { teamId: number; day: string },
   select: string,
+  now: () => number,
   params: readonly string[] = [],
 ): Promise<Omit<PersonCopy, 'sources'> | null> {
   if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
@@ -135,7 +136,7 @@ async function writeCopyFile(
       maxTs: Number(row.hi),
       rows: Number(row.n),
       bytes: (await stat(join(root, rel))).size,
-      createdAt: Date.now(),
+      createdAt: now(),
     };
   } finally {
     await rm(tmp, { force: true });
@@ -156,10 +157,10 @@ export async function registerCopy(tx: Tx, copy: PersonCopy): Promise<void> {
  * one transaction. Returns the new copy (the caller retires the old one's file after the grace
  * period, as relations built a moment ago may name it).
  */
-export async function writePersonCopy(db: Database, parquetRoot: string, dataDir: string, job: CopyJob): Promise<PersonCopy> {
+export async function writePersonCopy(db: Database, parquetRoot: string, dataDir: string, job: CopyJob, now: () => number): Promise<PersonCopy> {
   const columns = EVENT_COLUMNS.map((c) => (c === 'properties' ? 'CAST(properties AS VARCHAR) AS properties' : c)).join(', ');
   const written = await db.withReader((c) =>
-    writeCopyFile(c, dataDir, job, `SELECT ${columns}, _day FROM read_parquet(${fileList(parquetRoot, job.files)}) ORDER BY distinct_id, timestamp DESC`),
+    writeCopyFile(c, dataDir, job, `SELECT ${columns}, _day FROM read_parquet(${fileList(parquetRoot, job.files)}) ORDER BY distinct_id, timestamp DESC`, now),
   );
   if (!written) throw new Error(`no rows to copy for ${job.teamId}/${job.day}`);
   const copy: PersonCopy = { ...written, sources: job.files.map((f) => f.path) };
@@ -182,9 +183,10 @@ export async function rewritePersonCopy(
   copy: PersonCopy,
   where: { sql: string; params: readonly string[] },
   sources: readonly string[],
+  now: () => number,
 ): Promise<PersonCopy | null> {
   // A plain scan of one file keeps its row order: the copy stays sorted by person and time.
-  const written = await writeCopyFile(c, dataDir, copy, `SELECT * FROM read_parquet(${sqlString(join(personCopyRoot(dataDir), copy.path))}) WHERE NOT (${where.sql})`, where.params);
+  const written = await writeCopyFile(c, dataDir, copy, `SELECT * FROM read_parquet(${sqlString(join(personCopyRoot(dataDir), copy.path))}) WHERE NOT (${where.sql})`, now, where.params);
   return written ? { ...written, sources: [...sources] } : null;
 }
 

@@ -35,7 +35,18 @@ export interface Settings {
   merge: MergePolicy;
   personCopies: PersonCopyPolicy;
   log: EventStoreLogger;
-  /** The clock of retention (epoch ms): tests move it instead of waiting days. */
+  /**
+   * The store's clock (epoch ms), read by every decision that depends on the time of day or on
+   * an age: segment age, load retry backoff, file and person-copy ages (merges, the dedupe window,
+   * settled days), purge grace, retention, the pacing of indexing and of disk and DuckDB-WAL checks,
+   * the backlog's age.
+   * Tests pass a manual clock and advance it instead of sleeping. `performance.now()` stays where
+   * only real work is measured: timings for metrics and logs, the load speed behind Retry-After,
+   * the slices after which processing yields to requests, the 100 ms arrival windows that detect
+   * saturation (a rate of real requests; a frozen clock would keep one window open forever), and
+   * the time left of a wait bounded by a real timer (timeouts are setTimeout, not this clock).
+   * File names keep Date.now(): they must stay unique across restarts whatever this clock says.
+   */
   now: () => number;
   /** Days of events each project keeps (null: no project has a limit). */
   retention: EventStoreOptions['retention'] | null;

@@ -152,6 +152,7 @@ class DuckDbEventStore implements EventStore {
         segmentMaxBytes: s.segmentMaxBytes,
         segmentMaxAgeMs: s.segmentMaxAgeMs,
         relaxedSyncMs: s.relaxedSyncMs,
+        now: s.now,
         onSeal: (seg) => this.loader.enqueue(seg),
         onDurable: () => this.loader.kickProcess(),
         // A file made ahead must leave the disk's reserve whole (it is space taken before any request needs it).
@@ -162,7 +163,7 @@ class DuckDbEventStore implements EventStore {
   }
 
   async start(state: { hotRows: number; purgePending: number | null; segments: SealedSegment[]; deadLetters: number }): Promise<void> {
-    if (state.hotRows > 0) this.tiers.hot.push({ seg: this.loader.done, rows: state.hotRows, at: Date.now() });
+    if (state.hotRows > 0) this.tiers.hot.push({ seg: this.loader.done, rows: state.hotRows, at: this.s.now() });
     // Rows in the hot table from before this start (compacted or not): the filter never saw them.
     if (state.hotRows > 0 || state.purgePending !== null) this.tiers.hotGens.push({ seg: this.loader.done, uuidGen: -Infinity });
     if (state.purgePending !== null) this.upkeep.schedulePurge(state.purgePending);
@@ -179,7 +180,7 @@ class DuckDbEventStore implements EventStore {
     this.loader.kick();
     // statfs costs ~ms of the main thread in Bun: once a second is plenty (a write that hits
     // ENOSPC in between marks the disk low at once).
-    if (Date.now() - this.diskCheckedAt >= DISK_CHECK_MS) void this.checkDisk();
+    if (this.s.now() - this.diskCheckedAt >= DISK_CHECK_MS) void this.checkDisk();
     // Forget distinct ids whose requests are processed, with no capture request to do it.
     this.sweepPending();
     this.upkeep.tick();
@@ -374,12 +375,12 @@ class DuckDbEventStore implements EventStore {
     if (target === 0) return;
     // Frames of the active segment are processed as they become durable; one the memory
     // budget left without a memo is processed only once its segment is sealed.
-    const started = Date.now();
+    const started = performance.now();
     await this.loader.waitProcessed(target, Math.min(timeoutMs, 200));
     if (this.loader.processedSeq < target) {
       const active = this.wal.activeSegment;
       if (active && active.lastSeq >= target) await this.wal.seal();
-      await this.loader.waitProcessed(target, Math.max(0, timeoutMs - (Date.now() - started)));
+      await this.loader.waitProcessed(target, Math.max(0, timeoutMs - (performance.now() - started)));
     }
     this.sweepPending();
   }
@@ -416,7 +417,7 @@ class DuckDbEventStore implements EventStore {
   }
 
   private async checkDisk(): Promise<void> {
-    this.diskCheckedAt = Date.now();
+    this.diskCheckedAt = this.s.now();
     try {
       const fs = await statfsAsync(this.s.dataDir);
       this.diskFree = fs.bavail * fs.bsize;
@@ -580,7 +581,7 @@ class DuckDbEventStore implements EventStore {
     const active = this.wal.activeSegment;
     let oldest = this.loader.oldestOpenedAt;
     if (active && active.rows > 0 && active.openedAt !== undefined && (oldest === null || active.openedAt < oldest)) oldest = active.openedAt;
-    return oldest === null ? 0 : Math.max(0, Date.now() - oldest);
+    return oldest === null ? 0 : Math.max(0, this.s.now() - oldest);
   }
 
   /** SIGTERM path: refuse new appends, load everything acknowledged, checkpoint. */

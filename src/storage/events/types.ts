@@ -132,7 +132,7 @@ export interface EventStoreOptions {
    */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
-  /** Epoch ms now, for retention (default Date.now). */
+  /** The store's clock, epoch ms: ages, backoffs, grace periods, retention (default Date.now; see `Settings.now`). */
   now?: () => number;
   /**
    * Days of events each project keeps (projects absent keep everything), asked when retention

@@ -91,6 +91,8 @@ export interface WalOptions {
   segmentMaxAgeMs: number;
   /** In relaxed mode, how often written data is fsynced anyway. */
   relaxedSyncMs: number;
+  /** The store's clock (epoch ms): a segment's age. */
+  now: () => number;
   onSeal(segment: SealedSegment): void;
   /** Called after appends resolve: frames of the active segment may be processed now. */
   onDurable?(): void;
@@ -267,7 +269,7 @@ export class WalWriter {
 
   private onTick(): void {
     const a = this.active;
-    if (a && a.rows > 0 && Date.now() - a.openedAt >= this.options.segmentMaxAgeMs) this.sealRequested = true;
+    if (a && a.rows > 0 && this.options.now() - a.openedAt >= this.options.segmentMaxAgeMs) this.sealRequested = true;
     if (!this.options.durable && a?.dirty) this.syncRequested = true;
     if (this.sealRequested || this.syncRequested) this.kick();
   }
@@ -412,7 +414,7 @@ export class WalWriter {
     } finally {
       closeSync(dirFd);
     }
-    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, uuidGen: Infinity, openedAt: Date.now(), dirty: false, zeroed, writes: 0 };
+    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, uuidGen: Infinity, openedAt: this.options.now(), dirty: false, zeroed, writes: 0 };
     this.prepareNext();
     return this.active;
   }

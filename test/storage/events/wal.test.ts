@@ -20,7 +20,7 @@ async function openWal(durable: boolean, mayPrepare?: (bytes: number) => boolean
   dirs.push(dir);
   const sealed: SealedSegment[] = [];
   const wal = new WalWriter(
-    { dir, durable, groupCommitMs: 0, segmentMaxRows: 1_000_000, segmentMaxBytes: 64 * MiB, segmentMaxAgeMs: 60_000, relaxedSyncMs: 1000, onSeal: (s) => sealed.push(s), mayPrepare },
+    { dir, durable, groupCommitMs: 0, segmentMaxRows: 1_000_000, segmentMaxBytes: 64 * MiB, segmentMaxAgeMs: 60_000, relaxedSyncMs: 1000, now: Date.now, onSeal: (s) => sealed.push(s), mayPrepare },
     1,
   );
   return { dir, wal, sealed };
