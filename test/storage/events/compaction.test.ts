@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { copyFile, mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { makeEvent, openHarness, type Harness } from './helpers';
+import { makeEvent, openHarness, testClock, until, type Harness } from './helpers';
 import { disjointNewestFirst } from '../../../src/storage/events/relation';
 
 let h: Harness | null = null;
@@ -76,15 +76,17 @@ describe('compaction', () => {
   });
 
   test('background compaction runs by size and purges hot copies after the grace period', async () => {
-    h = await openHarness({ autoCompact: true, compactMinRows: 200, purgeGraceMs: 100 });
+    const clock = testClock();
+    h = await openHarness({ autoCompact: true, compactMinRows: 200, purgeGraceMs: 30_000, now: clock.now });
+    const hh = h;
+    const hotCopies = async () => (await hh.db.query<{ n: number }>('SELECT count(*) AS n FROM events_hot'))[0].n;
     for (let i = 0; i < 5; i++) await h.store.append(Array.from({ length: 100 }, (_, n) => makeEvent(i * 100 + n)));
     await h.store.flush();
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && (h.store.stats().compactions === 0 || (await h.db.query<{ n: number }>('SELECT count(*) AS n FROM events_hot'))[0].n > 100)) {
-      await Bun.sleep(50);
-    }
+    await until(() => hh.store.stats().compactions > 0);
+    expect(await hotCopies()).toBe(500); // compacted, but kept for the grace period
+    clock.advance(30_000);
+    await until(async () => (await hotCopies()) <= 100);
     expect(h.store.stats().compactions).toBeGreaterThan(0);
-    expect((await h.db.query<{ n: number }>('SELECT count(*) AS n FROM events_hot'))[0].n).toBeLessThanOrEqual(100);
     const ids = (await allRows(h)).map((r) => r.uuid);
     expect(ids.length).toBe(500);
     expect(new Set(ids).size).toBe(500);

@@ -37,6 +37,30 @@ export async function openHarness(options: Partial<EventStoreOptions> = {}, dir?
   return h;
 }
 
+/**
+ * A manual clock for the store (`now`): a test advances it past an age or a grace period instead
+ * of sleeping. It starts at the real time and moves only when told, so nothing ages, and no
+ * segment is sealed by age, meanwhile; timers (the store's ticks) still run in real time.
+ */
+export function testClock(start = Date.now()) {
+  let t = start;
+  return {
+    now: () => t,
+    advance(ms: number) {
+      t += ms;
+    },
+  };
+}
+
+/** Poll `check` on a short real interval: for the store's timer ticks to run, never to let time pass. */
+export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error('condition not met in time');
+    await Bun.sleep(20);
+  }
+}
+
 let counter = 0;
 /** A small valid event; `n` makes the uuid unique and deterministic. */
 export function makeEvent(n: number, overrides: Partial<StoredEventRow> = {}): StoredEventRow {

@@ -3,7 +3,7 @@ import { readdir, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ParquetFile } from '../../../src/storage/events/parquet';
 import { dueCopies, usableCopies, type PersonCopy } from '../../../src/storage/events/person-copies';
-import { makeEvent, openHarness, type Harness } from './helpers';
+import { makeEvent, openHarness, testClock, until, type Harness } from './helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -166,11 +166,15 @@ describe('person copies in the store', () => {
   });
 
   test('the background writes copies once days have settled; deleting a project deletes its copies', async () => {
-    h = await openHarness({ personCopyMinAgeMs: 0 });
+    const clock = testClock();
+    h = await openHarness({ now: clock.now });
+    const hh = h;
     await h.store.append(rowsOf(0, 60));
     await h.store.compact();
-    const until = Date.now() + 10_000;
-    while (h.store.stats().personCopies < 2 && Date.now() < until) await Bun.sleep(50);
+    clock.advance(10 * 60_000); // the files settle (personCopyMinAgeMs)
+    await until(() => hh.store.stats().personCopies === 1);
+    clock.advance(1_000); // copies are spaced out like the listing's batches
+    await until(() => hh.store.stats().personCopies === 2);
     expect(h.store.stats().personCopies).toBe(2);
     expect((await copyFiles(h)).length).toBe(2);
     await h.store.deleteTeamEvents(1);
