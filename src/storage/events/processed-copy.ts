@@ -1,0 +1,160 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import type { RecentUuids } from './recent-uuids';
+import type { EncodedRows } from './types';
+import type { TimeSpan } from './wal';
+import { frameHeader } from './wal-format';
+
+/**
+ * A segment's processed copy, written as it is made: each frame is appended after the one before
+ * (in the thread pool), so a segment's output is never held whole in memory, and encoding reuses
+ * a few buffers instead of faulting in fresh pages for every frame.
+ */
+export class ProcWriter {
+  private tail: Promise<void> = Promise.resolve();
+  private file: FileHandle | null = null;
+  private error: unknown = null;
+
+  constructor(readonly path: string) {}
+
+  /** Queue `frame` (one buffer, or its parts in order) for writing. */
+  append(frame: Uint8Array | Uint8Array[]): void {
+    this.tail = this.tail
+      .then(async () => {
+        if (this.error) return;
+        try {
+          this.file ??= await open(this.path, 'w');
+          let parts = Array.isArray(frame) ? frame : [frame];
+          let total = 0;
+          for (const p of parts) total += p.length;
+          // One writev; what a short write leaves is written again from where it stopped.
+          for (let written = 0; written < total; ) {
+            const { bytesWritten } = await this.file.writev(parts);
+            if (bytesWritten <= 0) throw new Error(`short write to ${this.path}`);
+            written += bytesWritten;
+            if (written < total) parts = [Buffer.concat(parts).subarray(bytesWritten)];
+          }
+        } catch (error) {
+          this.error = error;
+        }
+      });
+  }
+
+  /** Everything appended is written and the file closed (made empty if nothing was); throws the first failure. */
+  async finish(): Promise<void> {
+    await this.tail;
+    if (!this.error && !this.file) this.file = await open(this.path, 'w').catch((error) => ((this.error = error), null));
+    await this.close();
+    if (this.error) throw this.error;
+  }
+
+  /** Given up (the state is discarded): the writes in flight end, the file is closed. */
+  async abandon(): Promise<void> {
+    this.error ??= new Error('abandoned');
+    await this.tail;
+    await this.close();
+  }
+
+  private async close(): Promise<void> {
+    const file = this.file;
+    this.file = null;
+    await file?.close().catch(() => undefined);
+  }
+}
+
+/** A segment's processing so far: the next frame, the copy being written, and the event-time spans. */
+export interface ProcState {
+  next: number;
+  writer: ProcWriter;
+  rows: number;
+  spans: Map<number, TimeSpan> | undefined;
+  /** Frames whose processing threw while the segment was active: dead-lettered when finished. */
+  failed: Array<{ index: number; error: unknown }>;
+  /** Some row made so far may repeat one taken lately (see RecentUuids). */
+  mayRepeat: boolean;
+  /** The oldest filter generation the rows made so far were added in (Infinity: none yet). */
+  uuidGen: number;
+  /** A request's rows, made by the intake processor. */
+  add(rows: EncodedRows): void;
+  /** A row frame of the segment (rows logged as they are), copied as it is. */
+  addFrame(frame: Buffer, rows: number): void;
+  flush(): void;
+}
+
+export function newProcState(recent: RecentUuids, path: string): ProcState {
+  // Encoded rows gathered into one frame under one header: large requests' lines as they are,
+  // small ones' copied together (a frame of 2,000 single events was 2,001 buffers to write).
+  let parts: Uint8Array[] = [];
+  let partRows = 0;
+  let partBytes = 0;
+  let small: Buffer | null = null;
+  let smallAt = 0;
+  const closeSmall = () => {
+    if (small && smallAt > 0) parts.push(small.subarray(0, smallAt));
+    small = null;
+    smallAt = 0;
+  };
+  const addSmall = (lines: Uint8Array) => {
+    if (small && smallAt + lines.length > small.length) closeSmall();
+    small ??= Buffer.allocUnsafe(Math.max(SMALL_PARTS_BYTES, lines.length));
+    small.set(lines, smallAt);
+    smallAt += lines.length;
+  };
+  const noteSpan = (teamId: number, lo: number, hi: number) => {
+    const spans = st.spans;
+    if (!spans) return;
+    const span = spans.get(teamId);
+    if (!span) spans.set(teamId, [lo, hi]);
+    else {
+      if (lo < span[0]) span[0] = lo;
+      if (hi > span[1]) span[1] = hi;
+    }
+  };
+  const flushParts = () => {
+    closeSmall();
+    if (parts.length === 0) return;
+    let crc = 0;
+    for (const p of parts) crc = Bun.hash.crc32(p, crc);
+    st.writer.append([frameHeader(partBytes, crc, partRows), ...parts]);
+    st.rows += partRows;
+    parts = [];
+    partRows = 0;
+    partBytes = 0;
+  };
+  const st: ProcState = {
+    next: 0,
+    writer: new ProcWriter(path),
+    rows: 0,
+    spans: new Map(),
+    failed: [],
+    mayRepeat: false,
+    uuidGen: Infinity,
+    add(rows) {
+      if (rows.rows === 0) return;
+      // Tested in log order, as processing goes: an earlier request's rows are in the filter.
+      st.uuidGen = Math.min(st.uuidGen, recent.generation);
+      if (recent.addUuids(rows.uuids)) st.mayRepeat = true;
+      if (rows.lines.length < SMALL_PARTS_BYTES / 4) addSmall(rows.lines);
+      else {
+        closeSmall();
+        parts.push(rows.lines);
+      }
+      partRows += rows.rows;
+      partBytes += rows.lines.length;
+      if (rows.span) noteSpan(rows.teamId, rows.span[0], rows.span[1]);
+      if (partRows >= ROWS_PER_FRAME) flushParts();
+    },
+    addFrame(frame, rows) {
+      st.flush();
+      st.writer.append(frame);
+      st.rows += rows;
+      st.spans = undefined; // a row frame's times are not recorded here
+    },
+    flush: flushParts,
+  };
+  return st;
+}
+
+/** Rows per encoded frame of a processed copy. */
+const ROWS_PER_FRAME = 2000;
+/** Small requests' lines are copied together into buffers of this size. */
+const SMALL_PARTS_BYTES = 256 * 1024;
