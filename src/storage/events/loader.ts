@@ -2,6 +2,7 @@ import { readFile, rm } from 'node:fs/promises';
 import type { Database } from '../db';
 import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
 import { syncFile } from './fs-sync';
+import { MarkWaiters } from './mark-waiters';
 import { join } from 'node:path';
 import { oldestUuidGen, RecentUuids } from './recent-uuids';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
@@ -514,31 +515,6 @@ export class SegmentLoader {
   private markDone(seg: number): void {
     this.done = Math.max(this.done, seg);
     this.waiters.release(this.done);
-  }
-}
-
-/** Waiters for a mark (a segment id, a sequence number) that only grows; each waits at most its timeout. */
-class MarkWaiters {
-  private list: Array<{ mark: number; resolve(): void }> = [];
-
-  get waiting(): boolean {
-    return this.list.length > 0;
-  }
-
-  async wait(mark: number, timeoutMs: number): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const done = new Promise<void>((resolve) => this.list.push({ mark, resolve }));
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-    await Promise.race([done, late]);
-    clearTimeout(timer);
-  }
-
-  /** Resolve everyone waiting for `upTo` or less. */
-  release(upTo: number): void {
-    if (this.list.length === 0) return;
-    const ready = this.list.filter((w) => w.mark <= upTo);
-    this.list = this.list.filter((w) => w.mark > upTo);
-    for (const w of ready) w.resolve();
   }
 }
 

@@ -1,0 +1,24 @@
+/** Waiters for a mark (a segment id, a sequence number) that only grows; each waits at most its timeout. */
+export class MarkWaiters {
+  private list: Array<{ mark: number; resolve(): void }> = [];
+
+  get waiting(): boolean {
+    return this.list.length > 0;
+  }
+
+  async wait(mark: number, timeoutMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = new Promise<void>((resolve) => this.list.push({ mark, resolve }));
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([done, late]);
+    clearTimeout(timer);
+  }
+
+  /** Resolve everyone waiting for `upTo` or less. */
+  release(upTo: number): void {
+    if (this.list.length === 0) return;
+    const ready = this.list.filter((w) => w.mark <= upTo);
+    this.list = this.list.filter((w) => w.mark > upTo);
+    for (const w of ready) w.resolve();
+  }
+}
