@@ -136,9 +136,12 @@ async function readableOfAlice() {
 async function aliceRowsOnDisk(): Promise<number> {
   const glob = join(t.dataDir, 'events', '**', '*.parquet').replaceAll("'", "''");
   let total = 0;
-  for await (const rows of t.deps.storage.events.streamQuery(`SELECT count(*) AS n FROM read_parquet('${glob}', union_by_name = true) WHERE distinct_id IN ('alice', 'alice-anon') OR properties LIKE ?`, [`%${SECRET}%`])) {
-    total += Number(rows[0]?.n ?? 0);
-  }
+  // Read while no file is deleted: a purge between the glob and the open fails the read.
+  await t.deps.storage.events.holdFiles(async () => {
+    for await (const rows of t.deps.storage.events.streamQuery(`SELECT count(*) AS n FROM read_parquet('${glob}', union_by_name = true) WHERE distinct_id IN ('alice', 'alice-anon') OR properties LIKE ?`, [`%${SECRET}%`])) {
+      total += Number(rows[0]?.n ?? 0);
+    }
+  });
   return total;
 }
 
