@@ -1,5 +1,5 @@
 import { hotValuesOf, type StoredEventRow } from '../src/core/events/columns';
-import { isAppError } from '../src/errors';
+import { appendWaiting } from './_append';
 import { openStorage, type ErasedEvents, type Storage } from '../src/storage';
 import { randomKit, seeded, webProperties } from './_events';
 import type { BenchRow, Benchmark } from './types';
@@ -52,17 +52,7 @@ async function load(storage: Storage, total: number, next: () => StoredEventRow)
   for (let sent = 0; sent < total; ) {
     const rows: StoredEventRow[] = [];
     for (let n = 0; n < 10_000 && sent < total; n++, sent++) rows.push(next());
-    const append = (async () => {
-      for (let attempt = 0; attempt < 1_000; attempt++) {
-        try {
-          return await storage.events.append(rows);
-        } catch (error) {
-          if (!isAppError(error) || error.kind !== 'unavailable') throw error;
-          await Bun.sleep(100); // the store's backpressure, as a client would see a 503
-        }
-      }
-      throw new Error('the event store stayed full');
-    })();
+    const append = appendWaiting(storage, rows);
     inFlight.add(append);
     append.finally(() => inFlight.delete(append));
     if (inFlight.size >= 4) await Promise.race(inFlight);

@@ -5,7 +5,7 @@ import { bootstrap } from '../src/bootstrap';
 import { hotValuesOf, type StoredEventRow } from '../src/core/events/columns';
 import { loadConfig } from '../src/config';
 import type { Deps } from '../src/deps';
-import { isAppError } from '../src/errors';
+import { appendWaiting } from './_append';
 import { silentLogger } from '../src/logger';
 import { createAppMetrics } from '../src/metrics';
 import { createEventsService } from '../src/modules/events/service';
@@ -120,17 +120,7 @@ async function load(storage: Storage, total: number, teams: [number, number], lo
   while (sent < total) {
     const rows: StoredEventRow[] = [];
     for (let k = 0; k < 10_000 && sent < total; k++, sent++) rows.push(gen.next());
-    const append = (async () => {
-      for (let attempt = 0; attempt < 1_000; attempt++) {
-        try {
-          return await storage.events.append(rows);
-        } catch (error) {
-          if (!isAppError(error) || error.kind !== 'unavailable') throw error;
-          await Bun.sleep(100); // the store is full: its backpressure, as a client would see a 503
-        }
-      }
-      throw new Error('the event store stayed full');
-    })();
+    const append = appendWaiting(storage, rows);
     inFlight.add(append);
     append.finally(() => inFlight.delete(append));
     if (inFlight.size >= 4) await Promise.race(inFlight);
