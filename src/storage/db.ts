@@ -67,8 +67,9 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
     const c = await instance.connect();
     await c.run("SET TimeZone = 'UTC'");
     // Parquet files never change once written (new data and merges make new files), so their
-    // footers can be kept: a count over 144 files took 1.8 ms instead of 67. The cache counts
-    // against DuckDB's memory limit and is evicted under pressure (~70 KB per million rows here).
+    // footers can be kept: a count over many files then reads their footers once instead of per
+    // query. The cache counts against DuckDB's memory limit and is evicted under pressure (it is
+    // small beside the data it describes; see bench/NOTES.md).
     await c.run('SET parquet_metadata_cache = true');
     return c;
   };

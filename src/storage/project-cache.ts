@@ -2,8 +2,8 @@ import type { ManagementStore, Principal, Project } from './management/types';
 
 /**
  * Every public request looks its project up by token, and every API request authenticates a
- * personal key and loads its project: 3–4 DuckDB statements (~4.5 ms measured) before the
- * request's own work. This keeps those answers in memory. Every change goes through the
+ * personal key and loads its project: 3–4 DuckDB statements before the request's own work
+ * (see bench/NOTES.md). This keeps those answers in memory. Every change goes through the
  * management store wrapped here, and every write there clears all of them at once; an entry
  * also expires after a few seconds. An unknown token is remembered briefly, so a client
  * hammering with a bad key does not hammer the database; an unknown personal key is not (a key

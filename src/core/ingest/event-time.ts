@@ -46,9 +46,10 @@ const digitAt = (text: string, i: number): number => {
 const twoDigits = (text: string, i: number): number => digitAt(text, i) * 10 + digitAt(text, i + 1);
 
 /**
- * `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, what SDKs send (`toISOString`), read digit by digit: ~2 µs
- * of regex, string building and three Date parses per event otherwise. Anything else, or an
- * out-of-range field, is left to the general path (undefined), so both always agree.
+ * `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, what SDKs send (`toISOString`), read digit by digit: the
+ * general path's regex, string building and three Date parses cost an event many times more
+ * (see bench/NOTES.md). Anything else, or an out-of-range field, is left to the general path
+ * (undefined), so both always agree.
  */
 function parseCanonical(t: string): number | undefined {
   const n = t.length;

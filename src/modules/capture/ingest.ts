@@ -6,10 +6,10 @@ import { projectForPublicKey } from '../../http/project-key';
 const NO_KEY = 'API key not provided. You can find your project API key in PostHog project settings.';
 
 /**
- * Bodies from this size are decoded and parsed by a worker thread when there is one: a 100 KB
- * batch cost ~250 µs of main-thread time in `JSON.parse` alone, while the rest of the request
- * (reading it, the key, the log) costs a fraction of that. Smaller bodies stay here: handing one
- * over costs more than parsing it.
+ * Bodies from this size are decoded and parsed by a worker thread when there is one: for such a
+ * batch, `JSON.parse` alone costs the main thread several times what the rest of the request
+ * (reading it, the key, the log) costs (see bench/NOTES.md). Smaller bodies stay here: handing
+ * one over costs more than parsing it.
  */
 const PARSE_ELSEWHERE_MIN_BYTES = 16 * 1024;
 /** JSON inflates ~5–10× from gzip: a compressed body is judged by what it will take to parse. */

@@ -60,9 +60,9 @@ const FIXED: Record<string, string> = {
 /**
  * One slice of a CSV export, written by DuckDB's own CSV writer (RFC 4180 quoting, CRLF) to
  * `file`: the properties are parsed once per row (`json_extract_string` with every key's path; the
- * CTE is inlined, and DuckDB computes the shared list once per row: materializing it measured
- * 10–20% slower, one more copy of every row), and the person columns come from
- * a join on the persons tables. Keys are bound JSON pointers; `file` is a path the server made.
+ * CTE is inlined, and DuckDB computes the shared list once per row: materializing it was
+ * slower, one more copy of every row), and the person columns come from a join on the persons
+ * tables. Keys are bound JSON pointers; `file` is a path the server made.
  */
 export function csvSliceCopyStatement(
   relation: string,
@@ -81,8 +81,8 @@ export function csvSliceCopyStatement(
     `JOIN (SELECT person_uuid, min(distinct_id) AS first_id FROM person_distinct_ids WHERE team_id = ${teamId} GROUP BY person_uuid) AS firsts ON firsts.person_uuid = pdi.person_uuid ` +
     `WHERE pdi.team_id = ${teamId}`;
   const { page, expressions } = csvPage(relation, teamId, where, columns);
-  // Sorting on the time alone is about a fifth cheaper; the uuid tie-break matters only where a
-  // LIMIT cuts the slice (which rows of equal time are in), so only the last slice pays for it.
+  // Sorting on the time alone is cheaper (see bench/NOTES.md); the uuid tie-break matters only
+  // where a LIMIT cuts the slice (which rows of equal time are in), so only the last slice pays for it.
   const orderBy = limit === null ? `page.timestamp ${order}` : `page.timestamp ${order}, page.uuid ${order}`;
   const tail = limit === null ? trusted('') : sql` LIMIT ${bind(limit)}`;
   return sql`COPY (WITH page AS (${page}), people AS (${trusted(people)}) SELECT ${trusted(expressions.join(', '))} FROM page LEFT JOIN people ON people.did = page.distinct_id ORDER BY ${trusted(

@@ -365,8 +365,8 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
     return { file, spliced: false };
   };
   // DuckDB writes slice k+1 while slice k is sent; at most two slice files exist at a time. (Two
-  // ahead measured ~15% faster alone with sorted slices, but two sorts at once raise the memory;
-  // with unsorted slices it measured 10-20% slower.)
+  // ahead was faster alone with sorted slices, but two sorts at once raise the memory; with
+  // unsorted slices it was slower. See bench/NOTES.md.)
   let pending: Promise<Written> | null = write(0);
   try {
     for (let i = 0; i < slices.length; i++) {

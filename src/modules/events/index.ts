@@ -26,9 +26,9 @@ export const eventsModule = (deps: Deps) => {
       async ({ principal, params, query, request }) => {
         const result = await events.list((await project(principal, params.project_id)).id, query, request.url);
         // An export is a streamed Response, which Elysia sends as is. A page is sent as a
-        // Response too: validating and encoding 100 events against the response schema cost
-        // ~3.6 ms of the main thread a request (profiled); the schema stays for the docs, and
-        // the bodies are asserted whole by the API tests.
+        // Response too: validating and encoding 100 events against the response schema was a
+        // large part of the main thread's work a request (see bench/NOTES.md); the schema stays
+        // for the docs, and the bodies are asserted whole by the API tests.
         if (result instanceof Response) return result as unknown as Exclude<typeof result, Response>;
         return new Response(JSON.stringify(result), { headers: { 'content-type': 'application/json' } }) as unknown as Exclude<typeof result, Response>;
       },

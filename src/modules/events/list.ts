@@ -113,8 +113,7 @@ export async function findKeys(ctx: ListContext, scope: Scope, order: Order, win
 /**
  * A person's list reads whole rows in one statement over the window, unsliced: storage's person
  * copies hold their rows of a day in one or two row groups, the groups the keys would be read
- * from anyway, so a second pass for the rows would only decompress them again (measured on 10M
- * bench events: 51-56 ms, against 29-41 ms for the keys plus 33-62 ms for the rows). Deep pages
+ * from anyway, so a second pass for the rows would only decompress them again. Deep pages
  * (offsets beyond PERSON_ONE_PHASE_ROWS) read their keys first, as other lists do.
  */
 const PERSON_ONE_PHASE_ROWS = 1_000;

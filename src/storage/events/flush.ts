@@ -13,8 +13,9 @@ import { FIELD, NULL_MARK, QUOTE, readWalSql, WAL_COLUMNS, WAL_TO_EVENT_SELECT }
  * Two targets. Small loads (age-based flushes, a query waiting for its rows) are inserted into
  * `events_hot`. Large loads are written straight to Parquet and registered in the same
  * transaction as the watermark: inserting ~1 KB rows into a DuckDB table costs more than the
- * Parquet write itself, and DuckDB's next checkpoint rewrites them once more (measured here:
- * insert + checkpoint + later compaction ≈ 2.5× the CPU of one direct Parquet write).
+ * Parquet write itself, and DuckDB's next checkpoint rewrites them once more (insert, checkpoint
+ * and the later compaction together cost a multiple of one direct Parquet write's CPU; see
+ * bench/NOTES.md).
  *
  * Dedupe (client retries): a cheap first pass over the uuid column counts uuids repeated within
  * the load, already in the hot table, or in recently written Parquet files (the dedupe window);

@@ -14,8 +14,8 @@ import type { Tiers } from './tiers';
 /**
  * While appends saturate the store, compaction and merges step aside within bounds: each sorts
  * up to a million rows or more on every DuckDB thread, on the cores the requests need (in the
- * ingest bench, single-event rounds after the batch cases ran at 146–311 core-µs an event against
- * 60–80 before, with RSS at 2.6 GB). Compaction then waits until the hot rows reach this multiple
+ * ingest bench, single-event rounds after the batch cases took several times the CPU an event
+ * of those before; see bench/NOTES.md). Compaction then waits until the hot rows reach this multiple
  * of its threshold (or their age limit) and takes them a threshold at a time; merges wait until a
  * team-day has this multiple of its file count and then take the usual count. Whatever waited
  * runs once the load eases.

@@ -121,16 +121,15 @@ export async function removeUnknownFiles(root: string, known: ReadonlySet<string
 
 /**
  * Rows per Parquet row group. A list page fetches its rows by time, and DuckDB decompresses the
- * whole row group of each (its ~1 KB properties): 100 rows cost 31 ms at 16,384 rows a group and
- * 10 ms at 4,096 (measured here), for +3% file size, the same write speed, and a full column scan
- * ~1.5× slower (2.9 ms per 200k rows).
+ * whole row group of each (its ~1 KB properties): a page costs a fraction of what it cost with
+ * groups four times this size, for slightly larger files, the same write speed, and a somewhat
+ * slower full column scan (see bench/NOTES.md).
  */
 const ROW_GROUP_ROWS = 4096;
 
 /**
- * zstd level 1 (DuckDB's default is 3): a 1M-row write took 2.2-2.3 s instead of 3.1-3.4 s here,
- * and the files came out 7% smaller on these events (155 vs 166 MB); decompression speed does
- * not depend on the level.
+ * zstd level 1 (DuckDB's default is 3): writes are faster, and on the bench's events the files
+ * even came out smaller (see bench/NOTES.md); decompression speed does not depend on the level.
  */
 const ZSTD_LEVEL = 1;
 
@@ -138,10 +137,10 @@ const ZSTD_LEVEL = 1;
  * Dictionaries, and with them Bloom filters, for every column whose row group's distinct values
  * fit: any count up to the group's rows, strings up to 256 KiB of them (4,096 distinct values of
  * ~60 bytes; the ~1 KB properties never fit). A group's Bloom filter lets DuckDB skip it for
- * `distinct_id = ?` and `uuid = ?` without decompressing the column: on 10M events (50k
- * distinct ids) a person's latest 100 went from 413 to 85 ms and a uuid lookup from 303 to 17
- * ms, for files ~12% larger; a 200k-row write alone took ~25% longer, yet the store bench's
- * sustained ingestion (writes alongside everything else) stayed at 129k rows/s (measured here).
+ * `distinct_id = ?` and `uuid = ?` without decompressing the column: a person's latest events
+ * and a uuid lookup became several times faster, for somewhat larger files and a
+ * slower write alone that left the store bench's sustained ingestion (writes alongside
+ * everything else) unchanged (see bench/NOTES.md).
  */
 const dictionaryOptions = (rowGroupRows: number) => `DICTIONARY_SIZE_LIMIT ${2 * rowGroupRows}, STRING_DICTIONARY_PAGE_SIZE_LIMIT ${256 * 1024}`;
 
@@ -151,9 +150,8 @@ export const PARQUET_WRITE_OPTIONS = (rowGroupRows = ROW_GROUP_ROWS): string =>
 
 /*
  * `properties` is written as plain text, not with Parquet's JSON logical type: DuckDB reads a
- * JSON-typed column ~30% slower (every value is checked as it is read, the row groups a filter
- * leaves out included). Measured on 2.6M rows: a JSON property's counts 1.8 -> 1.4 s, every key
- * listed 2.7-3.4 -> 2.2 s, 100 rows fetched from 100 row groups 170 -> 100 ms. The rows were
+ * JSON-typed column slower (every value is checked as it is read, the row groups a filter
+ * leaves out included): counts, key lists, row fetches (see bench/NOTES.md). The rows were
  * valid JSON when loaded (the load casts them), and JSON functions read text as it is.
  */
 

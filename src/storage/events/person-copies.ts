@@ -11,7 +11,8 @@ import { sqlString } from './wal-format';
  * Person-clustered copies of settled days. The primary files are sorted by time, which is what
  * most reads want (the latest events, a time range, an event), but scatters a person's events
  * over every row group of their days: a person's latest 100 events lie in ~100 row groups, and
- * DuckDB decompresses each group's whole `properties` chunk (~2.8 MB) to read one row of it.
+ * DuckDB decompresses each group's whole `properties` chunk (`ROW_GROUP_ROWS` events' worth) to
+ * read one row of it.
  * A copy holds exactly the rows of a team-day's files (its `sources`), sorted by
  * `(distinct_id, timestamp DESC)` in small row groups, so a person's rows of the day sit in one
  * or two groups that the `distinct_id` statistics and Bloom filter pick out. Person lists read a
@@ -20,9 +21,8 @@ import { sqlString } from './wal-format';
  * and the background writes a new copy once the day has settled again.
  *
  * The cost is a second copy of settled days (about the primary files' size) and one sort and
- * write per team-day, in the background. Measured on 10M bench events (30 days, 50k ids): a
- * person's latest-100 keys 131-262 -> 29-68 ms and the fetch of their rows 190-485 -> 78-88 ms
- * (whole-relation statements; the API reads narrower slices). Each copy took 1.4-2.3 s to write.
+ * write per team-day, in the background; in exchange, a person's latest keys and the fetch of
+ * their rows read a few row groups instead of one per event (see bench/NOTES.md).
  */
 export interface PersonCopy extends ParquetFile {
   /** The primary files (paths relative to the Parquet root) whose rows the copy holds, exactly. */

@@ -6,7 +6,8 @@ import type { Migration } from '../migrations';
  * - `events_hot`: the native tier. Small loads of WAL segments land here (`_seg` is the load's
  *   segment watermark) and leave for Parquet on compaction; large loads go straight to Parquet. Its strings are stored uncompressed: the tier is
  *   transient (rows stay minutes), and DuckDB's string compression (FSST and dictionary
- *   analysis) on ~1 KB JSON halves the insert rate. Parquet holds the compressed copy.
+ *   analysis) on ~1 KB JSON slows inserts markedly (see bench/NOTES.md). Parquet holds the
+ *   compressed copy.
  * - `event_parquet_files`: the manifest. A Parquet file is part of the events relation only
  *   when its row is committed here, so a half-written or orphaned file is never read.
  * - `event_store_state`: one row of watermarks. `applied_segment` is updated in the same

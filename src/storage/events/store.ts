@@ -112,8 +112,8 @@ class DuckDbEventStore implements EventStore {
   /**
    * The same requests' ids in log order (from `pendingHead` on), so forgetting what processing
    * has done costs what it forgets. A scan of every id remembered, made by each request once
-   * 500k unique ids were pending (an anonymous burst), took 0.2–0.6 ms a request, 16–40× the
-   * request's own cost.
+   * `maxPendingIds` were pending (an anonymous burst), cost many times the request's own work
+   * (see bench/NOTES.md).
    */
   private pendingLog: Array<{ teamId: number; seq: number; ids: readonly string[] }> = [];
   private pendingHead = 0;

@@ -3,8 +3,9 @@ import { AppError } from '../../errors';
 
 /**
  * The write-ahead log is a file DuckDB's CSV reader loads as it is, so a flush never re-encodes
- * or re-parses an event in JavaScript (DuckDB reads it at >1M rows/s; its JSON reader manages
- * ~100k). One line per event, fields separated by U+001F; a field holding any control character
+ * or re-parses an event in JavaScript (DuckDB's CSV reader loads these rows far faster than its
+ * JSON reader would; see bench/NOTES.md). One line per event, fields separated by U+001F; a
+ * field holding any control character
  * is quoted with U+001E (doubled inside); U+0015 alone is NULL. Compact JSON never contains a raw
  * control character, so `properties` is written verbatim.
  *
@@ -212,8 +213,8 @@ export function intakeParts(ctx: IntakeContext, body: Uint8Array | string, event
 
 /**
  * Byte bodies from this size are written from their own buffer (one more iovec of the group's
- * write) instead of being copied into the group's: a 1 MB batch cost a copy into fresh pages,
- * a page fault each, ~1 ms of main thread here.
+ * write) instead of being copied into the group's: a large batch cost a copy into fresh pages,
+ * a page fault each, all on the main thread.
  */
 const COPY_BODY_MAX = 64 * 1024;
 
@@ -256,8 +257,8 @@ export function encodeIntakeFrames(frames: readonly IntakeParts[], scratch?: Buf
 
 /**
  * The header `\x1dI1 <10-digit length> <8-hex crc> <10-digit events>\n` written digit by digit
- * into `buf` at `at` (formatting it as a string took ~1.7 µs a capture request: padStart, then
- * encoding).
+ * into `buf` at `at` (formatting it as a string, padStart then encoding, showed in the main
+ * thread's profile of every capture request).
  */
 function writeIntakeHeader(buf: Buffer, at: number, payloadBytes: number, crc: number, events: number): void {
   for (let i = 0; i < INTAKE_MAGIC.length; i++) buf[at + i] = INTAKE_MAGIC.charCodeAt(i);

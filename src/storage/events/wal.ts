@@ -145,7 +145,7 @@ const newGroup = (): Group => ({ items: [], bytes: 0, rows: 0, teams: new Map(),
  * arriving while it runs form the next group, which is written (one writev, straight from the
  * main thread when small: a copy to the page cache costs microseconds, a trip through the
  * thread pool a good part of a millisecond) the moment the flush ends, and flushed at once. So
- * every request waits for one to two flushes, and each flush (~160 µs of kernel CPU here) covers
+ * every request waits for one to two flushes, and each flush, with its kernel CPU, covers
  * as many requests as arrived during the one before. Relaxed mode: a group resolves once written,
  * and gathers the appends made in one turn of the event loop.
  * One loop owns the file descriptor (writes, rotation); a segment is closed only once the sync
@@ -289,7 +289,8 @@ export class WalWriter {
           while (this.syncing) await this.syncing;
           // Relaxed: no flush to gather behind, so gather the appends of this turn of the event
           // loop (the requests read in the same poll); else nearly every request costs its own
-          // write (~60 µs of main thread each here), and relaxed capture ran at half the durable rate.
+          // synchronous write on the main thread, and relaxed capture ran slower than durable
+          // (see bench/NOTES.md).
           if (!this.options.durable) await new Promise<void>((resolve) => setImmediate(resolve));
           const g = this.group;
           this.group = newGroup();
@@ -442,8 +443,8 @@ export class WalWriter {
   /**
    * Durable mode, small groups: make the next segment's file ahead, full of zeros and flushed.
    * Overwriting allocated blocks changes no metadata, so each group's fdatasync flushes data
-   * only, no journal commit: measured here, 210 → 125 µs a 15 KB write and flush with half the
-   * machine's CPU, and capture over 4 connections went from 5.5–6.2k to 6.6–7.6k req/s. Sized
+   * only, no journal commit: a small write and flush takes less time and CPU, and capture over
+   * a few connections answers more requests (see bench/NOTES.md). Sized
    * from the last segment (sealed every second or so under load); skipped for large groups,
    * whose flushes are few and whose bytes would be written twice. A crash leaves the zeros
    * after the last frame, which recovery cuts (`scanFrames` tells them from damage).
@@ -487,7 +488,7 @@ const PREPARE_MAX_GROUP_BYTES = 64 * 1024;
 
 /**
  * A buffer of this size is kept for encoding groups' intake frames (a fresh one per group cost
- * ~1 µs a single-event capture request in allocation and page faults); larger groups get their own.
+ * every single-event capture request its allocation and page faults); larger groups get their own.
  */
 const SCRATCH_BYTES = 1024 * 1024;
 

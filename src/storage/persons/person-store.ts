@@ -166,8 +166,8 @@ export function createPersonStore(db: Database): PersonStore {
 
   // Bulk replace through a temporary staging table: the changed persons go to DuckDB as one
   // JSON text (a parameter) that DuckDB parses itself on its own threads. An appender would cost
-  // the main thread a call per value plus a synchronous close (~12% of it under a stream of
-  // `$set` events, measured).
+  // the main thread a call per value plus a synchronous close (a large share of it under a
+  // stream of `$set` events; see bench/NOTES.md).
   async function replacePersons(c: DuckDBConnection, dirty: Map<string, number>) {
     if (!dirty.size) return;
     const keys: string[] = [];

@@ -45,7 +45,7 @@ interface PendingEvent {
 
 export function createSeenTracker(db: Database, management: ManagementStore): SeenTracker {
   // Keyed by team, then by name: the per-event checks are Map/Set lookups with no key built
-  // from strings on the ingest path (building and hashing `team\0name` keys cost ~4% of it).
+  // from strings on the ingest path (building and hashing `team\0name` keys showed in its profile).
   const knownEvents = new Map<number, Map<string, number>>(); // team → name → last seen written (ms)
   // Property names seen (written or pending) per project and kind, and whether their type is known.
   const seenNames = new Map<number, Map<string, Map<string, boolean>>>(); // team → kind → name → typed
