@@ -7,7 +7,7 @@ import { sqlString } from './wal-format';
 
 /**
  * Parquet files (zstd), partitioned by team and day (of the event timestamp), sorted by time
- * newest first in row groups of 16k rows (a `timestamp DESC` top-N reads the first group of
+ * newest first in row groups of `ROW_GROUP_ROWS` (a `timestamp DESC` top-N reads the first group of
  * the newest file and skips the rest by their min/max statistics), under `<dataDir>/events/parquet/<teamId>/<yyyy-mm-dd>/<tag>-<n>.parquet`: every path part
  * comes from an integer, a date or our own tag, never from a user string. Files are written
  * into a temporary directory and renamed into place, and are part of the events relation only
