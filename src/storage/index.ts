@@ -33,6 +33,7 @@ export type { EventStore, EventStoreStats, ReplayResult } from './events';
 export type { DeadLetter } from './events/dead-letters';
 export { listDeadLetters, replayDeadLetters };
 export type * from './persons/types';
+export { eventsWithPersons, personsRelation } from './persons/relations';
 export type { SeenTracker } from './seen/seen-tracker';
 export type * from './flags/types';
 export type * from './invites/types';

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { isoTimestamp } from '../../src/modules/events/event-object';
 import { errorOf, NOT_AUTHENTICATED, NOT_FOUND } from '../helpers/test-app';
 import { byKey, openEventsFixture, type EventsFixture } from './events-fixture';
 
@@ -54,6 +55,56 @@ describe('POST /query/ with a HogQLQuery', () => {
     const query = 'SELECT person.properties.email AS email, count() FROM events GROUP BY email ORDER BY email';
     const res = await run(query);
     expect(res.body).toEqual(answer(query, [['email', 'Nullable(String)'], ['count()', 'UInt64']], [['alice@example.com', 3], [null, 4]]));
+  });
+
+  test("persons: a project's persons, one row per distinct id with pdi.distinct_id", async () => {
+    const query = 'SELECT properties.email, is_identified, pdi.distinct_id FROM persons ORDER BY pdi.distinct_id';
+    const res = await run(query);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(
+      answer(query, [['properties.email', 'Nullable(String)'], ['is_identified', 'UInt8'], ['pdi.distinct_id', 'String']], [
+        ['alice@example.com', true, 'alice'],
+        ['alice@example.com', true, 'alice-anon'],
+        [null, false, 'bob'],
+        [null, false, 'carol'],
+      ]),
+    );
+  });
+
+  test('persons: id and created_at as the persons API has them; each project its own', async () => {
+    await f.t.deps.storage.persons.ensureLoaded(f.projectId);
+    const bob = f.t.deps.storage.persons.findByDistinctId(f.projectId, 'bob')!;
+    const query = 'SELECT id, created_at FROM persons WHERE id = {id}';
+    const res = await run(query, { id: bob.uuid });
+    expect(res.body).toEqual(answer(query, [['id', 'String'], ['created_at', "DateTime64(6, 'UTC')"]], [[bob.uuid, isoTimestamp(new Date(bob.createdAt))]]));
+    const count = 'SELECT count() FROM persons';
+    expect((await run(count)).body.results).toEqual([[3]]);
+    expect((await run(count, undefined, { projectId: f.projectC })).body.results).toEqual([[1]]);
+    expect((await run(count, undefined, { projectId: f.other.projectId, key: f.other.key })).body.results).toEqual([[1]]);
+  });
+
+  test("events: the event's person, by PostHog's names (events.person.*)", async () => {
+    const query = "SELECT event, events.person.properties.email, person.is_identified, person.created_at FROM events WHERE distinct_id IN ('alice-anon', 'bob') ORDER BY timestamp";
+    const res = await run(query);
+    await f.t.deps.storage.persons.ensureLoaded(f.projectId);
+    const created = (id: string) => isoTimestamp(new Date(f.t.deps.storage.persons.findByDistinctId(f.projectId, id)!.createdAt));
+    expect(res.body).toEqual(
+      answer(
+        query,
+        [['event', 'String'], ['events.person.properties.email', 'Nullable(String)'], ['person.is_identified', 'Nullable(UInt8)'], ['person.created_at', "Nullable(DateTime64(6, 'UTC'))"]],
+        [
+          ['$pageview', 'alice@example.com', true, created('alice')],
+          ['signup', null, false, created('bob')],
+          ['purchase', null, false, created('bob')],
+        ],
+      ),
+    );
+  });
+
+  test('events: person.is_identified alone brings the persons in', async () => {
+    const query = 'SELECT person.is_identified AS identified, count() FROM events GROUP BY identified ORDER BY identified';
+    const res = await run(query);
+    expect(res.body).toEqual(answer(query, [['identified', 'Nullable(UInt8)'], ['count()', 'UInt64']], [[false, 4], [true, 3]]));
   });
 
   test('LIMIT and OFFSET: one page, and whether there is more', async () => {

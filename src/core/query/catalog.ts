@@ -16,7 +16,10 @@ import { formatInstant, instantFromDate } from './dates';
 
 type Column = { sql: string; type: ValueType; nullable: boolean };
 
-const COLUMNS: Record<string, Column> = {
+/** The tables a HogQL statement may read (`FROM events`, `FROM persons`). */
+export type TableName = 'events' | 'persons';
+
+const EVENT_COLUMNS: Record<string, Column> = {
   uuid: { sql: 'uuid', type: 'string', nullable: false },
   event: { sql: 'event', type: 'string', nullable: false },
   distinct_id: { sql: 'distinct_id', type: 'string', nullable: false },
@@ -26,36 +29,109 @@ const COLUMNS: Record<string, Column> = {
   elements_chain: { sql: 'elements_chain', type: 'string', nullable: false },
 };
 
-export const COLUMN_NAMES = Object.keys(COLUMNS);
+/**
+ * An event's person as storage joins it in (PostHog's `events.person`): NULL for a distinct id
+ * without a person. The relation the events API reads gains these columns only when a compiled
+ * fragment names one of them (`readsPersonColumns`).
+ */
+const EVENT_PERSON_COLUMNS: Record<string, Column> = {
+  created_at: { sql: 'person_created_at', type: 'datetime', nullable: true },
+  is_identified: { sql: 'person_is_identified', type: 'boolean', nullable: true },
+};
+
+/** PostHog's `persons` table: `id` is the person's uuid, as `person.id` on events. */
+const PERSON_COLUMNS: Record<string, Column> = {
+  id: { sql: 'id', type: 'string', nullable: false },
+  created_at: { sql: 'created_at', type: 'datetime', nullable: false },
+  is_identified: { sql: 'is_identified', type: 'boolean', nullable: false },
+};
+
+export const COLUMN_NAMES = Object.keys(EVENT_COLUMNS);
+
+/** What `SELECT *` gives per table (PostHog's order; `team_id` and joins never). */
+export const STAR_FIELDS: Record<TableName, readonly string[]> = {
+  events: ['uuid', 'event', 'properties', 'timestamp', 'distinct_id', 'elements_chain', 'created_at'],
+  persons: ['id', 'created_at', 'properties', 'is_identified'],
+};
+
+/** First parts of a field name per table: a table alias must not be one (the field would lose its head). */
+export const FIELD_HEADS: Record<TableName, ReadonlySet<string>> = {
+  events: new Set([...Object.keys(EVENT_COLUMNS), 'properties', 'person']),
+  persons: new Set([...Object.keys(PERSON_COLUMNS), 'properties', 'pdi']),
+};
+
+/** Columns of the joined relations, by the names compiled SQL gives them. */
+const JOINED_PERSON_SQL = ['person_properties', ...Object.values(EVENT_PERSON_COLUMNS).map((c) => c.sql)];
+const PERSON_JOIN = new RegExp(`\\b(${JOINED_PERSON_SQL.join('|')})\\b`);
+const PDI_JOIN = /\bpdi_distinct_id\b/;
+
+/**
+ * Whether compiled SQL reads the event's person (storage then joins persons in). Catalog names are
+ * the only identifiers compiled SQL holds and request values are bound, so the text tells.
+ */
+export const readsPersonColumns = (...fragments: Array<SqlFragment | null | undefined>): boolean =>
+  fragments.some((f) => !!f && PERSON_JOIN.test(f.sql));
+
+/** Whether compiled SQL over persons reads `pdi.distinct_id` (one row per distinct id then). */
+export const readsDistinctIds = (...fragments: Array<SqlFragment | null | undefined>): boolean =>
+  fragments.some((f) => !!f && PDI_JOIN.test(f.sql));
 
 const column = (sqlText: string, type: ValueType, nullable: boolean): Typed => ({
   ...trusted(sqlText), type, nullable, prec: PREC.atom, aggregate: false, columns: true,
 });
+const columnOf = (c: Column): Typed => column(c.sql, c.type, c.nullable);
+const own = (columns: Record<string, Column>, name: string | undefined): Column | undefined =>
+  name !== undefined && Object.prototype.hasOwnProperty.call(columns, name) ? columns[name] : undefined;
 
 /** RFC 6901 pointer; DuckDB reads a `$…` path as JSONPath, so `$browser` must never be one. */
 export const jsonPointer = (keys: readonly string[]): string =>
   `/${keys.map((k) => k.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 
-/** A property of the event (`properties`) or of its person (`person_properties`, joined by storage). */
-export function propertyAccess(source: 'properties' | 'person_properties', keys: readonly string[]): Typed {
+/**
+ * A property of the event (`properties`, whose hot keys have their own columns), of its person
+ * (`person_properties`, joined by storage) or of a row of `persons` (`person_row`: its own
+ * `properties`, no hot columns).
+ */
+export function propertyAccess(source: 'properties' | 'person_properties' | 'person_row', keys: readonly string[]): Typed {
   const hot = source === 'properties' && keys.length === 1 ? hotColumnFor(keys[0] as string) : undefined;
   if (hot) return column(hot, 'string', true);
-  return { ...column('', 'string', true), ...sql`json_extract_string(${trusted(source)}, ${bind(jsonPointer(keys))})` };
+  const json = trusted(source === 'person_row' ? 'properties' : source);
+  return { ...column('', 'string', true), ...sql`json_extract_string(${json}, ${bind(jsonPointer(keys))})` };
 }
 
-/** `event`, `properties.$browser`, `properties.a.b`, `person.properties.email`, `person.id`, … */
-export function resolveField(chain: readonly string[], site: Site): Typed {
+/**
+ * A field of `table`: `event`, `properties.$browser`, `properties.a.b`, `person.properties.email`,
+ * `person.id`, …; on persons `id`, `properties.email`, `pdi.distinct_id`.
+ */
+export function resolveField(chain: readonly string[], site: Site, table: TableName = 'events'): Typed {
+  const resolved = table === 'persons' ? personsField(chain) : eventsField(chain);
+  return resolved ?? fail(site, `Unknown field '${chain.join('.').slice(0, 100)}'`);
+}
+
+function eventsField(chain: readonly string[]): Typed | undefined {
   const [head, ...rest] = chain as [string, ...string[]];
-  if (rest.length === 0 && Object.prototype.hasOwnProperty.call(COLUMNS, head)) {
-    const c = COLUMNS[head] as Column;
-    return column(c.sql, c.type, c.nullable);
-  }
+  const c = rest.length === 0 ? own(EVENT_COLUMNS, head) : undefined;
+  if (c) return columnOf(c);
   if (head === 'properties') return rest.length ? propertyAccess('properties', rest) : column('properties', 'json', false);
-  if (head === 'person' && rest[0] === 'properties') {
+  if (head !== 'person' || rest.length === 0) return undefined;
+  if (rest[0] === 'properties') {
     return rest.length > 1 ? propertyAccess('person_properties', rest.slice(1)) : column('person_properties', 'json', true);
   }
-  if (head === 'person' && rest[0] === 'id' && rest.length === 1) return column('person_id', 'string', true);
-  return fail(site, `Unknown field '${chain.join('.').slice(0, 100)}'`);
+  if (rest.length !== 1) return undefined;
+  if (rest[0] === 'id') return column('person_id', 'string', true);
+  const joined = own(EVENT_PERSON_COLUMNS, rest[0]);
+  return joined && columnOf(joined);
+}
+
+function personsField(chain: readonly string[]): Typed | undefined {
+  const [head, ...rest] = chain as [string, ...string[]];
+  const c = rest.length === 0 ? own(PERSON_COLUMNS, head) : undefined;
+  if (c) return columnOf(c);
+  if (head === 'properties') return rest.length ? propertyAccess('person_row', rest) : column('properties', 'json', false);
+  // PostHog's `persons.pdi`: joined one row per distinct id.
+  if (head === 'pdi' && rest.length === 1 && rest[0] === 'distinct_id') return column('pdi_distinct_id', 'string', false);
+  if (head === 'pdi' && rest.length === 1 && rest[0] === 'person_id') return columnOf(PERSON_COLUMNS.id as Column);
+  return undefined;
 }
 
 export interface CallContext {

@@ -1,4 +1,4 @@
-import { lookupFunction, resolveField } from './catalog';
+import { lookupFunction, resolveField, type TableName } from './catalog';
 import { LIMITS } from './limits';
 import type { CompareOp, Expr, IntervalUnit } from './parse';
 import { bind, joinSql, sql, trusted } from './sql';
@@ -15,6 +15,8 @@ import {
  */
 /** What a statement adds to the names an expression may use. */
 export interface NameScope {
+  /** The table fields belong to (default `events`). */
+  table?: TableName;
   /** Table names and aliases a field may be qualified with (`events.event`, `e.event`). */
   qualifiers?: ReadonlySet<string>;
   /** Select-list aliases, compiled: a bare name refers to its expression. */
@@ -82,7 +84,7 @@ export class ExprCompiler {
   private field(chain: readonly string[], site: Site): Typed {
     const names = chain.length > 1 && this.names.qualifiers?.has(chain[0] as string) ? chain.slice(1) : chain;
     const alias = names.length === 1 ? this.names.aliases?.get(names[0] as string) : undefined;
-    return alias ?? resolveField(names, site);
+    return alias ?? resolveField(names, site, this.names.table);
   }
 
   private call(node: Extract<Expr, { kind: 'call' }>, strict: boolean): Typed {

@@ -1,5 +1,5 @@
 import type { Expr, SelectStatement } from './ast';
-import { clickhouseType, resolveField } from './catalog';
+import { clickhouseType, FIELD_HEADS, readsDistinctIds, readsPersonColumns, resolveField, STAR_FIELDS, type TableName } from './catalog';
 import { ExprCompiler, type NameScope } from './compile-expr';
 import { invalidInput, LIMITS } from './limits';
 import type { PlaceholderValue } from './parse';
@@ -8,10 +8,13 @@ import { bind, joinSql, sql, trusted, type SqlFragment } from './sql';
 import { fail, PREC, type Site, type Typed } from './types';
 
 /**
- * A HogQL `SELECT` statement compiled for the events relation. The statement storage runs is
- * `assembleStatement`'s: the request's parts inside, the project scope and the row cap outside.
+ * A HogQL `SELECT` statement compiled for one table's relation (`events` or `persons`). The
+ * statement storage runs is `assembleStatement`'s: the request's parts inside, the project scope
+ * and the row cap outside.
  */
 export interface CompiledStatement {
+  /** The table read: the caller gives its relation. */
+  table: TableName;
   /** PostHog's `columns`: each entry's alias, else its text as written. */
   columns: string[];
   /** ClickHouse-style type of each column. */
@@ -27,28 +30,23 @@ export interface CompiledStatement {
   /** LIMIT and OFFSET as written; the caller caps them. */
   limit: number | null;
   offset: number | null;
-  /** The statement reads the person's properties (storage joins them in). */
+  /** Over events: the statement reads the event's person (storage joins persons in). */
   readsPersons: boolean;
+  /** Over persons: the statement reads `pdi.distinct_id` (storage joins the distinct ids in). */
+  readsDistinctIds: boolean;
 }
-
-/** The tables a statement may read, and the columns `SELECT *` gives (PostHog's order). */
-const TABLES: Record<string, readonly string[]> = {
-  events: ['uuid', 'event', 'properties', 'timestamp', 'distinct_id', 'elements_chain', 'created_at'],
-};
-/** Names a table alias must not take: a field starting with one would lose its head. */
-const FIELD_HEADS = new Set(['uuid', 'event', 'distinct_id', 'person_id', 'timestamp', 'created_at', 'elements_chain', 'properties', 'person']);
 
 const site = (node: { pos: number }): Site => ({ pos: node.pos, label: QUERY_LABEL, attr: 'query' });
 
 export function compileStatement(source: unknown, values: unknown, now: Date): CompiledStatement {
   if (typeof source !== 'string' || source.trim() === '') throw invalidInput('query must be a non-empty string', 'query');
   const stmt = parseStatement(source, placeholderValues(values));
-  const qualifiers = tableScope(stmt);
-  const compile = (expr: Expr, names: NameScope = { qualifiers }) => new ExprCompiler(QUERY_LABEL, 'query', now, names).compile(expr, true);
+  const { table, qualifiers } = tableScope(stmt);
+  const compile = (expr: Expr, names: NameScope = { table, qualifiers }) => new ExprCompiler(QUERY_LABEL, 'query', now, names).compile(expr, true);
   const condition = (expr: Expr, names: NameScope) => new ExprCompiler(QUERY_LABEL, 'query', now, names).condition(expr);
 
   const entries = stmt.star
-    ? TABLES[stmt.from.table.toLowerCase()]!.map((name) => ({ typed: resolveField([name], site(stmt.from)), name, pos: stmt.from.pos }))
+    ? STAR_FIELDS[table].map((name) => ({ typed: resolveField([name], site(stmt.from), table), name, pos: stmt.from.pos }))
     : stmt.select.map((e) => {
         const typed = compile(e.expr);
         checkMixed(typed, e.expr);
@@ -60,7 +58,7 @@ export function compileStatement(source: unknown, values: unknown, now: Date): C
     if (aliases.has(e.alias)) fail(site(e.expr), `Alias '${e.alias.slice(0, 100)}' is used twice`);
     aliases.set(e.alias, entries[i]!.typed);
   }
-  const names: NameScope = { qualifiers, aliases };
+  const names: NameScope = { table, qualifiers, aliases };
 
   const where = stmt.where && condition(stmt.where, names);
   if (where?.aggregate) fail(site(stmt.where!), 'Aggregate functions are not allowed in WHERE (use HAVING)');
@@ -111,7 +109,9 @@ export function compileStatement(source: unknown, values: unknown, now: Date): C
     having: having && parenthesized(having),
     orderBy: orderBy.length ? joinSql(orderBy.map((o) => sql`${byAlias(o.typed)} ${trusted(o.descending ? 'DESC' : 'ASC')}`), ', ') : null,
   };
+  const fragments = Object.values(parts);
   return {
+    table,
     columns: entries.map((e) => e.name),
     types: entries.map((e) => clickhouseType(e.typed)),
     aliases: columnAliases,
@@ -119,12 +119,13 @@ export function compileStatement(source: unknown, values: unknown, now: Date): C
     ...parts,
     limit: stmt.limit?.value ?? null,
     offset: stmt.offset?.value ?? null,
-    readsPersons: Object.values(parts).some((p) => !!p && /\bperson_properties\b/.test(p.sql)),
+    readsPersons: table === 'events' && readsPersonColumns(...fragments),
+    readsDistinctIds: table === 'persons' && readsDistinctIds(...fragments),
   };
 }
 
 export interface StatementScope {
-  /** The project's events as storage names them (trusted SQL, never a request value). */
+  /** The project's rows of the statement's table as storage names them (trusted SQL, never a request value). */
   relation: string;
   teamId: number;
   limit: number;
@@ -148,12 +149,13 @@ export function assembleStatement(c: CompiledStatement, scope: StatementScope): 
   return joinSql(clauses, ' ');
 }
 
-function tableScope(stmt: SelectStatement): Set<string> {
-  const table = stmt.from.table.toLowerCase();
-  if (!Object.hasOwn(TABLES, table)) fail(site(stmt.from), `Unknown table '${stmt.from.table.slice(0, 100)}'`);
+function tableScope(stmt: SelectStatement): { table: TableName; qualifiers: Set<string> } {
+  const name = stmt.from.table.toLowerCase();
+  if (!Object.hasOwn(STAR_FIELDS, name)) fail(site(stmt.from), `Unknown table '${stmt.from.table.slice(0, 100)}'`);
+  const table = name as TableName;
   const alias = stmt.from.alias;
-  if (alias !== null && FIELD_HEADS.has(alias)) fail(site(stmt.from), `Table alias '${alias}' is a field name`);
-  return new Set(alias === null ? [stmt.from.table] : [stmt.from.table, alias]);
+  if (alias !== null && FIELD_HEADS[table].has(alias)) fail(site(stmt.from), `Table alias '${alias}' is a field name`);
+  return { table, qualifiers: new Set(alias === null ? [stmt.from.table] : [stmt.from.table, alias]) };
 }
 
 /** The same SQL with the same values: how GROUP BY keys and selected expressions are matched. */

@@ -1,6 +1,6 @@
 /** The pure query compiler for the events API: request text in, `{sql, params}` out. */
 export { assembleEventsQuery, type EventsQueryParts } from './assemble';
-export { COLUMN_NAMES, FUNCTION_NAMES, jsonPointer } from './catalog';
+export { COLUMN_NAMES, FUNCTION_NAMES, jsonPointer, readsDistinctIds, readsPersonColumns, type TableName } from './catalog';
 export { compileSelect, parseExpressionList, type CompiledSelect } from './compile';
 export { assembleStatement, compileStatement, type CompiledStatement, type StatementScope } from './compile-statement';
 export { formatInstant, parseIsoInstant, parseRelativeInstant, parseRelativeOrIsoDate, type Instant } from './dates';

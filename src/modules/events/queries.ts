@@ -1,4 +1,5 @@
-import { assembleEventsQuery, bind, joinSql, sql, trusted, type SqlFragment } from '../../core/query';
+import { assembleEventsQuery, bind, joinSql, readsPersonColumns, sql, trusted, type SqlFragment } from '../../core/query';
+import { eventsWithPersons } from '../../storage';
 import { hotColumnFor } from '../../core/events/columns';
 import { jsonPointer } from '../../core/query';
 
@@ -12,23 +13,11 @@ import { jsonPointer } from '../../core/query';
 /** A relation as `FROM` takes it. */
 export const asEvents = (relationSql: string): string => `${relationSql} AS events`;
 
-/**
- * The relation plus `person_properties` (the person's properties as JSON, or NULL), which the
- * compiler references for `person.properties.*` and person property filters. The team id is a
- * validated integer of our own, inlined as storage's relation inlines it.
- */
-export function withPersonProperties(relationSql: string, teamId: number): string {
-  if (!Number.isSafeInteger(teamId)) throw new Error('teamId must be an integer');
-  return (
-    `(SELECT events.*, persons.properties AS person_properties FROM ${relationSql} AS events ` +
-    `LEFT JOIN person_distinct_ids AS pdi ON pdi.team_id = ${teamId} AND pdi.distinct_id = events.distinct_id ` +
-    `LEFT JOIN persons ON persons.team_id = ${teamId} AND persons.uuid = pdi.person_uuid)`
-  );
-}
+/** The relation plus the event's person columns (`person_properties`, …): storage's join. */
+export const withPersonProperties = eventsWithPersons;
 
-/** Compiled SQL names `person_properties` only when a request referenced a person property. */
-export const needsPersonProperties = (...fragments: Array<SqlFragment | null | undefined>): boolean =>
-  fragments.some((f) => !!f && /\bperson_properties\b/.test(f.sql));
+/** Compiled SQL names the person columns only when a request referenced one. */
+export const needsPersonProperties = readsPersonColumns;
 
 /** AND of the non-empty fragments, each in its own parentheses. */
 export function allOf(...fragments: Array<SqlFragment | null | undefined>): SqlFragment {

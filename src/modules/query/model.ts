@@ -7,8 +7,10 @@ const HogQLQuery = t.Object(
     kind: t.String({ description: 'HogQLQuery (the only kind answered here).' }),
     query: t.String({
       description:
-        'A SELECT over events: WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET, the functions of the events select, ' +
-        '`{name}` placeholders. No subqueries, JOINs or UNIONs.',
+        'A SELECT over `events` (fields as the events select has them, and the event\'s person: `person.properties.X`, ' +
+        '`person.id`, `person.created_at`, `person.is_identified`) or over `persons` (`id`, `created_at`, `properties.X`, ' +
+        '`is_identified`, `pdi.distinct_id`: one row per distinct id): WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET, ' +
+        'the functions of the events select, `{name}` placeholders. No subqueries, JOINs or UNIONs.',
     }),
     values: t.Optional(
       t.Record(t.String(), t.Unknown(), { description: 'Values of the `{name}` placeholders: strings, numbers, booleans, null, or lists of them (after IN). Always bound, never spliced.' }),

@@ -2,7 +2,8 @@ import { assembleStatement, compileStatement } from '../../core/query';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import { selectValue } from '../events/event-object';
-import { asEvents, withPersonProperties } from '../events/queries';
+import { eventsWithPersons, personsRelation } from '../../storage';
+import { asEvents } from '../events/queries';
 import { QueryRunner } from '../events/runner';
 
 /** PostHog's default for a HogQL query without LIMIT (DEFAULT_RETURNED_ROWS). */
@@ -14,8 +15,8 @@ export interface QueryInput {
 
 /**
  * The query endpoint: a HogQL statement compiled (a 400 with its position before anything is
- * read), then run on the project's events relation through the events module's runner (its
- * time limit and error mapping), one row past the limit to tell `hasMore`.
+ * read), then run on the project's events or persons relation through the events module's
+ * runner (its time limit and error mapping), one row past the limit to tell `hasMore`.
  */
 export function createQueryService(deps: Deps) {
   const { persons } = deps.storage;
@@ -28,13 +29,12 @@ export function createQueryService(deps: Deps) {
       const offset = compiled.offset ?? 0;
       // As the events list: what every acknowledged capture request of the project brought, persons included.
       await deps.storage.events.awaitIntake(teamId, null);
-      if (compiled.readsPersons) {
+      if (compiled.readsPersons || compiled.table === 'persons') {
         await persons.ensureLoaded(teamId);
         await persons.flush();
       }
       const runner = new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS, querySeconds: deps.metrics.querySeconds });
-      const events = (await runner.relation(teamId)).sql;
-      const relation = asEvents(compiled.readsPersons ? withPersonProperties(events, teamId) : events);
+      const relation = compiled.table === 'persons' ? personsRelation(teamId, { distinctIds: compiled.readsDistinctIds }) : await eventsRelation(runner, teamId, compiled.readsPersons);
       const rows = await runner.rows(assembleStatement(compiled, { relation, teamId, limit: limit + 1, offset }), 'query');
       return {
         columns: compiled.columns,
@@ -48,4 +48,9 @@ export function createQueryService(deps: Deps) {
       };
     },
   };
+}
+
+async function eventsRelation(runner: QueryRunner, teamId: number, withPersons: boolean): Promise<string> {
+  const events = (await runner.relation(teamId)).sql;
+  return asEvents(withPersons ? eventsWithPersons(events, teamId) : events);
 }

@@ -23,7 +23,7 @@ export interface FixtureEvent {
   elements_chain?: string;
 }
 
-const ann = { email: 'ann@x.com', name: 'Ann' };
+const ann = { email: 'ann@x.com', name: 'Ann', age: 41 };
 
 /** Team 1: e1–e7 (e7 is in the future, past the default `before`); team 2: x1–x3. */
 export const FIXTURE_EVENTS: FixtureEvent[] = [
@@ -75,6 +75,23 @@ export const FIXTURE_EVENTS: FixtureEvent[] = [
     uuid: 'x3', team_id: 2, event: 'signup', distinct_id: 'u2', person_id: null, timestamp: '2024-01-02 00:00:00',
     properties: {}, person_properties: null,
   },
+];
+
+/** The persons of the fixture's events (storage joins them in by distinct id), with their distinct ids. */
+export interface FixturePerson {
+  id: string;
+  team_id: number;
+  created_at: string;
+  properties: Record<string, unknown>;
+  is_identified: boolean;
+  distinct_ids: string[];
+}
+
+export const FIXTURE_PERSONS: FixturePerson[] = [
+  { id: 'p1', team_id: 1, created_at: '2023-12-01 00:00:00', properties: ann, is_identified: true, distinct_ids: ['u1', 'u1-old'] },
+  { id: 'p2', team_id: 1, created_at: '2024-01-02 08:00:00', properties: { email: 'bob@y.com' }, is_identified: false, distinct_ids: ['u2'] },
+  { id: 'q1', team_id: 2, created_at: '2024-01-01 00:00:00', properties: { email: 'ann@x.com' }, is_identified: true, distinct_ids: ['u1'] },
+  { id: 'q9', team_id: 2, created_at: '2024-01-03 00:00:00', properties: { email: 'eve@z.com' }, is_identified: false, distinct_ids: ['u9'] },
 ];
 
 export interface Frag {

@@ -3,12 +3,14 @@ import {
   assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment,
 } from '../../../src/core/query';
 import { HOT_PROPERTIES } from '../../../src/core/events/columns';
-import { FIXTURE_EVENTS, NOW, type QueryCase } from './cases';
+import { FIXTURE_EVENTS, FIXTURE_PERSONS, NOW, type QueryCase } from './cases';
 
 /**
  * An in-memory events relation with the columns the compiler may reference (storage's real one
  * unions table, buffer and Parquet; the compiler cannot tell), plus `team1_events`, the same rows
- * restricted to team 1: a query that stays inside its team gives the same answer on both.
+ * restricted to team 1: a query that stays inside its team gives the same answer on both. Persons
+ * likewise: `persons` and `team1_persons`, and with their distinct ids joined (`persons_pdi`,
+ * `team1_persons_pdi`), the columns of storage's persons relations.
  */
 export async function openFixture(): Promise<DuckDBConnection> {
   const instance = await DuckDBInstance.create(':memory:');
@@ -17,15 +19,28 @@ export async function openFixture(): Promise<DuckDBConnection> {
   const hot = Object.values(HOT_PROPERTIES).map((c) => `${c} VARCHAR`).join(', ');
   await connection.run(`CREATE TABLE events (
     uuid VARCHAR, team_id INTEGER, event VARCHAR, distinct_id VARCHAR, person_id VARCHAR, properties VARCHAR,
-    timestamp TIMESTAMP, created_at TIMESTAMP, elements_chain VARCHAR, ${hot}, person_properties VARCHAR)`);
+    timestamp TIMESTAMP, created_at TIMESTAMP, elements_chain VARCHAR, ${hot}, person_properties VARCHAR,
+    person_created_at TIMESTAMP, person_is_identified BOOLEAN)`);
   for (const e of FIXTURE_EVENTS) {
+    const person = FIXTURE_PERSONS.find((p) => p.id === e.person_id);
     await connection.run(
-      `INSERT INTO events (uuid, team_id, event, distinct_id, person_id, properties, timestamp, created_at, elements_chain, person_properties)
-       VALUES (?, ?, ?, ?, ?, ?, CAST(? AS TIMESTAMP), CAST(? AS TIMESTAMP), ?, ?)`,
+      `INSERT INTO events (uuid, team_id, event, distinct_id, person_id, properties, timestamp, created_at, elements_chain, person_properties,
+         person_created_at, person_is_identified)
+       VALUES (?, ?, ?, ?, ?, ?, CAST(? AS TIMESTAMP), CAST(? AS TIMESTAMP), ?, ?, CAST(? AS TIMESTAMP), ?)`,
       [e.uuid, e.team_id, e.event, e.distinct_id, e.person_id, JSON.stringify(e.properties), e.timestamp, e.timestamp,
-        e.elements_chain ?? '', e.person_properties ? JSON.stringify(e.person_properties) : null] as DuckDBValue[],
+        e.elements_chain ?? '', e.person_properties ? JSON.stringify(e.person_properties) : null,
+        person?.created_at ?? null, person?.is_identified ?? null] as DuckDBValue[],
     );
   }
+  await connection.run('CREATE TABLE persons (team_id INTEGER, id VARCHAR, created_at TIMESTAMP, properties VARCHAR, is_identified BOOLEAN)');
+  await connection.run('CREATE TABLE pdi (team_id INTEGER, distinct_id VARCHAR, person_id VARCHAR)');
+  for (const p of FIXTURE_PERSONS) {
+    await connection.run('INSERT INTO persons VALUES (?, ?, CAST(? AS TIMESTAMP), ?, ?)', [p.team_id, p.id, p.created_at, JSON.stringify(p.properties), p.is_identified]);
+    for (const d of p.distinct_ids) await connection.run('INSERT INTO pdi VALUES (?, ?, ?)', [p.team_id, d, p.id]);
+  }
+  await connection.run('CREATE VIEW persons_pdi AS SELECT persons.*, pdi.distinct_id AS pdi_distinct_id FROM persons JOIN pdi ON pdi.person_id = persons.id');
+  await connection.run('CREATE VIEW team1_persons AS SELECT * FROM persons WHERE team_id = 1');
+  await connection.run('CREATE VIEW team1_persons_pdi AS SELECT * FROM persons_pdi WHERE team_id = 1');
   for (const [key, columnName] of Object.entries(HOT_PROPERTIES)) {
     await connection.run(`UPDATE events SET ${columnName} = json_extract_string(properties, ?)`, [`/${key}`]);
   }

@@ -4,6 +4,7 @@
  * over team 1's rows alone), and the `probe` cases refused or run safely inside team 1.
  */
 import type { QueryParam } from '../../../src/core/query';
+import { FIXTURE_PERSONS } from './cases';
 
 export interface StatementCase {
   name: string;
@@ -118,12 +119,61 @@ const CASES: StatementCase[] = [
     rows: [['e1'], ['e5']],
   },
   { name: 'GROUP BY a position', query: 'SELECT distinct_id, count() FROM events GROUP BY 1 ORDER BY 1', rows: [['u1', 4], ['u2', 1], ['u3', 2]] },
+  {
+    name: "the event's person: properties, created_at, is_identified (NULL without a person)",
+    query: "SELECT uuid, events.person.properties.email, person.created_at, person.is_identified FROM events WHERE uuid IN ('e2', 'e3', 'e4') ORDER BY uuid",
+    sql: {
+      sql:
+        'SELECT uuid AS c0, json_extract_string(person_properties, ?) AS c1, person_created_at AS c2, person_is_identified AS c3 FROM events ' +
+        'WHERE team_id = ? AND (uuid IN (?, ?, ?)) ORDER BY c0 ASC LIMIT ? OFFSET ?',
+      params: ['/email', 1, 'e2', 'e3', 'e4', 100, 0],
+    },
+    columns: ['uuid', 'events.person.properties.email', 'person.created_at', 'person.is_identified'],
+    types: ['String', 'Nullable(String)', "Nullable(DateTime64(6, 'UTC'))", 'Nullable(UInt8)'],
+    rows: [['e2', 'bob@y.com', '2024-01-02T08:00:00.000Z', false], ['e3', 'ann@x.com', '2023-12-01T00:00:00.000Z', true], ['e4', null, null, null]],
+  },
+  {
+    name: 'persons: id, a property, is_identified, created_at',
+    query: 'SELECT id, properties.email, is_identified, created_at FROM persons ORDER BY created_at',
+    sql: {
+      sql: 'SELECT id AS c0, json_extract_string(properties, ?) AS c1, is_identified AS c2, created_at AS c3 FROM persons WHERE team_id = ? ORDER BY c3 ASC LIMIT ? OFFSET ?',
+      params: ['/email', 1, 100, 0],
+    },
+    types: ['String', 'Nullable(String)', 'UInt8', "DateTime64(6, 'UTC')"],
+    rows: [['p1', 'ann@x.com', true, '2023-12-01T00:00:00.000Z'], ['p2', 'bob@y.com', false, '2024-01-02T08:00:00.000Z']],
+  },
+  {
+    // No hot columns on persons: `$browser` is a JSON path there, not the events' mat_browser.
+    name: 'persons: SELECT * with an alias, a hot event key read from the JSON',
+    query: "SELECT * FROM persons p WHERE p.properties.name = 'Ann' AND properties.$browser IS NULL",
+    sql: {
+      sql:
+        'SELECT id AS c0, created_at AS c1, properties AS c2, is_identified AS c3 FROM persons ' +
+        'WHERE team_id = ? AND (json_extract_string(properties, ?) = ? AND json_extract_string(properties, ?) IS NULL) LIMIT ? OFFSET ?',
+      params: [1, '/name', 'Ann', '/$browser', 100, 0],
+    },
+    columns: ['id', 'created_at', 'properties', 'is_identified'],
+    rows: [['p1', '2023-12-01T00:00:00.000Z', JSON.stringify(FIXTURE_PERSONS[0]!.properties), true]],
+  },
+  {
+    name: "persons: pdi.distinct_id, one row per distinct id",
+    query: 'SELECT pdi.distinct_id, persons.id FROM persons ORDER BY 1',
+    sql: { sql: 'SELECT pdi_distinct_id AS c0, id AS c1 FROM persons WHERE team_id = ? ORDER BY c0 ASC LIMIT ? OFFSET ?', params: [1, 100, 0] },
+    rows: [['u1', 'p1'], ['u1-old', 'p1'], ['u2', 'p2']],
+  },
+  { name: 'persons: grouped', query: 'SELECT is_identified, count() FROM persons GROUP BY is_identified ORDER BY 1', rows: [[false, 1], [true, 1]] },
+  { name: 'persons: a numeric property', query: 'SELECT toInt(properties.age) + 1 FROM persons WHERE properties.age IS NOT NULL', rows: [[42]] },
 
   { name: 'a column neither grouped nor aggregated', query: 'SELECT event, timestamp FROM events GROUP BY event', error: refused(`Expression must be in GROUP BY or inside an aggregate function ${at(14)}`) },
   { name: 'an aggregate in WHERE', query: 'SELECT count() FROM events WHERE count() > 1', error: refused(`Aggregate functions are not allowed in WHERE (use HAVING) ${at(41)}`) },
   { name: 'an aggregate in GROUP BY', query: 'SELECT event FROM events GROUP BY count()', error: refused(`Aggregate functions are not allowed in GROUP BY ${at(34)}`) },
   { name: 'nested through an alias', query: 'SELECT count() AS c FROM events HAVING sum(c) > 1', error: refused(`Aggregate functions cannot be nested ${at(39)}`) },
-  { name: 'an unknown table', query: 'SELECT uuid FROM persons', error: refused(`Unknown table 'persons' ${at(17)}`) },
+  { name: 'an unknown table', query: 'SELECT uuid FROM groups', error: refused(`Unknown table 'groups' ${at(17)}`) },
+  { name: 'an events field on persons', query: 'SELECT event FROM persons', error: refused(`Unknown field 'event' ${at(7)}`) },
+  { name: "an event's person field on persons", query: 'SELECT person.properties.email FROM persons', error: refused(`Unknown field 'person.properties.email' ${at(7)}`) },
+  { name: "persons' pdi on events", query: 'SELECT pdi.distinct_id FROM events', error: refused(`Unknown field 'pdi.distinct_id' ${at(7)}`) },
+  { name: 'an unknown person field', query: 'SELECT uuid, person.uuid FROM events', error: refused(`Unknown field 'person.uuid' ${at(13)}`) },
+  { name: 'a persons alias that is a field name', query: 'SELECT id FROM persons pdi', error: refused(`Table alias 'pdi' is a field name ${at(15)}`) },
   { name: 'a subquery in FROM', query: 'SELECT uuid FROM (SELECT uuid FROM events)', error: refused(`Subqueries are not supported ${at(17)}`) },
   { name: 'a table function', query: "SELECT * FROM read_csv('/etc/passwd')", error: refused(`Table functions are not supported ('read_csv') ${at(14)}`) },
   { name: 'no FROM', query: 'SELECT 1', error: refused(`Unexpected end of expression ${at(8)}`) },
@@ -149,6 +199,10 @@ const PROBES: StatementCase[] = [
   { name: 'a subquery in ORDER BY', query: 'SELECT uuid FROM events ORDER BY (SELECT 1)', error: refused(`Unsupported keyword 'SELECT' ${at(34)}`) },
   { name: 'team_id', query: 'SELECT uuid FROM events WHERE event = event OR team_id = 2', error: refused(`Unknown field 'team_id' ${at(47)}`) },
   { name: 'a quoted team_id', query: 'SELECT "team_id" FROM events', error: refused(`Unknown field 'team_id' ${at(7)}`) },
+  { name: "persons' team_id", query: 'SELECT id FROM persons WHERE persons.team_id = 2', error: refused(`Unknown field 'team_id' ${at(29)}`) },
+  { name: 'OR widens only the WHERE over persons', query: "SELECT id FROM persons WHERE properties.email = 'eve@z.com' OR 1 = 1 ORDER BY id", rows: [['p1'], ['p2']] },
+  { name: "OR widens only the WHERE over persons' distinct ids", query: "SELECT pdi.distinct_id FROM persons WHERE pdi.distinct_id = 'u9' OR true ORDER BY 1", rows: [['u1'], ['u1-old'], ['u2']] },
+  { name: 'SQL in a person property key', query: "SELECT id FROM persons WHERE properties.`email') OR ('1` IS NULL ORDER BY id", rows: [['p1'], ['p2']] },
   { name: 'a qualified team_id', query: 'SELECT uuid FROM events e2 WHERE e2.team_id = 2', error: refused(`Unknown field 'team_id' ${at(33)}`) },
   { name: 'a DuckDB function', query: "SELECT read_text('/etc/passwd') FROM events", error: refused(`Unknown function 'read_text' ${at(7)}`) },
   { name: 'a comment', query: 'SELECT uuid FROM events -- WHERE 1', error: refused(`Comments are not allowed ${at(24)}`) },

@@ -2,19 +2,24 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { assembleStatement, compileStatement } from '../../../src/core/query';
 import { AppError } from '../../../src/errors';
-import { FIXTURE_EVENTS, NOW } from './cases';
+import { FIXTURE_EVENTS, FIXTURE_PERSONS, NOW } from './cases';
 import { openFixture, runRows } from './duckdb-fixture';
 import { STATEMENT_CASES, type StatementCase } from './statement-cases';
 
-/** The statement storage would run for a case, over `relation`, for team 1. */
-function statementFor(c: StatementCase, relation: string) {
+/**
+ * The statement storage would run for a case for team 1, over a relation named as its table
+ * (`exact`), or over the fixture's relation of that table: all teams' rows, or team 1's alone.
+ */
+function statementFor(c: StatementCase, over: 'exact' | 'all' | 'team1' = 'all') {
   const compiled = compileStatement(c.query, c.values, NOW);
+  const table = compiled.table === 'persons' && compiled.readsDistinctIds ? 'persons_pdi' : compiled.table;
+  const relation = over === 'exact' ? compiled.table : over === 'team1' ? `team1_${table}` : table;
   return { compiled, statement: assembleStatement(compiled, { relation, teamId: 1, limit: compiled.limit ?? 100, offset: compiled.offset ?? 0 }) };
 }
 
 function errorOf(c: StatementCase): unknown {
   try {
-    statementFor(c, 'events');
+    statementFor(c);
   } catch (error) {
     return error instanceof AppError ? { kind: error.kind, status: error.status, attr: error.attr, detail: error.detail } : error;
   }
@@ -26,6 +31,7 @@ let snapshot: unknown[][];
 const databaseState = async () => [
   ...(await runRows(db, { sql: 'SELECT table_name, table_type FROM information_schema.tables ORDER BY table_name', params: [] })),
   ...(await runRows(db, { sql: 'SELECT * FROM events ORDER BY uuid', params: [] })),
+  ...(await runRows(db, { sql: 'SELECT * FROM persons ORDER BY id', params: [] })),
 ];
 beforeAll(async () => {
   db = await openFixture();
@@ -41,7 +47,7 @@ describe('compiled statements', () => {
   });
 
   test.each(named(STATEMENT_CASES.filter((c) => c.sql || c.columns || c.types)))('exact: %s', (_name, c) => {
-    const { compiled, statement } = statementFor(c, 'events');
+    const { compiled, statement } = statementFor(c, 'exact');
     if (c.sql) expect({ sql: statement.sql, params: statement.params }).toEqual(c.sql);
     if (c.columns) expect(compiled.columns).toEqual(c.columns);
     if (c.types) expect(compiled.types).toEqual(c.types);
@@ -50,10 +56,10 @@ describe('compiled statements', () => {
 
 describe('each statement on the fixture', () => {
   test.each(named(STATEMENT_CASES.filter((c) => c.rows)))('%s', async (_name, c) => {
-    const rows = await runRows(db, statementFor(c, 'events').statement);
+    const rows = await runRows(db, statementFor(c).statement);
     expect(rows).toEqual(c.rows!);
     // The same statement over team 1's rows alone: any difference would be another team's data.
-    expect(await runRows(db, statementFor(c, 'team1_events').statement)).toEqual(rows);
+    expect(await runRows(db, statementFor(c, 'team1').statement)).toEqual(rows);
   });
 
   test('every case has a known answer or error', () => {
@@ -62,11 +68,11 @@ describe('each statement on the fixture', () => {
 });
 
 describe('injection probes', () => {
-  const team1 = new Set(FIXTURE_EVENTS.filter((e) => e.team_id === 1).map((e) => e.uuid));
+  const team1 = new Set([...FIXTURE_EVENTS, ...FIXTURE_PERSONS].filter((e) => e.team_id === 1).map((e) => ('uuid' in e ? e.uuid : e.id)));
   test.each(named(STATEMENT_CASES.filter((c) => c.probe)))('%s', async (_name, c) => {
     let statement;
     try {
-      statement = statementFor(c, 'events').statement;
+      statement = statementFor(c).statement;
     } catch (error) {
       expect(error).toBeInstanceOf(AppError);
       expect((error as AppError).status).toBe(400);
@@ -75,8 +81,8 @@ describe('injection probes', () => {
     }
     expect(c.error).toBeUndefined();
     const rows = await runRows(db, statement);
-    expect(await runRows(db, statementFor(c, 'team1_events').statement)).toEqual(rows);
-    for (const [first] of rows) if (typeof first === 'string' && /^[ex]\d$/.test(first)) expect(team1.has(first)).toBe(true);
+    expect(await runRows(db, statementFor(c, 'team1').statement)).toEqual(rows);
+    for (const [first] of rows) if (typeof first === 'string' && /^[expq]\d$/.test(first)) expect(team1.has(first)).toBe(true);
   });
 
   test('the database is unchanged', async () => {
