@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia';
+import { Elysia, mapValueError } from 'elysia';
 import { AppError, ERROR_KINDS, isAppError, type ErrorKind } from '../errors';
 import type { Logger } from '../logger';
 
@@ -18,14 +18,29 @@ interface ValidationIssue {
   message?: string;
   summary?: string;
   schema?: { error?: string };
+  /** A union's: the issues of each of its branches. */
+  errors?: Array<Iterable<ValidationIssue>>;
 }
 
 /** Elysia/TypeBox validation errors → the first offending field as `attr`, as DRF does. */
 function fromValidation(error: { all?: ValidationIssue[]; message?: string }): AppError {
-  const first = error.all?.[0];
+  const first = reported(error.all?.[0]);
   const path = (first?.path ?? '').replace(/^\//, '').replace(/\//g, '__');
   const detail = first?.schema?.error ?? first?.summary ?? first?.message ?? 'Invalid input.';
   return new AppError('invalid_input', detail, path || null);
+}
+
+/**
+ * For a union (a body of one of several kinds), the first issue of the branch the value was
+ * meant for: one whose `kind` matched, failing least. "Should be one of: 'object', 'object'" would
+ * name neither the kind nor the field.
+ */
+function reported(issue: ValidationIssue | undefined, depth = 0): ValidationIssue | undefined {
+  if (!issue?.errors?.length || depth > 8) return issue;
+  const branches = issue.errors.map((it) => [...it]).filter((b) => b.length > 0);
+  const kindMatched = branches.filter((b) => !b.some((i) => /\/kind$/.test(i.path ?? '')));
+  const best = (kindMatched.length ? kindMatched : branches).sort((a, b) => a.length - b.length)[0]?.[0];
+  return best ? reported((mapValueError(best as never) as ValidationIssue | undefined) ?? best, depth + 1) : issue;
 }
 
 export const errorHandler = (logger: Logger) =>

@@ -1,4 +1,5 @@
 import type { CompiledSelect } from './compile';
+import type { CompiledStatement } from './compile-statement';
 import { bind, joinSql, sql, trusted, type SqlFragment } from './sql';
 
 export interface EventsQueryParts {
@@ -39,5 +40,30 @@ export function assembleEventsQuery(parts: EventsQueryParts): SqlFragment {
   if (select?.havingSql) clauses.push(sql`HAVING ${{ sql: select.havingSql, params: select.havingParams }}`);
   clauses.push(trusted(`ORDER BY ${parts.orderBy ?? select?.orderBySql ?? 'timestamp DESC'}`));
   clauses.push(sql`LIMIT ${bind(parts.limit)} OFFSET ${bind(parts.offset ?? 0)}`);
+  return joinSql(clauses, ' ');
+}
+
+export interface StatementScope {
+  /** The project's rows of the statement's table as storage names them (trusted SQL, never a request value). */
+  relation: string;
+  teamId: number;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * The statement run: the project scope is a bound `team_id = ?` ANDed outside the request's
+ * WHERE, which sits in its own parentheses, and LIMIT/OFFSET are the caller's (capped) values.
+ */
+export function assembleStatement(c: CompiledStatement, scope: StatementScope): SqlFragment {
+  for (const n of [scope.teamId, scope.limit, scope.offset]) {
+    if (!Number.isSafeInteger(n) || n < 0) throw new Error('teamId, limit and offset must be non-negative integers');
+  }
+  const conditions = [sql`team_id = ${bind(scope.teamId)}`, ...(c.where ? [c.where] : [])];
+  const clauses = [sql`SELECT ${trusted(c.distinct ? 'DISTINCT ' : '')}${c.select} FROM ${trusted(scope.relation)} WHERE ${joinSql(conditions, ' AND ')}`];
+  if (c.groupBy) clauses.push(sql`GROUP BY ${c.groupBy}`);
+  if (c.having) clauses.push(sql`HAVING ${c.having}`);
+  if (c.orderBy) clauses.push(sql`ORDER BY ${c.orderBy}`);
+  clauses.push(sql`LIMIT ${bind(scope.limit)} OFFSET ${bind(scope.offset)}`);
   return joinSql(clauses, ' ');
 }

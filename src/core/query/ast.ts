@@ -37,9 +37,10 @@ export interface SelectStatement {
   star: boolean;
   select: SelectEntry[];
   from: { table: string; alias: string | null; pos: number };
-  where: Expr | null;
+  /** Conditions ANDed (the query's one WHERE, or an EventsQuery's entries, each with its origin). */
+  where: Expr[];
   groupBy: Expr[];
-  having: Expr | null;
+  having: Expr[];
   orderBy: Array<{ expr: Expr; descending: boolean }>;
   limit: { value: number; pos: number } | null;
   offset: { value: number; pos: number } | null;

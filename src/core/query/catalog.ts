@@ -1,9 +1,9 @@
 import { hotColumnFor } from '../events/columns';
 import { checkRe2Syntax } from './regex';
-import { bind, sql, trusted, type SqlFragment } from './sql';
+import { bind, joinSql, sql, trusted, type SqlFragment } from './sql';
 import {
   asDate, asDatetime, asDouble, asString, derive, fail, isTemporal, literalInstant, PREC, TYPE_NAMES,
-  type Site, type Typed, type ValueType,
+  unify, type Site, type Typed, type ValueType,
 } from './types';
 import { formatInstant, instantFromDate } from './dates';
 
@@ -191,7 +191,16 @@ const FUNCTIONS: Record<string, FunctionDef> = {
   upper: unary((a) => sql`upper(${asString(a)})`, 'string'),
   length: unary((a) => sql`length(${asString(a)})`, 'integer'),
   match: fn(2, 2, ([subject, pattern], ctx) => compileMatch(subject as Typed, pattern as Typed, ctx)),
+  coalesce: fn(1, 100, (args, ctx) => compileCoalesce(args, ctx)),
+  ifnull: fn(2, 2, (args, ctx) => compileCoalesce(args, ctx)),
 };
+
+/** The first non-NULL argument, the arguments brought to one type as comparisons bring them. */
+function compileCoalesce(args: Typed[], ctx: CallContext): Typed {
+  const values = unify(args, ctx.site);
+  const type = values.find((t) => t.type !== 'null')?.type ?? 'null';
+  return derive(sql`coalesce(${joinSql(values, ', ')})`, type, values, { nullable: values.every((t) => t.nullable) });
+}
 
 /** HogQL `match(x, 'regex')`; the pattern must be a literal so RE2 can be checked before running. */
 function compileMatch(subject: Typed, pattern: Typed, ctx: CallContext): Typed {

@@ -3,8 +3,8 @@ import { LIMITS } from './limits';
 import type { CompareOp, Expr, IntervalUnit } from './parse';
 import { bind, joinSql, sql, trusted } from './sql';
 import {
-  asBoolean, asDatetime, asDouble, asNumber, asString, derive, fail, isNumeric, isTemporal, isText,
-  literal, literalInstant, nullSafe, paren, PREC, TYPE_NAMES, type Site, type Typed,
+  asBoolean, asDatetime, asDouble, asString, derive, fail, isTemporal, isText,
+  literal, literalInstant, nullSafe, paren, PREC, TYPE_NAMES, unify, type Site, type Typed,
 } from './types';
 
 /**
@@ -184,23 +184,6 @@ export class ExprCompiler {
     const op = trusted(`${node.negated ? 'NOT ' : ''}${node.caseInsensitive ? 'ILIKE' : 'LIKE'}`);
     return nullSafe(sql`${paren(operand, PREC.add)} ${op} ${pattern} ESCAPE '\\'`, operand.nullable, strict, node.negated, [operand]);
   }
-}
-
-/**
- * Brings compared values to one type, as ClickHouse would: a DateTime makes the others DateTimes
- * (text literals parsed here), a number makes text numeric (TRY_CAST, so non-numbers never match),
- * a boolean next to text compares as 'true'/'false'.
- */
-export function unify(values: Typed[], site: Site): Typed[] {
-  const typed = values.filter((t) => t.type !== 'null');
-  if (typed.some(isTemporal)) return values.map((t) => asDatetime(t, site));
-  if (typed.some((t) => t.type === 'interval')) {
-    const other = typed.find((t) => t.type !== 'interval');
-    return other ? fail(site, `Cannot compare Interval with ${TYPE_NAMES[other.type]}`) : values;
-  }
-  if (typed.some(isNumeric)) return values.map((t) => asNumber(t, site));
-  if (typed.some((t) => t.type === 'boolean') && typed.some(isText)) return values.map(asString);
-  return values;
 }
 
 const YEARS_PER_UNIT: Record<IntervalUnit, number> = {

@@ -1,16 +1,15 @@
 import type { Expr, SelectStatement } from './ast';
 import { clickhouseType, FIELD_HEADS, readsDistinctIds, readsPersonColumns, resolveField, STAR_FIELDS, type TableName } from './catalog';
 import { ExprCompiler, type NameScope } from './compile-expr';
-import { invalidInput, LIMITS } from './limits';
-import type { PlaceholderValue } from './parse';
-import { parseStatement, QUERY_LABEL } from './parse-statement';
-import { bind, joinSql, sql, trusted, type SqlFragment } from './sql';
+import { invalidInput } from './limits';
+import { parseStatement, placeholderValues, QUERY_LABEL } from './parse-statement';
+import { joinSql, sql, trusted, type SqlFragment } from './sql';
 import { fail, PREC, type Site, type Typed } from './types';
 
 /**
  * A HogQL `SELECT` statement compiled for one table's relation (`events` or `persons`). The
- * statement storage runs is `assembleStatement`'s: the request's parts inside, the project scope
- * and the row cap outside.
+ * statement storage runs is `assembleStatement`'s (assemble.ts): the request's parts inside, the
+ * project scope and the row cap outside.
  */
 export interface CompiledStatement {
   /** The table read: the caller gives its relation. */
@@ -34,151 +33,211 @@ export interface CompiledStatement {
   readsPersons: boolean;
   /** Over persons: the statement reads `pdi.distinct_id` (storage joins the distinct ids in). */
   readsDistinctIds: boolean;
+  /** The statement as compiled: WHERE's aggregates moved to HAVING, the GROUP BY and ORDER BY it got. */
+  resolved: SelectStatement;
 }
 
-const site = (node: { pos: number }): Site => ({ pos: node.pos, label: QUERY_LABEL, attr: 'query' });
+/** Where a top-level expression came from: the label and parameter its errors name. */
+export interface Origin {
+  label: string;
+  attr: string;
+}
+
+const QUERY_ORIGIN: Origin = { label: QUERY_LABEL, attr: 'query' };
+
+/** What another request shape (EventsQuery) changes in how a parsed statement is compiled. */
+export interface StatementOptions {
+  /** The origin of each top-level expression, for error positions (default: the query). */
+  origin?: (node: Expr) => Origin | undefined;
+  /** WHERE entries that aggregate become HAVING entries (else they are a 400). */
+  aggregatesToHaving?: boolean;
+  /** With an aggregate selected, GROUP BY every other selected expression that reads fields. */
+  groupBySelected?: boolean;
+  /** Without ORDER BY: which selected entries to order by, given them compiled. */
+  defaultOrder?: (selected: readonly Typed[]) => Array<{ index: number; descending: boolean }>;
+}
 
 export function compileStatement(source: unknown, values: unknown, now: Date): CompiledStatement {
   if (typeof source !== 'string' || source.trim() === '') throw invalidInput('query must be a non-empty string', 'query');
-  const stmt = parseStatement(source, placeholderValues(values));
-  const { table, qualifiers } = tableScope(stmt);
-  const compile = (expr: Expr, names: NameScope = { table, qualifiers }) => new ExprCompiler(QUERY_LABEL, 'query', now, names).compile(expr, true);
-  const condition = (expr: Expr, names: NameScope) => new ExprCompiler(QUERY_LABEL, 'query', now, names).condition(expr);
+  return compileSelectStatement(parseStatement(source, placeholderValues(values)), now);
+}
 
-  const entries = stmt.star
-    ? STAR_FIELDS[table].map((name) => ({ typed: resolveField([name], site(stmt.from), table), name, pos: stmt.from.pos }))
-    : stmt.select.map((e) => {
-        const typed = compile(e.expr);
-        checkMixed(typed, e.expr);
-        return { typed, name: e.alias ?? e.text, pos: e.expr.pos, alias: e.alias };
-      });
-  const aliases = new Map<string, Typed>();
-  for (const [i, e] of stmt.select.entries()) {
-    if (e.alias === null) continue;
-    if (aliases.has(e.alias)) fail(site(e.expr), `Alias '${e.alias.slice(0, 100)}' is used twice`);
-    aliases.set(e.alias, entries[i]!.typed);
+interface Entry {
+  typed: Typed;
+  name: string;
+  node: Expr | SelectStatement['from'];
+}
+
+/** A parsed statement (the query endpoint's, or one an EventsQuery describes) compiled. */
+export function compileSelectStatement(stmt: SelectStatement, now: Date, options: StatementOptions = {}): CompiledStatement {
+  return new StatementCompiler(stmt, now, options).compile();
+}
+
+class StatementCompiler {
+  private readonly table: TableName;
+  private names: NameScope;
+
+  constructor(
+    private readonly stmt: SelectStatement,
+    private readonly now: Date,
+    private readonly options: StatementOptions,
+  ) {
+    const { table, qualifiers } = this.tableScope();
+    this.table = table;
+    this.names = { table, qualifiers };
   }
-  const names: NameScope = { table, qualifiers, aliases };
 
-  const where = stmt.where && condition(stmt.where, names);
-  if (where?.aggregate) fail(site(stmt.where!), 'Aggregate functions are not allowed in WHERE (use HAVING)');
-  const positional = (expr: Expr, clause: string): Typed => {
+  private site(node: Expr | SelectStatement['from']): Site {
+    const origin = ('kind' in node && this.options.origin?.(node)) || QUERY_ORIGIN;
+    return { pos: node.pos, ...origin };
+  }
+
+  private compiler(expr: Expr): ExprCompiler {
+    const origin = this.options.origin?.(expr) ?? QUERY_ORIGIN;
+    return new ExprCompiler(origin.label, origin.attr, this.now, this.names);
+  }
+
+  compile(): CompiledStatement {
+    const entries = this.selectEntries();
+    this.names = { ...this.names, aliases: this.aliases(entries) };
+    const conditions = this.stmt.where.map((expr) => ({ expr, typed: this.compiler(expr).condition(expr) }));
+    for (const c of conditions) if (c.typed.aggregate && !this.options.aggregatesToHaving) fail(this.site(c.expr), 'Aggregate functions are not allowed in WHERE (use HAVING)');
+    const where = conditions.filter((c) => !c.typed.aggregate);
+    const having = [...conditions.filter((c) => c.typed.aggregate), ...this.stmt.having.map((expr) => ({ expr, typed: this.compiler(expr).condition(expr) }))];
+    const groupBy = this.groupBy(entries);
+    const orderBy = this.orderBy(entries);
+    this.checkGrouping(entries, groupBy, having, orderBy);
+    return this.finish(entries, { where, groupBy, having, orderBy });
+  }
+
+  private selectEntries(): Entry[] {
+    const { stmt, table } = this;
+    if (stmt.star) return STAR_FIELDS[table].map((name) => ({ typed: resolveField([name], this.site(stmt.from), table), name, node: stmt.from }));
+    return stmt.select.map((e) => {
+      const typed = this.compiler(e.expr).compile(e.expr, true);
+      if (typed.aggregate && typed.columns) fail(this.site(e.expr), 'Expression mixes aggregate functions with fields outside them');
+      return { typed, name: e.alias ?? e.text, node: e.expr };
+    });
+  }
+
+  private aliases(entries: Entry[]): Map<string, Typed> {
+    const aliases = new Map<string, Typed>();
+    for (const [i, e] of this.stmt.select.entries()) {
+      if (e.alias === null) continue;
+      if (aliases.has(e.alias)) fail(this.site(e.expr), `Alias '${e.alias.slice(0, 100)}' is used twice`);
+      aliases.set(e.alias, entries[i]!.typed);
+    }
+    return aliases;
+  }
+
+  private positional(entries: Entry[], expr: Expr, clause: string): Typed {
     if (expr.kind === 'literal' && typeof expr.value === 'number' && Number.isInteger(expr.value)) {
       const entry = entries[expr.value - 1];
-      return entry ? entry.typed : fail(site(expr), `${clause} position ${expr.value} is not in the select list`);
+      return entry ? entry.typed : fail(this.site(expr), `${clause} position ${expr.value} is not in the select list`);
     }
-    const typed = compile(expr, names);
-    if (!typed.columns && !typed.aggregate) fail(site(expr), `${clause} needs a field or an expression of fields`);
+    const typed = this.compiler(expr).compile(expr, true);
+    if (!typed.columns && !typed.aggregate) fail(this.site(expr), `${clause} needs a field or an expression of fields`);
     return typed;
-  };
-  const groupBy = stmt.groupBy.map((expr) => {
-    const typed = positional(expr, 'GROUP BY');
-    if (typed.aggregate) fail(site(expr), 'Aggregate functions are not allowed in GROUP BY');
-    return typed;
-  });
-  const having = stmt.having && condition(stmt.having, names);
-  const orderBy = stmt.orderBy.map((o) => ({ typed: positional(o.expr, 'ORDER BY'), descending: o.descending, pos: o.expr.pos }));
-
-  const grouped = groupBy.length > 0 || [...entries.map((e) => e.typed), ...(having ? [having] : []), ...orderBy.map((o) => o.typed)].some((t) => t.aggregate);
-  if (grouped) {
-    const keys = groupBy.map(fingerprint);
-    const check = (typed: Typed, pos: number) => {
-      if (typed.columns && !typed.aggregate && !keys.includes(fingerprint(typed))) fail(site({ pos }), 'Expression must be in GROUP BY or inside an aggregate function');
-    };
-    for (const e of entries) check(e.typed, e.pos);
-    if (having) check(having, stmt.having!.pos);
-    for (const o of orderBy) check(o.typed, o.pos);
   }
-  if (stmt.distinct) {
+
+  private groupBy(entries: Entry[]): Array<{ typed: Typed; node: Entry['node'] }> {
+    const written = this.stmt.groupBy.map((expr) => {
+      const typed = this.positional(entries, expr, 'GROUP BY');
+      if (typed.aggregate) fail(this.site(expr), 'Aggregate functions are not allowed in GROUP BY');
+      return { typed, node: expr };
+    });
+    if (written.length || !this.options.groupBySelected || !entries.some((e) => e.typed.aggregate)) return written;
+    return entries.filter((e) => !e.typed.aggregate && e.typed.columns);
+  }
+
+  private orderBy(entries: Entry[]): Array<{ typed: Typed; descending: boolean; node: Expr | SelectStatement['from'] }> {
+    if (this.stmt.orderBy.length === 0 && this.options.defaultOrder) {
+      return this.options.defaultOrder(entries.map((e) => e.typed)).map((o) => ({ ...entries[o.index]!, descending: o.descending }));
+    }
+    return this.stmt.orderBy.map((o) => ({ typed: this.positional(entries, o.expr, 'ORDER BY'), descending: o.descending, node: o.expr }));
+  }
+
+  private checkGrouping(entries: Entry[], groupBy: Array<{ typed: Typed }>, having: Condition[], orderBy: Array<{ typed: Typed; node: Entry['node'] }>): void {
+    const all = [...entries, ...having.map((h) => ({ typed: h.typed, node: h.expr })), ...orderBy];
+    if (groupBy.length > 0 || all.some((e) => e.typed.aggregate)) {
+      const keys = groupBy.map((g) => fingerprint(g.typed));
+      for (const e of all) {
+        if (e.typed.columns && !e.typed.aggregate && !keys.includes(fingerprint(e.typed))) fail(this.site(e.node), 'Expression must be in GROUP BY or inside an aggregate function');
+      }
+    }
+    if (this.stmt.distinct) {
+      const selected = entries.map((e) => fingerprint(e.typed));
+      for (const o of orderBy) if (!selected.includes(fingerprint(o.typed))) fail(this.site(o.node), 'With DISTINCT, ORDER BY expressions must be in the select list');
+    }
+  }
+
+  private finish(
+    entries: Entry[],
+    c: { where: Condition[]; groupBy: Array<{ typed: Typed; node: Entry['node'] }>; having: Condition[]; orderBy: Array<{ typed: Typed; descending: boolean; node: Entry['node'] }> },
+  ): CompiledStatement {
+    const columnAliases = entries.map((_, i) => `c${i}`);
+    // A selected expression is grouped and ordered by its alias: written out again, its bound
+    // values (a property's path) would be other parameters, which DuckDB cannot match to the select.
     const selected = entries.map((e) => fingerprint(e.typed));
-    for (const o of orderBy) if (!selected.includes(fingerprint(o.typed))) fail(site(o), 'With DISTINCT, ORDER BY expressions must be in the select list');
+    const byAlias = (typed: Typed): SqlFragment => {
+      const i = selected.indexOf(fingerprint(typed));
+      return i >= 0 ? trusted(columnAliases[i]!) : typed;
+    };
+    const parts = {
+      select: joinSql(entries.map((e, i) => sql`${e.typed} AS ${trusted(columnAliases[i]!)}`), ', '),
+      where: allOf(c.where),
+      groupBy: c.groupBy.length ? joinSql(unique(c.groupBy.map((g) => byAlias(g.typed))), ', ') : null,
+      having: allOf(c.having),
+      orderBy: c.orderBy.length ? joinSql(c.orderBy.map((o) => sql`${byAlias(o.typed)} ${trusted(o.descending ? 'DESC' : 'ASC')}`), ', ') : null,
+    };
+    const fragments = Object.values(parts);
+    return {
+      table: this.table,
+      columns: entries.map((e) => e.name),
+      types: entries.map((e) => clickhouseType(e.typed)),
+      aliases: columnAliases,
+      distinct: this.stmt.distinct,
+      ...parts,
+      limit: this.stmt.limit?.value ?? null,
+      offset: this.stmt.offset?.value ?? null,
+      readsPersons: this.table === 'events' && readsPersonColumns(...fragments),
+      readsDistinctIds: this.table === 'persons' && readsDistinctIds(...fragments),
+      resolved: {
+        ...this.stmt,
+        where: c.where.map((w) => w.expr),
+        having: c.having.map((h) => h.expr),
+        groupBy: c.groupBy.map((g) => g.node).filter(isExpr),
+        orderBy: c.orderBy.filter((o) => isExpr(o.node)).map((o) => ({ expr: o.node as Expr, descending: o.descending })),
+      },
+    };
   }
 
-  const columnAliases = entries.map((_, i) => `c${i}`);
-  // A selected expression is grouped and ordered by its alias: written out again, its bound
-  // values (a property's path) would be other parameters, which DuckDB cannot match to the select.
-  const selected = entries.map((e) => fingerprint(e.typed));
-  const byAlias = (typed: Typed): SqlFragment => {
-    const i = selected.indexOf(fingerprint(typed));
-    return i >= 0 ? trusted(columnAliases[i]!) : typed;
-  };
-  const parts = {
-    select: joinSql(entries.map((e, i) => sql`${e.typed} AS ${trusted(columnAliases[i]!)}`), ', '),
-    where: where && parenthesized(where),
-    groupBy: groupBy.length ? joinSql(groupBy.map(byAlias), ', ') : null,
-    having: having && parenthesized(having),
-    orderBy: orderBy.length ? joinSql(orderBy.map((o) => sql`${byAlias(o.typed)} ${trusted(o.descending ? 'DESC' : 'ASC')}`), ', ') : null,
-  };
-  const fragments = Object.values(parts);
-  return {
-    table,
-    columns: entries.map((e) => e.name),
-    types: entries.map((e) => clickhouseType(e.typed)),
-    aliases: columnAliases,
-    distinct: stmt.distinct,
-    ...parts,
-    limit: stmt.limit?.value ?? null,
-    offset: stmt.offset?.value ?? null,
-    readsPersons: table === 'events' && readsPersonColumns(...fragments),
-    readsDistinctIds: table === 'persons' && readsDistinctIds(...fragments),
-  };
-}
-
-export interface StatementScope {
-  /** The project's rows of the statement's table as storage names them (trusted SQL, never a request value). */
-  relation: string;
-  teamId: number;
-  limit: number;
-  offset: number;
-}
-
-/**
- * The statement run: the project scope is a bound `team_id = ?` ANDed outside the request's
- * WHERE, which sits in its own parentheses, and LIMIT/OFFSET are the caller's (capped) values.
- */
-export function assembleStatement(c: CompiledStatement, scope: StatementScope): SqlFragment {
-  for (const n of [scope.teamId, scope.limit, scope.offset]) {
-    if (!Number.isSafeInteger(n) || n < 0) throw new Error('teamId, limit and offset must be non-negative integers');
+  private tableScope(): { table: TableName; qualifiers: Set<string> } {
+    const { from } = this.stmt;
+    const name = from.table.toLowerCase();
+    if (!Object.hasOwn(STAR_FIELDS, name)) fail(this.site(from), `Unknown table '${from.table.slice(0, 100)}'`);
+    const table = name as TableName;
+    if (from.alias !== null && FIELD_HEADS[table].has(from.alias)) fail(this.site(from), `Table alias '${from.alias}' is a field name`);
+    return { table, qualifiers: new Set(from.alias === null ? [from.table] : [from.table, from.alias]) };
   }
-  const conditions = [sql`team_id = ${bind(scope.teamId)}`, ...(c.where ? [c.where] : [])];
-  const clauses = [sql`SELECT ${trusted(c.distinct ? 'DISTINCT ' : '')}${c.select} FROM ${trusted(scope.relation)} WHERE ${joinSql(conditions, ' AND ')}`];
-  if (c.groupBy) clauses.push(sql`GROUP BY ${c.groupBy}`);
-  if (c.having) clauses.push(sql`HAVING ${c.having}`);
-  if (c.orderBy) clauses.push(sql`ORDER BY ${c.orderBy}`);
-  clauses.push(sql`LIMIT ${bind(scope.limit)} OFFSET ${bind(scope.offset)}`);
-  return joinSql(clauses, ' ');
 }
 
-function tableScope(stmt: SelectStatement): { table: TableName; qualifiers: Set<string> } {
-  const name = stmt.from.table.toLowerCase();
-  if (!Object.hasOwn(STAR_FIELDS, name)) fail(site(stmt.from), `Unknown table '${stmt.from.table.slice(0, 100)}'`);
-  const table = name as TableName;
-  const alias = stmt.from.alias;
-  if (alias !== null && FIELD_HEADS[table].has(alias)) fail(site(stmt.from), `Table alias '${alias}' is a field name`);
-  return { table, qualifiers: new Set(alias === null ? [stmt.from.table] : [stmt.from.table, alias]) };
+/** The first of each fragment (same SQL, same values). */
+const unique = (fragments: SqlFragment[]): SqlFragment[] => fragments.filter((f, i) => fragments.findIndex((g) => JSON.stringify([g.sql, g.params]) === JSON.stringify([f.sql, f.params])) === i);
+
+const isExpr = (node: Entry['node']): node is Expr => 'kind' in node;
+
+interface Condition {
+  expr: Expr;
+  typed: Typed;
+}
+
+/** Conditions ANDed, each in its own parentheses unless an atom; null when there are none. */
+function allOf(conditions: Condition[]): SqlFragment | null {
+  return conditions.length ? joinSql(conditions.map((c) => parenthesized(c.typed)), ' AND ') : null;
 }
 
 /** The same SQL with the same values: how GROUP BY keys and selected expressions are matched. */
 const fingerprint = (t: Typed) => JSON.stringify([t.sql, t.params]);
 
 const parenthesized = (t: Typed): SqlFragment => (t.prec < PREC.atom ? sql`(${t})` : t);
-
-function checkMixed(typed: Typed, expr: Expr): void {
-  if (typed.aggregate && typed.columns) fail(site(expr), 'Expression mixes aggregate functions with fields outside them');
-}
-
-const isScalar = (v: unknown): v is string | number | boolean | null =>
-  v === null || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'string' && v.length <= LIMITS.placeholderLength);
-
-/** `values`: each a string, number, boolean or null, or a list of them (for IN). */
-function placeholderValues(values: unknown): Map<string, PlaceholderValue> {
-  if (values === undefined || values === null) return new Map();
-  if (typeof values !== 'object' || Array.isArray(values)) throw invalidInput('values must be an object', 'values');
-  const entries = Object.entries(values);
-  if (entries.length > LIMITS.placeholders) throw invalidInput(`values has more than ${LIMITS.placeholders} entries`, 'values');
-  for (const [name, value] of entries) {
-    const ok = isScalar(value) || (Array.isArray(value) && value.length <= LIMITS.listValues && value.every(isScalar));
-    if (!ok) throw invalidInput(`values.${name.slice(0, 100)} must be a string, number, boolean or null, or a list of them`, 'values');
-  }
-  return new Map(entries as Array<[string, PlaceholderValue]>);
-}

@@ -28,9 +28,21 @@ const DEFAULT_BEFORE_MS = 5_000;
  * compiler as `where`, so both share one set of NULL and type rules.
  */
 export function compileEventFilters(params: EventFilterParams, now: Date, options: { timeBounds?: boolean } = {}): SqlFragment {
-  const parts: Typed[] = [];
+  const parts = eventFilterExprs(params, now, options).map((f) => new ExprCompiler(f.attr, f.attr, now).condition(f.expr));
+  return joinSql(parts.map((p) => (p.prec < PREC.and ? sql`(${p})` : p)), ' AND ');
+}
+
+/** One condition of the filters, and the parameter it came from (its errors name it). */
+export interface FilterExpr {
+  expr: Expr;
+  attr: string;
+}
+
+/** The conditions `compileEventFilters` compiles, as expression trees (an EventsQuery's WHERE entries). */
+export function eventFilterExprs(params: EventFilterParams, now: Date, options: { timeBounds?: boolean } = {}): FilterExpr[] {
+  const parts: FilterExpr[] = [];
   const add = (expr: Expr | null, attr: string) => {
-    if (expr) parts.push(new ExprCompiler(attr, attr, now).condition(expr));
+    if (expr) parts.push({ expr, attr });
   };
   for (const name of ['event', 'distinct_id', 'person_id'] as const) {
     const value = optionalString(params[name], name);
@@ -49,7 +61,7 @@ export function compileEventFilters(params: EventFilterParams, now: Date, option
   const upper = before ? parseRelativeOrIsoDate(before, now, 'before') : formatInstant({ ms: now.getTime() + DEFAULT_BEFORE_MS, us: 0, dateOnly: false });
   if (bounded) add(compare('<', field(['timestamp']), instant(upper)), 'before');
   add(propertiesExpr(params.properties, now), 'properties');
-  return joinSql(parts.map((p) => (p.prec < PREC.and ? sql`(${p})` : p)), ' AND ');
+  return parts;
 }
 
 /** `orderBy`: a JSON list, `["-timestamp"]` (the default) or `["timestamp"]`. */

@@ -1,8 +1,9 @@
 /** The pure query compiler for the events API: request text in, `{sql, params}` out. */
-export { assembleEventsQuery, type EventsQueryParts } from './assemble';
-export { COLUMN_NAMES, FUNCTION_NAMES, jsonPointer, readsDistinctIds, readsPersonColumns, type TableName } from './catalog';
+export { assembleEventsQuery, assembleStatement, type EventsQueryParts, type StatementScope } from './assemble';
+export { COLUMN_NAMES, FUNCTION_NAMES, jsonPointer, readsDistinctIds, readsPersonColumns, STAR_FIELDS, type TableName } from './catalog';
 export { compileSelect, parseExpressionList, type CompiledSelect } from './compile';
-export { assembleStatement, compileStatement, type CompiledStatement, type StatementScope } from './compile-statement';
+export { compileStatement, type CompiledStatement } from './compile-statement';
+export { compileEventsQuery, type CompiledEventsQuery, type EventsQueryColumn, type EventsQueryContext, type EventsQueryInput } from './compile-events-query';
 export { formatInstant, parseIsoInstant, parseRelativeInstant, parseRelativeOrIsoDate, type Instant } from './dates';
 export { compileEventFilters, parseListOrder, type EventFilterParams } from './filters';
 export { LIMITS } from './limits';

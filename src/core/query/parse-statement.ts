@@ -1,5 +1,5 @@
 import type { Expr, SelectEntry, SelectStatement } from './ast';
-import { LIMITS } from './limits';
+import { invalidInput, LIMITS } from './limits';
 import { Parser, type PlaceholderValue } from './parse';
 import { tokenize, type Token } from './tokenize';
 
@@ -34,9 +34,9 @@ class StatementParser extends Parser {
     const select = star ? [] : this.list(() => this.selectEntry());
     this.keyword('from');
     const from = this.table();
-    const where = this.acceptKeyword('where') ? this.expression() : null;
+    const where = this.acceptKeyword('where') ? [this.expression()] : [];
     const groupBy = this.acceptPair('group', 'by') ? this.list(() => this.expression()) : [];
-    const having = this.acceptKeyword('having') ? this.expression() : null;
+    const having = this.acceptKeyword('having') ? [this.expression()] : [];
     const orderBy = this.acceptPair('order', 'by') ? this.list(() => this.orderEntry()) : [];
     const limit = this.acceptKeyword('limit') ? this.count() : null;
     const offset = this.acceptKeyword('offset') ? this.count() : null;
@@ -55,9 +55,7 @@ class StatementParser extends Parser {
 
   private orderEntry(): { expr: Expr; descending: boolean } {
     const expr = this.expression();
-    const word = this.peek().kind === 'ident' && !this.peek().keyword ? this.peek().value.toLowerCase() : '';
-    if (word === 'asc' || word === 'desc') this.i++;
-    return { expr, descending: word === 'desc' };
+    return { expr, descending: this.optionalDirection() };
   }
 
   private table(): SelectStatement['from'] {
@@ -103,4 +101,20 @@ class StatementParser extends Parser {
     this.keyword(second);
     return true;
   }
+}
+
+const isScalar = (v: unknown): v is string | number | boolean | null =>
+  v === null || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'string' && v.length <= LIMITS.placeholderLength);
+
+/** `values`: each a string, number, boolean or null, or a list of them (for IN). */
+export function placeholderValues(values: unknown): Map<string, PlaceholderValue> {
+  if (values === undefined || values === null) return new Map();
+  if (typeof values !== 'object' || Array.isArray(values)) throw invalidInput('values must be an object', 'values');
+  const entries = Object.entries(values);
+  if (entries.length > LIMITS.placeholders) throw invalidInput(`values has more than ${LIMITS.placeholders} entries`, 'values');
+  for (const [name, value] of entries) {
+    const ok = isScalar(value) || (Array.isArray(value) && value.length <= LIMITS.listValues && value.every(isScalar));
+    if (!ok) throw invalidInput(`values.${name.slice(0, 100)} must be a string, number, boolean or null, or a list of them`, 'values');
+  }
+  return new Map(entries as Array<[string, PlaceholderValue]>);
 }

@@ -1,6 +1,6 @@
 import { at, invalidInput, LIMITS } from './limits';
 import type { CompareOp, Expr, IntervalUnit, ParsedSelect } from './ast';
-import { RESERVED, tokenize, type Token } from './tokenize';
+import { RESERVED, tokenize, type Token, type TokenizeOptions } from './tokenize';
 
 export type { CompareOp, Expr, IntervalUnit, ParsedSelect } from './ast';
 
@@ -8,20 +8,29 @@ const COMPARE_OPS: Record<string, CompareOp> = { '=': '=', '==': '=', '!=': '!='
 const INTERVAL_UNITS = new Set<IntervalUnit>(['second', 'minute', 'hour', 'day', 'week', 'month', 'quarter', 'year']);
 
 /** Parse one `where` entry (or any boolean/scalar expression). */
-export function parseExpression(source: string, label: string, attr: string): Expr {
-  const parser = new Parser(tokenize(source, label, attr), label, attr);
+export function parseExpression(source: string, label: string, attr: string, options?: TokenizeOptions): Expr {
+  const parser = new Parser(tokenize(source, label, attr, options), label, attr);
   const expr = parser.expression();
   parser.expectEnd();
   return expr;
 }
 
 /** Parse one `select` entry: an expression with an optional `AS alias`. */
-export function parseSelectExpression(source: string, label: string, attr: string): ParsedSelect {
-  const parser = new Parser(tokenize(source, label, attr), label, attr);
+export function parseSelectExpression(source: string, label: string, attr: string, options?: TokenizeOptions): ParsedSelect {
+  const parser = new Parser(tokenize(source, label, attr, options), label, attr);
   const expr = parser.expression();
   const alias = parser.optionalAlias();
   parser.expectEnd();
   return { expr, alias };
+}
+
+/** Parse one `orderBy` entry: an expression, then ASC or DESC (ASC when neither). */
+export function parseOrderExpression(source: string, label: string, attr: string, options?: TokenizeOptions): { expr: Expr; descending: boolean } {
+  const parser = new Parser(tokenize(source, label, attr, options), label, attr);
+  const expr = parser.expression();
+  const descending = parser.optionalDirection();
+  parser.expectEnd();
+  return { expr, descending };
 }
 
 /** A `{name}` placeholder's value (the query endpoint's `values`); a list only after IN. */
@@ -50,6 +59,14 @@ export class Parser {
     const token = this.next();
     if ((token.kind === 'ident' && !token.keyword) || token.kind === 'quoted') return token.value;
     return this.unexpected(token);
+  }
+
+  /** `ASC` or `DESC` after an ORDER BY expression (plain words here, not keywords); true for DESC. */
+  optionalDirection(): boolean {
+    const token = this.peek();
+    const word = token.kind === 'ident' && !token.keyword ? token.value.toLowerCase() : '';
+    if (word === 'asc' || word === 'desc') this.i++;
+    return word === 'desc';
   }
 
   expectEnd(): void {

@@ -42,6 +42,11 @@ const NUMBER = /^\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/;
 /** A whole statement (the query endpoint) rather than one expression: longer, and `{name}` placeholders. */
 export interface TokenizeOptions {
   statement?: boolean;
+  /**
+   * `-- …` to the end of the line is a comment: PostHog's EventsQuery columns carry their label so
+   * (`properties.$lib -- Library`). Everywhere else a comment is an error.
+   */
+  lineComments?: boolean;
 }
 
 const PLACEHOLDER = /^\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}/;
@@ -64,6 +69,11 @@ export function tokenize(source: string, label: string, attr: string, options: T
       continue;
     }
     if (tokens.length >= maxTokens) fail(`${options.statement ? 'Query' : 'Expression'} has more than ${maxTokens} tokens`, i);
+    if (options.lineComments && source.startsWith('--', i)) {
+      const end = source.indexOf('\n', i);
+      i = end < 0 ? source.length : end;
+      continue;
+    }
     if (source.startsWith('--', i) || source.startsWith('/*', i)) fail('Comments are not allowed', i);
     const start = i;
     if (IDENT_START.test(ch)) {

@@ -130,3 +130,20 @@ export function nullSafe(pred: SqlFragment, nullable: boolean, strict: boolean, 
   if (!nullable || (!strict && !whenNull)) return { ...pred, ...base, prec: PREC.compare };
   return { ...sql`COALESCE(${pred}, ${trusted(whenNull ? 'TRUE' : 'FALSE')})`, ...base, prec: PREC.atom };
 }
+
+/**
+ * Brings compared values to one type, as ClickHouse would: a DateTime makes the others DateTimes
+ * (text literals parsed here), a number makes text numeric (TRY_CAST, so non-numbers never match),
+ * a boolean next to text compares as 'true'/'false'.
+ */
+export function unify(values: Typed[], site: Site): Typed[] {
+  const typed = values.filter((t) => t.type !== 'null');
+  if (typed.some(isTemporal)) return values.map((t) => asDatetime(t, site));
+  if (typed.some((t) => t.type === 'interval')) {
+    const other = typed.find((t) => t.type !== 'interval');
+    return other ? fail(site, `Cannot compare Interval with ${TYPE_NAMES[other.type]}`) : values;
+  }
+  if (typed.some(isNumeric)) return values.map((t) => asNumber(t, site));
+  if (typed.some((t) => t.type === 'boolean') && typed.some(isText)) return values.map(asString);
+  return values;
+}

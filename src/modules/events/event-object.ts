@@ -40,7 +40,8 @@ export function personObject(person: Person): PersonObject {
   return { is_identified: person.isIdentified, distinct_ids: first === undefined ? [] : [first], properties };
 }
 
-function parseProperties(text: unknown): Record<string, unknown> {
+/** Stored properties text as an object; anything else (not JSON, not an object) as `{}`. */
+export function parseProperties(text: unknown): Record<string, unknown> {
   if (typeof text !== 'string') return {};
   try {
     const value = JSON.parse(text);

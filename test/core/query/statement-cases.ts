@@ -161,6 +161,23 @@ const CASES: StatementCase[] = [
     sql: { sql: 'SELECT pdi_distinct_id AS c0, id AS c1 FROM persons WHERE team_id = ? ORDER BY c0 ASC LIMIT ? OFFSET ?', params: [1, 100, 0] },
     rows: [['u1', 'p1'], ['u1-old', 'p1'], ['u2', 'p2']],
   },
+  {
+    name: 'coalesce and ifNull: the first value set, one type',
+    query: "SELECT uuid, coalesce(properties.plan, person.properties.email, 'none'), ifNull(toInt(properties.price), 0) FROM events WHERE uuid IN ('e1', 'e3', 'e4') ORDER BY uuid",
+    types: ['String', 'String', 'Int64'],
+    rows: [['e1', 'pro', 10], ['e3', 'ann@x.com', 5], ['e4', 'none', 100]],
+  },
+  {
+    name: 'coalesce of a number and text compares numbers',
+    query: 'SELECT coalesce(toFloat(properties.price), properties.pct) AS p FROM events WHERE uuid IN {ids} ORDER BY p',
+    values: { ids: ['e3', 'e5'] },
+    sql: {
+      sql: 'SELECT coalesce(TRY_CAST(json_extract_string(properties, ?) AS DOUBLE), TRY_CAST(json_extract_string(properties, ?) AS DOUBLE)) AS c0 FROM events WHERE team_id = ? AND (uuid IN (?, ?)) ORDER BY c0 ASC LIMIT ? OFFSET ?',
+      params: ['/price', '/pct', 1, 'e3', 'e5', 100, 0],
+    },
+    types: ['Nullable(Float64)'],
+    rows: [[5], [null]],
+  },
   { name: 'persons: grouped', query: 'SELECT is_identified, count() FROM persons GROUP BY is_identified ORDER BY 1', rows: [[false, 1], [true, 1]] },
   { name: 'persons: a numeric property', query: 'SELECT toInt(properties.age) + 1 FROM persons WHERE properties.age IS NOT NULL', rows: [[42]] },
 

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { assembleStatement, compileEventsQuery } from '../../../src/core/query';
+import { AppError } from '../../../src/errors';
+import { FIXTURE_EVENTS, NOW } from './cases';
+import { openFixture, runRows } from './duckdb-fixture';
+import { EVENTS_QUERY_CASES, type EventsQueryCase } from './events-query-cases';
+
+const CONTEXT = { displayNameProperties: ['email', 'name', 'username'], testAccountFilters: [], personDistinctIds: null };
+
+/** The statement storage would run for a case, for team 1, over the fixture's `relation`. */
+function statementFor(c: EventsQueryCase, relation = 'events') {
+  const compiled = compileEventsQuery(c.input, NOW, { ...CONTEXT, ...c.context });
+  const limit = compiled.limit ?? 100;
+  return { compiled, statement: assembleStatement(compiled.statement, { relation, teamId: 1, limit, offset: compiled.offset }) };
+}
+
+function errorOf(c: EventsQueryCase): unknown {
+  try {
+    statementFor(c);
+  } catch (error) {
+    return error instanceof AppError ? { kind: error.kind, status: error.status, attr: error.attr, detail: error.detail } : error;
+  }
+  return 'no error';
+}
+
+let db: DuckDBConnection;
+let snapshot: unknown[][];
+const databaseState = async () => [
+  ...(await runRows(db, { sql: 'SELECT table_name, table_type FROM information_schema.tables ORDER BY table_name', params: [] })),
+  ...(await runRows(db, { sql: 'SELECT * FROM events ORDER BY uuid', params: [] })),
+];
+beforeAll(async () => {
+  db = await openFixture();
+  snapshot = await databaseState();
+});
+afterAll(() => db.closeSync());
+
+const named = (cases: EventsQueryCase[]) => cases.map((c) => [c.name, c] as const);
+
+describe('compiled EventsQueries', () => {
+  test.each(named(EVENTS_QUERY_CASES.filter((c) => c.error)))('400: %s', (_name, c) => {
+    expect(errorOf(c)).toEqual({ kind: 'invalid_input', status: 400, ...c.error });
+  });
+
+  test.each(named(EVENTS_QUERY_CASES.filter((c) => c.sql || c.columns || c.types || c.hogql)))('exact: %s', (_name, c) => {
+    const { compiled, statement } = statementFor(c);
+    if (c.sql) expect({ sql: statement.sql, params: statement.params }).toEqual(c.sql);
+    if (c.columns) expect(compiled.columns).toEqual(c.columns);
+    if (c.types) expect(compiled.types).toEqual(c.types);
+    if (c.hogql) expect(compiled.hogql(compiled.limit ?? 100, compiled.offset)).toEqual(c.hogql);
+  });
+});
+
+describe('each EventsQuery on the fixture', () => {
+  test.each(named(EVENTS_QUERY_CASES.filter((c) => c.rows)))('%s', async (_name, c) => {
+    const rows = await runRows(db, statementFor(c).statement);
+    expect(rows).toEqual(c.rows!);
+    // The same statement over team 1's rows alone: any difference would be another team's data.
+    expect(await runRows(db, statementFor(c, 'team1_events').statement)).toEqual(rows);
+  });
+
+  test('every case has a known answer, statement or error', () => {
+    expect(EVENTS_QUERY_CASES.filter((c) => !c.error && !c.rows && !c.sql).map((c) => c.name)).toEqual([]);
+  });
+});
+
+describe('injection probes', () => {
+  const team1 = new Set(FIXTURE_EVENTS.filter((e) => e.team_id === 1).map((e) => e.uuid));
+  test.each(named(EVENTS_QUERY_CASES.filter((c) => c.probe)))('%s', async (_name, c) => {
+    let statement;
+    try {
+      statement = statementFor(c).statement;
+    } catch (error) {
+      expect(error).toBeInstanceOf(AppError);
+      expect((error as AppError).status).toBe(400);
+      expect(c.error).toBeDefined();
+      return;
+    }
+    expect(c.error).toBeUndefined();
+    const rows = await runRows(db, statement);
+    expect(await runRows(db, statementFor(c, 'team1_events').statement)).toEqual(rows);
+    for (const [first] of rows) if (typeof first === 'string' && /^[ex]\d$/.test(first)) expect(team1.has(first)).toBe(true);
+  });
+
+  test('the database is unchanged', async () => {
+    expect(await databaseState()).toEqual(snapshot);
+  });
+});
