@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { byKey, eventObject, openEventsFixture, recordStatements, relative, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
+import { byKey, eventObject, NOW, openEventsFixture, recordStatements, relative, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
 import { uuidv7 } from '../../src/ids';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { rm } from 'node:fs/promises';
+import { readParquet } from '../helpers/parquet';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 
 let f: EventsFixture;
 beforeAll(async () => {
@@ -268,25 +266,6 @@ describe('exports from time-ordered Parquet files (no sort; CSV person columns s
   });
 });
 
-/** A Parquet body read back with DuckDB: its rows (as JS values) and its columns' names and types. */
-async function readParquet(bytes: Uint8Array, select = '*'): Promise<{ rows: Array<Record<string, unknown>>; columns: Array<{ name: string; type: string }> }> {
-  const file = join(tmpdir(), `export-test-${crypto.randomUUID()}.parquet`);
-  await Bun.write(file, bytes);
-  const instance = await DuckDBInstance.create(':memory:');
-  const c = await instance.connect();
-  try {
-    const rows = (await c.runAndReadAll(`SELECT ${select} FROM read_parquet('${file}')`)).getRowObjectsJS() as Array<Record<string, unknown>>;
-    const described = (await c.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${file}')`)).getRowObjectsJS() as Array<{ column_name: string; column_type: string }>;
-    const codecs = (await c.runAndReadAll(`SELECT DISTINCT compression FROM parquet_metadata('${file}')`)).getRowObjectsJS() as Array<{ compression: string }>;
-    if (rows.length) expect(codecs.map((r) => r.compression)).toEqual(['ZSTD']);
-    return { rows, columns: described.map((d) => ({ name: d.column_name, type: d.column_type })) };
-  } finally {
-    c.closeSync();
-    instance.closeSync();
-    await rm(file, { force: true });
-  }
-}
-
 const parquetOf = async (query: Record<string, string>) => {
   const res = await f.t.call('GET', f.path({ format: 'parquet', ...query }));
   expect(res.status).toBe(200);
@@ -334,6 +313,38 @@ describe('format=parquet', () => {
       { name: 'max(timestamp)', type: expect.stringMatching(/^TIMESTAMP/) },
     ]);
     expect(rows.map((r) => [r.distinct_id, Number(r['count()'])])).toEqual([['alice', 2], ['alice-anon', 1], ['bob', 2], ['carol', 1]]);
+  });
+
+  test('with select: a property is typed by its definition (Numeric DOUBLE, Boolean BOOLEAN, DateTime TIMESTAMP), properties stay JSON text', async () => {
+    const project = await f.t.deps.storage.management.createProject(f.t.account.organization.id, 'Typed export', {});
+    const at = (hours: number) => new Date(NOW.getTime() - hours * 3_600_000);
+    const typed = (key: string, distinctId: string, hours: number, properties: Record<string, unknown>) => ({ key, event: 'view', distinct_id: distinctId, timestamp: at(hours), properties, uuid: uuidv7(at(hours).getTime()) });
+    await f.ingest(project.apiToken, [
+      typed('t1', 'dana', 3, { $screen_width: 1920, is_pro: true, signup: '2024-01-03T10:00:00+02:00', plan: 'pro', $set: { age: 41 } }),
+      typed('t2', 'dana', 2, { $screen_width: '1280.5', is_pro: 'false', signup: '2024-01-05', plan: 'free' }),
+      typed('t3', 'eli', 1, { $screen_width: 'wide', signup: 'soon', plan: 7 }),
+    ]);
+    const select = ['timestamp', 'properties.$screen_width', 'properties.is_pro', 'properties.signup', 'properties.plan', 'person.properties.age', 'toFloat(properties.$screen_width) / 2 AS half'];
+    const res = await f.t.call('GET', `/api/projects/${project.id}/events/?${new URLSearchParams({ format: 'parquet', select: JSON.stringify(select), orderBy: '["timestamp"]' })}`);
+    expect(res.status).toBe(200);
+    const { rows, columns } = await readParquet(new Uint8Array(await res.arrayBuffer()));
+    expect(columns).toEqual([
+      { name: 'timestamp', type: 'TIMESTAMP' },
+      { name: 'properties.$screen_width', type: 'DOUBLE' },
+      { name: 'properties.is_pro', type: 'BOOLEAN' },
+      { name: 'properties.signup', type: 'TIMESTAMP' },
+      { name: 'properties.plan', type: 'VARCHAR' },
+      { name: 'person.properties.age', type: 'DOUBLE' },
+      { name: 'half', type: 'DOUBLE' },
+    ]);
+    expect(rows).toEqual([
+      { timestamp: at(3), 'properties.$screen_width': 1920, 'properties.is_pro': true, 'properties.signup': new Date('2024-01-03T08:00:00Z'), 'properties.plan': 'pro', 'person.properties.age': 41, half: 960 },
+      { timestamp: at(2), 'properties.$screen_width': 1280.5, 'properties.is_pro': false, 'properties.signup': new Date('2024-01-05T00:00:00Z'), 'properties.plan': 'free', 'person.properties.age': 41, half: 640.25 },
+      { timestamp: at(1), 'properties.$screen_width': null, 'properties.is_pro': null, 'properties.signup': null, 'properties.plan': '7', 'person.properties.age': null, half: null },
+    ]);
+    const whole = await readParquet(new Uint8Array(await (await f.t.call('GET', `/api/projects/${project.id}/events/?format=parquet&orderBy=${encodeURIComponent('["timestamp"]')}`)).arrayBuffer()));
+    expect(whole.columns.find((c) => c.name === 'properties')).toEqual({ name: 'properties', type: 'VARCHAR' });
+    expect(whole.rows.map((r) => JSON.parse(String(r.properties)).$screen_width)).toEqual([1920, '1280.5', 'wide']);
   });
 
   test('errors before the file is written are ordinary 400s; an unknown format is refused', async () => {

@@ -2,7 +2,7 @@ import type { Expr } from './ast';
 import { clickhouseType } from './catalog';
 import { ExprCompiler } from './compile-expr';
 import { invalidInput, LIMITS } from './limits';
-import { parseExpression, parseSelectExpression } from './parse';
+import { parseExpression, parseSelectExpression, type Expr } from './parse';
 import { joinSql, sql, trusted, type QueryParam } from './sql';
 import { fail, PREC, type Typed } from './types';
 
@@ -44,6 +44,16 @@ export interface CompiledSelect {
    * take from somewhere cheaper than a scan.
    */
   countOnly: boolean;
+  /**
+   * Per entry, the property it reads when it is one property as stored (`properties.$screen_width`,
+   * `person.properties.email`): an export can type that column by its property definition.
+   */
+  properties: Array<SelectedProperty | null>;
+}
+
+export interface SelectedProperty {
+  kind: 'event' | 'person';
+  key: string;
 }
 
 export function compileSelect(selectExprs: readonly string[], whereExprs: readonly string[], now: Date): CompiledSelect {
@@ -74,6 +84,7 @@ export function compileSelect(selectExprs: readonly string[], whereExprs: readon
     orderBySql: defaultOrder(selectExprs, selected.map((s) => s.typed), aliases),
     hasAggregate,
     countOnly: selected.length === 1 && countsRows(selected[0]!.expr) && conditions.length === 0,
+    properties: selected.map((s) => s.property),
   };
 }
 
@@ -82,7 +93,15 @@ function compileSelectEntry(source: string, label: string, now: Date) {
   const compiler = new ExprCompiler(label, 'select', now);
   const typed = compiler.compile(expr, true);
   checkMixed(typed, compiler.site(expr));
-  return { expr, typed, alias };
+  return { expr, typed, alias, property: selectedProperty(expr) };
+}
+
+function selectedProperty(expr: Expr): SelectedProperty | null {
+  if (expr.kind !== 'field') return null;
+  const [a, b, c, ...rest] = expr.chain;
+  if (a === 'properties' && b !== undefined && c === undefined) return { kind: 'event', key: b };
+  if (a === 'person' && b === 'properties' && c !== undefined && rest.length === 0) return { kind: 'person', key: c };
+  return null;
 }
 
 /** `count()` or `count(*)`: every row, not the rows where an argument is non-null. */

@@ -1,7 +1,7 @@
 /** The pure query compiler for the events API: request text in, `{sql, params}` out. */
 export { assembleEventsQuery, assembleStatement, type EventsQueryParts, type StatementScope } from './assemble';
 export { COLUMN_NAMES, FUNCTION_NAMES, jsonPointer, readsDistinctIds, readsPersonColumns, STAR_FIELDS, type TableName } from './catalog';
-export { compileSelect, parseExpressionList, type CompiledSelect } from './compile';
+export { compileSelect, parseExpressionList, type CompiledSelect, type SelectedProperty } from './compile';
 export { compileStatement, type CompiledStatement } from './compile-statement';
 export { compileEventsQuery, type CompiledEventsQuery, type EventsQueryColumn, type EventsQueryContext, type EventsQueryInput } from './compile-events-query';
 export { formatInstant, parseIsoInstant, parseRelativeInstant, parseRelativeOrIsoDate, type Instant } from './dates';

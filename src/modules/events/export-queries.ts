@@ -1,5 +1,6 @@
 import { bind, joinSql, jsonPointer, sql, trusted, type SqlFragment } from '../../core/query';
 import { EVENT_CSV_PERSON_COLUMNS, type EventCsvColumn } from '../../core/events/csv';
+import type { PropertyType } from '../../core/ingest/property-type';
 import { allOf, EVENT_ROW_COLUMNS, listOrder, type Order } from './queries';
 
 /**
@@ -160,13 +161,34 @@ export function emptyParquetEventsStatement(file: string): SqlFragment {
 }
 
 /**
- * A select query's Parquet export: its columns named as the select names them (`aliases[i]` is
- * renamed `columns[i]`, quoted as an identifier) and typed as DuckDB computes them.
+ * Parquet types of properties by their definitions: numbers as DOUBLE, booleans as BOOLEAN, dates
+ * as TIMESTAMP (UTC, an offset in the text honoured). A value that does not fit is NULL: the
+ * definition records the type a property showed first, not that every value has it.
  */
-export function parquetSelectCopyStatement(query: SqlFragment, aliases: readonly string[], columns: readonly string[], file: string): SqlFragment {
+const DEFINED_TYPES: Record<PropertyType, ((column: string) => string) | null> = {
+  String: null,
+  Numeric: (c) => `TRY_CAST(${c} AS DOUBLE)`,
+  Boolean: (c) => `TRY_CAST(${c} AS BOOLEAN)`,
+  DateTime: (c) => `CAST(TRY_CAST(${c} AS TIMESTAMPTZ) AS TIMESTAMP)`,
+};
+
+/**
+ * A select query's Parquet export: its columns named as the select names them (`aliases[i]` is
+ * renamed `columns[i]`, quoted as an identifier) and typed as DuckDB computes them, or, for a
+ * selected property with a definition, as `types[i]` says.
+ */
+export function parquetSelectCopyStatement(
+  query: SqlFragment,
+  aliases: readonly string[],
+  columns: readonly string[],
+  types: ReadonlyArray<PropertyType | null>,
+  file: string,
+): SqlFragment {
   const renamed = aliases.map((alias, i) => {
     if (!/^c\d+$/.test(alias)) throw new Error('unexpected select alias');
-    return `${alias} AS ${quoteIdentifier(columns[i] ?? alias)}`;
+    const type = types[i];
+    const typed = type ? DEFINED_TYPES[type] : null;
+    return `${typed ? typed(alias) : alias} AS ${quoteIdentifier(columns[i] ?? alias)}`;
   });
   return sql`COPY (SELECT ${trusted(renamed.join(', '))} FROM (${query}) AS q) TO ${trusted(sqlPath(file))} (${trusted(PARQUET_OPTIONS)})`;
 }

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect, sql } from '../../core/query';
+import { assembleEventsQuery, compileSelect, sql, type CompiledSelect } from '../../core/query';
+import type { PropertyType } from '../../core/ingest/property-type';
 import { csvRecord, duckdbCsvField, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
@@ -116,7 +117,7 @@ async function parquetStatement(ctx: ExportContext, req: ListRequest, file: stri
       limit: req.limit ?? Number.MAX_SAFE_INTEGER,
       offset: req.offset,
     });
-    return parquetSelectCopyStatement(query, compiled.aliases, compiled.columns, file);
+    return parquetSelectCopyStatement(query, compiled.aliases, compiled.columns, await definedTypes(ctx, compiled), file);
   }
   const base = await listScope(ctx, req);
   const scope = base && (await startingPoint(ctx, req, base));
@@ -124,6 +125,17 @@ async function parquetStatement(ctx: ExportContext, req: ListRequest, file: stri
   await ctx.flushPersons();
   const window = listWindow(req);
   return parquetEventsCopyStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where, req.order, req.limit, file);
+}
+
+/**
+ * Per selected column, the type the definition of the property it reads gives it (`properties.X`
+ * or `person.properties.X` as stored; null for any other expression or an untyped property):
+ * what a Parquet reader gets as the column's type.
+ */
+async function definedTypes(ctx: ExportContext, compiled: CompiledSelect): Promise<Array<PropertyType | null>> {
+  const keys = (kind: 'event' | 'person') => [...new Set(compiled.properties.flatMap((p) => (p?.kind === kind ? [p.key] : [])))];
+  const [event, person] = await Promise.all([ctx.propertyTypes('event', keys('event')), ctx.propertyTypes('person', keys('person'))]);
+  return compiled.properties.map((p) => (p ? ((p.kind === 'event' ? event : person).get(p.key) ?? null) : null));
 }
 
 /** A file's bytes in chunks, the file removed afterwards (sent, failed or cancelled). */

@@ -43,7 +43,7 @@ export const eventsModule = (deps: Deps) => {
             'Without select: the pagination envelope of stored events; `next` keeps the filters, freezes `before` and carries a keyset `cursor`. ' +
             'With select (and where): `{columns, types, results, hasMore, next, previous}`. With format=json: the same envelope, its results streamed ' +
             '(every matching row unless `limit`); with format=csv: the results as a streamed CSV file; with format=ndjson: one JSON object (select: row) a line; ' +
-            'with format=parquet: a zstd Parquet file written by DuckDB (timestamps typed, properties as JSON text; select: its columns and types).',
+            'with format=parquet: a zstd Parquet file written by DuckDB (timestamps typed, properties as JSON text; select: its columns and types, selected properties typed by their definitions).',
         },
       },
     )

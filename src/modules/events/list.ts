@@ -1,4 +1,5 @@
 import { assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
+import type { PropertyType } from '../../core/ingest/property-type';
 import { AppError } from '../../errors';
 import type { Row } from '../../storage/db';
 import { selectValue, toEventObject, type EventObject, type PersonObject } from './event-object';
@@ -18,6 +19,8 @@ export interface ListContext {
   personFilter: SqlFragment | 'none' | null;
   /** Make in-memory person changes visible to SQL (before joining persons). */
   flushPersons(): Promise<void>;
+  /** The `property_type` of the named event or person properties that have one, as their definitions say now. */
+  propertyTypes(kind: 'event' | 'person', keys: readonly string[]): Promise<Map<string, PropertyType>>;
   personOf(distinctId: string): PersonObject | null;
   /** Per-file counts remembered across requests (see FileCounts). */
   counts: FileCounts;

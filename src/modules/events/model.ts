@@ -22,7 +22,8 @@ export const EventsListQuery = t.Object({
         'An export, streamed as an attachment of every matching event unless limit is given. json: the same envelope, results streamed; ' +
         'csv: the results as CSV (text/csv); ndjson: the json results, one object (select: one row array) a line (application/x-ndjson); ' +
         'parquet: a zstd Parquet file (application/vnd.apache.parquet) with columns id, distinct_id, event, elements_chain as strings, ' +
-        'timestamp as TIMESTAMP (UTC) and properties as JSON text; with select, the selected columns with their own types.',
+        'timestamp as TIMESTAMP (UTC) and properties as JSON text; with select, the selected columns with their own types, a selected ' +
+        'property (properties.X, person.properties.X) by its definition: Numeric as DOUBLE, Boolean as BOOLEAN, DateTime as TIMESTAMP.',
     }),
   ),
   select: Str('JSON list of HogQL-style expressions, e.g. ["event", "count()", "properties.$browser"]; or one expression per repeated parameter.'),

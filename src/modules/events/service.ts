@@ -50,6 +50,13 @@ export function createEventsService(deps: Deps) {
       personFilter: personId ? personFilter(teamId, personId) : null,
       counts,
       flushPersons: () => persons.flush(),
+      async propertyTypes(kind, keys) {
+        if (keys.length === 0) return new Map();
+        // Definitions of every processed event (they are written behind ingestion, in batches).
+        await deps.storage.seen.flush();
+        const { results } = await deps.storage.definitions.listPropertyDefinitions(teamId, { kind, names: [...keys], limit: keys.length, offset: 0 });
+        return new Map(results.flatMap((d) => (d.propertyType ? [[d.name, d.propertyType] as const] : [])));
+      },
       personOf(distinctId) {
         let person = cache.get(distinctId);
         if (person === undefined) {
