@@ -1,3 +1,4 @@
+import { DuckDBInstance } from '@duckdb/node-api';
 import { readFileSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -281,29 +282,29 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   if (copies > 0) log(`wrote ${copies} person copies in ${((performance.now() - copyStarted) / 1000).toFixed(1)} s`);
   const stats = storage.events.stats();
   log(`loaded in ${loaded.seconds.toFixed(0)} s (${Math.round(total / loaded.seconds).toLocaleString()} rows/s); hot rows ${stats.hotRows}, parquet rows ${stats.parquetRows} in ${stats.parquetFiles} files`);
-  // QUERY_BENCH_ONLY (a regular expression over case names, `csv` for the export) narrows a run.
+  // QUERY_BENCH_ONLY (a regular expression over case names, `csv`, `parquet` or `ndjson` for the exports) narrows a run.
   const only = process.env.QUERY_BENCH_ONLY ? new RegExp(process.env.QUERY_BENCH_ONLY, 'i') : null;
   const all = cases(loaded.users).filter((c) => !only || only.test(c.name));
-  const withCsv = !only || only.test('csv');
+  const formats = EXPORT_FORMATS.filter((format) => !only || only.test(format));
   const samples = new Map<string, Samples>();
   for (const c of all) samples.set(c.name, { http: [], httpFirst: [], direct: [], naive: [], statements: 0, rows: 0 });
-  const csv = { http: [] as number[], direct: [] as number[], peak: 0, before: 0, at10: 0, at90: 0, bytes: 0, rows: 0 };
+  const exports = new Map(formats.map((format) => [format, { http: [] as number[], direct: [] as number[], peak: 0, before: 0, at10: 0, at90: 0, bytes: 0, rows: 0 }]));
 
   // The machine is shared and noisy: direct and http alternate in cycles (the database file takes
   // one process at a time), and the medians are over every cycle's runs.
   for (let cycle = 0; cycle < cycles; cycle++) {
     if (cycle > 0) storage = await openStorage(withPipeline(storeOptions));
     await directPhase(storage, config, teamId, all, samples, runs, log);
-    if (withCsv) csv.direct.push(await directCopy(storage, teamId, exportRows, tmpDir));
+    for (const [format, e] of exports) e.direct.push(await directCopy(storage, teamId, exportRows, tmpDir, format));
     await storage.close();
     const server = await startServer(serverEnv, dataDir);
     try {
       await httpPhase(server.url, teamId, all, samples, runs);
-      if (withCsv) {
-        const export_ = await httpExport(server.url, server.proc.pid, teamId, exportRows);
-        csv.http.push(export_.seconds);
-        if (cycle === cycles - 1) Object.assign(csv, { peak: export_.peak, before: export_.before, at10: export_.at10, at90: export_.at90, bytes: export_.bytes, rows: export_.rows });
-        log(`cycle ${cycle + 1}/${cycles}: csv ${Math.round(export_.rows / export_.seconds).toLocaleString()} rows/s, server rss ${export_.before} → ${export_.at10} (10%) → ${export_.at90} (90%), peak ${export_.peak} MB`);
+      for (const [format, e] of exports) {
+        const export_ = await httpExport(server.url, server.proc.pid, teamId, exportRows, format, tmpDir);
+        e.http.push(export_.seconds);
+        if (cycle === cycles - 1) Object.assign(e, { peak: export_.peak, before: export_.before, at10: export_.at10, at90: export_.at90, bytes: export_.bytes, rows: export_.rows });
+        log(`cycle ${cycle + 1}/${cycles}: ${format} ${Math.round(export_.rows / export_.seconds).toLocaleString()} rows/s, server rss ${export_.before} → ${export_.at10} (10%) → ${export_.at90} (90%), peak ${export_.peak} MB`);
       }
     } finally {
       await server.stop();
@@ -327,28 +328,30 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
       rows: s.rows,
     };
   });
-  const httpSeconds = median(csv.http);
-  const directSeconds = median(csv.direct);
-  if (withCsv) rows.push({
-    case: `csv export of ${exportRows.toLocaleString()} rows`,
-    http_p50_ms: round(httpSeconds * 1000),
-    direct_p50_ms: round(directSeconds * 1000),
-    'http/direct': round(httpSeconds / directSeconds),
-    naive_sql_ms: null,
-    target_ms: null,
-    statements: null,
-    rows: csv.rows,
-    'rows/s': Math.round(csv.rows / httpSeconds),
-    'MB/s': round(csv.bytes / 1e6 / httpSeconds),
-    rss_before_mb: csv.before,
-    rss_at_10pct_mb: csv.at10,
-    rss_at_90pct_mb: csv.at90,
-    rss_peak_mb: csv.peak,
-  });
+  for (const [format, e] of exports) {
+    const httpSeconds = median(e.http);
+    const directSeconds = median(e.direct);
+    rows.push({
+      case: `${format} export of ${exportRows.toLocaleString()} rows`,
+      http_p50_ms: round(httpSeconds * 1000),
+      direct_p50_ms: round(directSeconds * 1000),
+      'http/direct': round(httpSeconds / directSeconds),
+      naive_sql_ms: null,
+      target_ms: null,
+      statements: null,
+      rows: e.rows,
+      'rows/s': Math.round(e.rows / httpSeconds),
+      'MB/s': round(e.bytes / 1e6 / httpSeconds),
+      rss_before_mb: e.before,
+      rss_at_10pct_mb: e.at10,
+      rss_at_90pct_mb: e.at90,
+      rss_peak_mb: e.peak,
+    });
+  }
   const notes = [
     `${total.toLocaleString()} events (95% in the measured project), a month ending at load time; ${copiesOn ? 'person-clustered copies of settled days built before the queries' : 'fresh: no person-clustered copies (QUERY_BENCH_COPIES=off)'}; loaded through EventStore.append in ${loaded.seconds.toFixed(0)} s (${Math.round(total / loaded.seconds).toLocaleString()} rows/s); at query time ${stats.hotRows.toLocaleString()} rows in the hot table, ${stats.parquetRows.toLocaleString()} in ${stats.parquetFiles} Parquet files.`,
     `medians over ${cycles} cycles × ${runs} runs (after a warm-up each); http = the real server on loopback, whole body read; http_first = that warm-up, the first request of the case since the server started (per-file counts not yet remembered); direct = the statements the API ran for the same request (its first: per-file counts included), replayed on DuckDB in-process with the same concurrency; naive = one ORDER BY … LIMIT 100 statement over the team's whole relation.`,
-    `csv: ${(csv.bytes / 1e6).toFixed(0)} MB; direct = DuckDB's own COPY of as many rows (raw columns, properties as one JSON column, one unsorted statement); target ≥ 200,000 rows/s with the server's memory flat (rss at 10% vs 90% of the export).`,
+    `exports (${[...exports].map(([format, e]) => `${format} ${(e.bytes / 1e6).toFixed(0)} MB`).join(', ') || 'none'}): the same newest ${exportRows.toLocaleString()} events in each format, body read whole (the Parquet one written to a file, then its rows counted by DuckDB); direct = DuckDB's own COPY of as many rows in that format (raw columns, properties as one JSON column, one unsorted statement); target ≥ 200,000 rows/s with the server's memory flat (rss at 10% vs 90% of the export).`,
   ];
   return { name: 'query', rows, notes };
 };
@@ -392,14 +395,19 @@ async function directPhase(
   }
 }
 
-async function directCopy(storage: Storage, teamId: number, rows: number, tmpDir: string): Promise<number> {
+const EXPORT_FORMATS = ['csv', 'parquet', 'ndjson'] as const;
+type ExportFormat = (typeof EXPORT_FORMATS)[number];
+/** DuckDB's COPY options per format: its JSON writer writes one object a line. */
+const COPY_OPTIONS: Record<ExportFormat, string> = { csv: 'FORMAT csv', parquet: 'FORMAT parquet, COMPRESSION zstd', ndjson: 'FORMAT json' };
+
+async function directCopy(storage: Storage, teamId: number, rows: number, tmpDir: string, format: ExportFormat): Promise<number> {
   const relation = (await storage.events.eventsRelation(teamId)).sql;
-  const file = join(tmpDir, 'direct.csv');
+  const file = join(tmpDir, `direct.${format}`);
   const started = performance.now();
   await drain(storage, {
     // Unsorted (the files are newest first anyway): a sort of a million ~1 KB rows in one
     // statement needs more than DuckDB's memory limit here.
-    sql: `COPY (SELECT uuid, distinct_id, event, timestamp, elements_chain, properties FROM ${relation} AS events WHERE team_id = ? LIMIT ?) TO '${file}' (FORMAT csv)`,
+    sql: `COPY (SELECT uuid, distinct_id, event, timestamp, elements_chain, properties FROM ${relation} AS events WHERE team_id = ? LIMIT ?) TO '${file}' (${COPY_OPTIONS[format]})`,
     params: [teamId, rows],
   });
   const seconds = (performance.now() - started) / 1000;
@@ -425,14 +433,20 @@ async function httpPhase(
   }
 }
 
-/** The CSV export over HTTP: its time, and the server's resident memory sampled while it streams. */
-async function httpExport(base: string, pid: number, teamId: number, limit: number) {
+/**
+ * An export over HTTP: its time, and the server's resident memory sampled while it streams. CSV
+ * and NDJSON rows are counted as their lines come (CSV less its header); a Parquet body is written
+ * to a file as it comes, and its rows counted from the file by DuckDB once the time is taken.
+ */
+async function httpExport(base: string, pid: number, teamId: number, limit: number, format: ExportFormat, tmpDir: string) {
   const before = serverRssMb(pid);
   const rss: number[] = [];
   const sampler = setInterval(() => rss.push(serverRssMb(pid)), 100);
+  const file = join(tmpDir, 'http-export.parquet');
+  const sink = format === 'parquet' ? Bun.file(file).writer() : null;
   const started = performance.now();
-  const res = await fetch(`${base}/api/projects/${teamId}/events/?format=csv&limit=${limit}`, { headers: { authorization: `Bearer ${TEST_KEYS.personal}` } });
-  if (res.status !== 200) throw new Error(`csv export: ${res.status} ${await res.text()}`);
+  const res = await fetch(`${base}/api/projects/${teamId}/events/?format=${format}&limit=${limit}`, { headers: { authorization: `Bearer ${TEST_KEYS.personal}` } });
+  if (res.status !== 200) throw new Error(`${format} export: ${res.status} ${await res.text()}`);
   let bytes = 0;
   let lines = 0;
   const reader = res.body!.getReader();
@@ -440,19 +454,35 @@ async function httpExport(base: string, pid: number, teamId: number, limit: numb
     const { done, value } = await reader.read();
     if (done) break;
     bytes += value.length;
-    for (let i = value.indexOf(10); i >= 0; i = value.indexOf(10, i + 1)) lines++;
+    if (sink) sink.write(value);
+    else for (let i = value.indexOf(10); i >= 0; i = value.indexOf(10, i + 1)) lines++;
   }
+  await sink?.end();
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
+  const rows = format === 'parquet' ? await parquetRows(file) : format === 'csv' ? lines - 1 : lines;
+  await rm(file, { force: true });
   return {
     seconds,
     bytes,
-    rows: lines - 1,
+    rows,
     before,
     peak: Math.max(before, ...rss),
     at10: rss[Math.floor(rss.length / 10)] ?? before,
     at90: rss[Math.floor((rss.length * 9) / 10)] ?? before,
   };
+}
+
+async function parquetRows(file: string): Promise<number> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const c = await instance.connect();
+  try {
+    const [row] = (await c.runAndReadAll(`SELECT count(*) AS n FROM read_parquet('${file.replaceAll("'", "''")}')`)).getRowObjectsJS();
+    return Number(row?.n);
+  } finally {
+    c.closeSync();
+    instance.closeSync();
+  }
 }
 
 /** One warm-up, then `runs` timed runs; `first` gets the warm-up's time. */
