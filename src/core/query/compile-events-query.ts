@@ -69,55 +69,76 @@ const SPECIAL = /^\s*(\*|person|person_display_name)\s*(?:--.*)?$/s;
 const COMMENTS = { lineComments: true } as const;
 
 export function compileEventsQuery(input: EventsQueryInput, now: Date, context: EventsQueryContext): CompiledEventsQuery {
-  const origins = new WeakMap<Expr, Origin>();
-  const from = (expr: Expr, label: string, attr: string) => (origins.set(expr, { label, attr }), expr);
-  const entries: SelectEntry[] = [];
-  const plan: EventsQueryColumn[] = [];
-  const columns: string[] = [];
-  const displayName = () => displayNameExpr(context.displayNameProperties);
+  const b = new StatementBuilder(context);
   const sent = stringList(input.select, 'select');
   const texts = sent.length ? sent : ['*'];
-  for (const [i, text] of texts.entries()) {
-    const special = SPECIAL.exec(text)?.[1];
-    const add = (expr: Expr, alias: string | null = null) => entries.push({ expr, alias, text }) - 1;
-    columns.push(text);
-    if (special === '*') plan.push({ kind: 'event', indexes: STAR_FIELDS.events.map((name) => add(field(name))) });
-    else if (special === 'person') plan.push({ kind: 'person', index: add(field('distinct_id')) });
-    else if (special === 'person_display_name') {
-      plan.push({ kind: 'display_name', indexes: [add(displayName()), add(field('distinct_id'))] });
-    } else {
-      const { expr, alias } = parseSelectExpression(text, `select[${i}]`, 'select', COMMENTS);
-      plan.push({ kind: 'value', index: add(from(expr, `select[${i}]`, 'select'), alias) });
-      if (alias !== null) columns[i] = alias;
-    }
-  }
+  texts.forEach((text, i) => b.column(text, i));
   const where = [
-    ...stringList(input.where, 'where').map((text, i) => from(parseExpression(text, `where[${i}]`, 'where', COMMENTS), `where[${i}]`, 'where')),
-    ...filters(input, now, context).map((f) => from(f.expr, f.attr, f.attr)),
+    ...stringList(input.where, 'where').map((text, i) => b.from(parseExpression(text, `where[${i}]`, 'where', COMMENTS), `where[${i}]`, 'where')),
+    ...filters(input, now, context).map((f) => b.from(f.expr, f.attr, f.attr)),
   ];
-  const orderBy = stringList(input.orderBy, 'orderBy').map((text, i) => {
-    const special = /^\s*(person_display_name|person)(?:\s*--\s*Person)?\s+(asc|desc)\s*$/i.exec(text) ?? /^\s*(person_display_name|person)(?:\s*--\s*Person)?\s*$/i.exec(text);
-    if (special) return { expr: special[1] === 'person' ? field('distinct_id') : displayName(), descending: special[2]?.toLowerCase() === 'desc' };
-    const order = parseOrderExpression(text, `orderBy[${i}]`, 'orderBy', COMMENTS);
-    return { expr: from(byPosition(order.expr, plan, `orderBy[${i}]`), `orderBy[${i}]`, 'orderBy'), descending: order.descending };
-  });
+  const orderBy = stringList(input.orderBy, 'orderBy').map((text, i) => b.order(text, i));
   const stmt: SelectStatement = {
-    distinct: false, star: false, select: entries, from: { table: 'events', alias: null, pos: 0 },
+    distinct: false, star: false, select: b.entries, from: { table: 'events', alias: null, pos: 0 },
     where, groupBy: [], having: [], orderBy, limit: null, offset: null,
   };
   const statement = compileSelectStatement(stmt, now, {
-    origin: (expr) => origins.get(expr),
+    origin: (expr) => b.origins.get(expr),
     aggregatesToHaving: true,
     groupBySelected: true,
-    defaultOrder: (typed) => defaultOrder(texts, plan, typed),
+    defaultOrder: (typed) => defaultOrder(texts, b.plan, typed),
   });
   return {
-    statement, columns, plan,
-    types: plan.map((c) => columnType(c, statement.types)),
+    statement,
+    columns: b.columns,
+    plan: b.plan,
+    types: b.plan.map((c) => columnType(c, statement.types)),
     limit: count(input.limit, 'limit'),
     offset: count(input.offset, 'offset') ?? 0,
     hogql: (limit, offset) => printStatement(statement.resolved, limit, offset),
   };
+}
+
+/** The statement's select entries as the query's columns need them, and where each expression came from. */
+class StatementBuilder {
+  readonly origins = new WeakMap<Expr, Origin>();
+  readonly entries: SelectEntry[] = [];
+  readonly plan: EventsQueryColumn[] = [];
+  readonly columns: string[] = [];
+
+  constructor(private readonly context: EventsQueryContext) {}
+
+  from(expr: Expr, label: string, attr: string): Expr {
+    this.origins.set(expr, { label, attr });
+    return expr;
+  }
+
+  /** The i-th column as sent: PostHog's three special ones, or an expression with an optional alias. */
+  column(text: string, i: number): void {
+    const special = SPECIAL.exec(text)?.[1];
+    const add = (expr: Expr, alias: string | null = null) => this.entries.push({ expr, alias, text }) - 1;
+    this.columns.push(text);
+    if (special === '*') this.plan.push({ kind: 'event', indexes: STAR_FIELDS.events.map((name) => add(field(name))) });
+    else if (special === 'person') this.plan.push({ kind: 'person', index: add(field('distinct_id')) });
+    else if (special === 'person_display_name') this.plan.push({ kind: 'display_name', indexes: [add(this.displayName()), add(field('distinct_id'))] });
+    else {
+      const { expr, alias } = parseSelectExpression(text, `select[${i}]`, 'select', COMMENTS);
+      this.plan.push({ kind: 'value', index: add(this.from(expr, `select[${i}]`, 'select'), alias) });
+      if (alias !== null) this.columns[i] = alias;
+    }
+  }
+
+  /** An `orderBy` entry; `person_display_name -- Person DESC` as PostHog's UI sends it orders by the name. */
+  order(text: string, i: number): { expr: Expr; descending: boolean } {
+    const special = /^\s*(person_display_name|person)(?:\s*--\s*Person)?(?:\s+(asc|desc))?\s*$/i.exec(text);
+    if (special) return { expr: special[1] === 'person' ? field('distinct_id') : this.displayName(), descending: special[2]?.toLowerCase() === 'desc' };
+    const order = parseOrderExpression(text, `orderBy[${i}]`, 'orderBy', COMMENTS);
+    return { expr: this.from(byPosition(order.expr, this.plan, `orderBy[${i}]`), `orderBy[${i}]`, 'orderBy'), descending: order.descending };
+  }
+
+  private displayName(): Expr {
+    return displayNameExpr(this.context.displayNameProperties);
+  }
 }
 
 const field = (...chain: string[]): Expr => ({ kind: 'field', chain, pos: 0 });

@@ -83,6 +83,11 @@ const CASES: EventsQueryCase[] = [
     columns: ['uuid -- Id'],
     rows: [['e1'], ['e6']],
   },
+  {
+    name: "ordered by the UI's Person column",
+    input: { select: ['person_display_name -- Person'], where: ["event = '$pageview'"], orderBy: ['person_display_name -- Person DESC'], after: 'all' },
+    rows: [['u3', 'u3'], ['bob@y.com', 'u2'], ['ann@x.com', 'u1'], ['ann@x.com', 'u1']],
+  },
   { name: 'events: several names', input: { select: ['uuid'], events: ['signup', 'purchase'], after: 'all', orderBy: ['uuid'] }, rows: [['e3'], ['e4']] },
   { name: "personId: that person's distinct ids", input: { select: ['uuid', 'timestamp'], after: 'all' }, context: { personDistinctIds: ['u2', 'u3'] }, rows: [['e5', '2024-01-10T11:59:00.000Z'], ['e4', '2024-01-09T23:59:59.500Z'], ['e2', '2024-01-05T12:00:00.000Z']] },
   { name: 'personId of no person: nothing', input: { select: ['uuid'], after: 'all' }, context: { personDistinctIds: [] }, rows: [] },
