@@ -1,4 +1,3 @@
-import type { Expr } from './ast';
 import { clickhouseType } from './catalog';
 import { ExprCompiler } from './compile-expr';
 import { invalidInput, LIMITS } from './limits';

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps';
 import type { Person, Project } from '../../storage';
 import type { Row } from '../../storage/db';
 import { isoTimestamp, parseProperties, selectValue } from '../events/event-object';
-import { normalizeUuid } from '../events/params';
+import { normalizeUuid } from '../../core/ids/uuid';
 import type { StatementRows } from './service';
 
 /** The EventsQuery body as validated (see model.ts). */
