@@ -10,6 +10,7 @@ import { createPersonStore } from './persons/person-store';
 import type { PersonStore } from './persons/types';
 import { createProjectCache } from './project-cache';
 import { createSeenTracker, type SeenTracker } from './seen/seen-tracker';
+import { createSeenRows } from './seen/seen-rows';
 import { createFlagStore } from './flags/flag-store';
 import type { FlagStore } from './flags/types';
 import { createInviteStore } from './invites/invite-store';
@@ -125,7 +126,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const eventsSource: EventsSourceRef = {};
   const definitions = createDefinitionsStore(db, eventsSource);
   const persons = createPersonStore(db);
-  const seen = createSeenTracker(db, management);
+  const seen = createSeenTracker(createSeenRows(db), management);
   const flags = createFlagStore(db);
   const invites = createInviteStore(db);
   const cohorts = createCohortStore(db, eventsSource);

@@ -35,7 +35,7 @@ export function createCohortCalculator(db: Database, events: EventsSourceRef): C
     if (!rows.length) return;
     const cohort = toCohort(rows[0]);
     if (cohort.deleted || cohort.isStatic) return;
-    await events.syncPersons?.();
+    await events.syncPersons?.(cohort.teamId);
     const definition = cohortDefinition(cohort.filters, cohort.groups);
     const relation = needsEvents(definition) ? await eventsRelation(cohort.teamId) : undefined;
     const query = compileCohortQuery(definition, { teamId: cohort.teamId, now, events: relation });

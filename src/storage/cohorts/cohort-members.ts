@@ -48,7 +48,7 @@ export function createCohortMembers(db: Database, sources: EventsSourceRef = {})
 
   return {
     async addStaticPersons(teamId, id, kind, ids, now) {
-      await sources.syncPersons?.();
+      await sources.syncPersons?.(teamId);
       const found = new Set<string>();
       for (let i = 0; i < ids.length; i += BATCH) {
         let batch = ids.slice(i, i + BATCH);
@@ -82,14 +82,14 @@ export function createCohortMembers(db: Database, sources: EventsSourceRef = {})
     },
 
     async listCohortPersons(teamId, cohortId, page) {
-      await sources.syncPersons?.();
+      await sources.syncPersons?.(teamId);
       const [{ n }] = await db.query<{ n: number }>(`SELECT count(*) AS n FROM (${MEMBERS})`, [cohortId, teamId]);
       const rows = await db.query(`${WITH_DISTINCT_IDS} ORDER BY m.id LIMIT ? OFFSET ?`, [cohortId, teamId, page.limit, page.offset]);
       return { count: n, results: rows.map(toPerson) };
     },
 
     async *iterateCohortPersons(teamId, cohortId, batchSize = 1000) {
-      await sources.syncPersons?.();
+      await sources.syncPersons?.(teamId);
       let after = -1;
       for (;;) {
         const rows = await db.query(`${WITH_DISTINCT_IDS} WHERE m.id > ? ORDER BY m.id LIMIT ?`, [cohortId, teamId, after, batchSize]);

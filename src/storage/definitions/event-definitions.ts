@@ -64,7 +64,7 @@ export interface EventDefinitionStore {
 const COLUMNS = `id::VARCHAR AS id, team_id, name, created_at, last_seen_at, owner, description, tags, verified, verified_at,
   verified_by, updated_at, updated_by, last_updated_at, post_to_chat`;
 
-const toDefinition = (r: Row): EventDefinition => ({
+export const toEventDefinition = (r: Row): EventDefinition => ({
   id: String(r.id),
   teamId: Number(r.team_id),
   name: String(r.name),
@@ -83,7 +83,7 @@ const toDefinition = (r: Row): EventDefinition => ({
 });
 
 /** PostHog's default: recently seen days first, then by name; a search puts short names first. */
-function orderBy(query: EventDefinitionQuery): string {
+export function orderBy(query: EventDefinitionQuery): string {
   const requested = (query.ordering ?? []).map((o) => `${EVENT_DEFINITION_ORDERINGS[o.field]} ${o.descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`);
   const terms = requested.length ? requested : ['CAST(last_seen_at AS DATE) DESC NULLS LAST'];
   if (!requested.length && query.search?.trim()) terms.unshift('length(name) ASC');
@@ -91,7 +91,7 @@ function orderBy(query: EventDefinitionQuery): string {
   return terms.join(', ');
 }
 
-function filters(teamId: number, query: EventDefinitionQuery) {
+export function filters(teamId: number, query: EventDefinitionQuery) {
   const where = ['team_id = ?'];
   const params: SqlParam[] = [teamId];
   for (const term of (query.search ?? '').split(/\s+/).filter(Boolean)) {
@@ -108,7 +108,7 @@ const countBy = (rows: Array<{ event: string; n: number }>) => new Map(rows.map(
 export function createEventDefinitionStore(db: Database, events: EventsSourceRef): EventDefinitionStore {
   const getEventDefinition = async (teamId: number, id: string): Promise<EventDefinition | null> => {
     const rows = await db.query(`SELECT ${COLUMNS} FROM event_definitions WHERE team_id = ? AND id = TRY_CAST(? AS UUID)`, [teamId, id]);
-    return rows.length ? toDefinition(rows[0]) : null;
+    return rows.length ? toEventDefinition(rows[0]) : null;
   };
 
   return {
@@ -122,7 +122,7 @@ export function createEventDefinitionStore(db: Database, events: EventsSourceRef
         query.limit,
         query.offset,
       ]);
-      return { count: n, results: rows.map(toDefinition) };
+      return { count: n, results: rows.map(toEventDefinition) };
     },
 
     async updateEventDefinition(teamId, id, patch, userId, now) {

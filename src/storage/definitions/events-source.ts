@@ -18,6 +18,9 @@ export type EventsSource = (teamId: number) => Promise<EventsSourceRelation>;
 /** A mutable slot, so the event store can be opened after the stores that read it. */
 export interface EventsSourceRef {
   current?: EventsSource;
-  /** Write persons still held in memory by ingestion, so a calculation reads current persons. */
-  syncPersons?: () => Promise<void>;
+  /**
+   * Write persons still held in memory by ingestion, so a calculation reads current persons
+   * (and load the project's, where they are kept elsewhere than DuckDB: see PersonHome).
+   */
+  syncPersons?: (teamId?: number) => Promise<void>;
 }

@@ -52,7 +52,7 @@ export interface PropertyDefinitionStore {
 
 const COLUMNS = `pd.id::VARCHAR AS id, pd.name, pd.kind, pd.property_type, pd.is_numerical, pd.description, pd.tags, pd.updated_at, pd.updated_by`;
 
-const toDefinition = (r: Row): PropertyDefinition => ({
+export const toPropertyDefinition = (r: Row): PropertyDefinition => ({
   id: String(r.id),
   name: String(r.name),
   kind: r.kind as PropertyKind,
@@ -68,7 +68,7 @@ const toDefinition = (r: Row): PropertyDefinition => ({
 const list = (values: readonly unknown[]) => values.map(() => '?').join(', ');
 
 /** FROM … WHERE … of a listing, with the `seen` expression; every value bound. */
-function source(teamId: number, query: PropertyDefinitionQuery) {
+export function source(teamId: number, query: PropertyDefinitionQuery) {
   const params: SqlParam[] = [];
   let from = 'property_definitions AS pd';
   let seen = 'NULL';
@@ -104,7 +104,7 @@ function source(teamId: number, query: PropertyDefinitionQuery) {
 export function createPropertyDefinitionStore(db: Database): PropertyDefinitionStore {
   const getPropertyDefinition = async (teamId: number, id: string) => {
     const rows = await db.query(`SELECT ${COLUMNS}, NULL AS seen FROM property_definitions AS pd WHERE pd.team_id = ? AND pd.id = TRY_CAST(? AS UUID)`, [teamId, id]);
-    return rows.length ? toDefinition(rows[0]) : null;
+    return rows.length ? toPropertyDefinition(rows[0]) : null;
   };
   return {
     getPropertyDefinition,
@@ -117,7 +117,7 @@ export function createPropertyDefinitionStore(db: Database): PropertyDefinitionS
         query.limit,
         query.offset,
       ]);
-      return { count: n, results: rows.map(toDefinition) };
+      return { count: n, results: rows.map(toPropertyDefinition) };
     },
 
     async updatePropertyDefinition(teamId, id, patch, userId, now) {

@@ -59,3 +59,18 @@ export interface FlagStore {
   deletePersonHashKeys(teamId: number, personUuid: string): Promise<void>;
   deleteTeam(teamId: number): Promise<void>;
 }
+
+/**
+ * Where an engine keeps flags and hash keys (the flag store caches over it). `create` and
+ * `update` throw AppError `unique` (attr `key`) when a live flag of the project has the key.
+ */
+export interface FlagRows {
+  /** Every flag of the project, soft-deleted ones included, in id order. */
+  load(teamId: number): Promise<StoredFlag[]>;
+  loadHashKeyOverrides(teamId: number): Promise<Array<{ personUuid: string; flagKey: string; hashKey: string }>>;
+  create(teamId: number, flag: NewFlag, now: Date): Promise<StoredFlag>;
+  update(teamId: number, id: number, patch: FlagPatch, now: Date): Promise<StoredFlag | null>;
+  /** Insert (flag key, hash key) pairs the person does not have; an existing pair is kept. */
+  addHashKeyOverrides(teamId: number, personUuid: string, overrides: Array<[string, string]>): Promise<void>;
+  deleteTeam(teamId: number): Promise<void>;
+}

@@ -2,7 +2,7 @@ import { uuidv4 } from '../../ids';
 import type { Database, Row } from '../db';
 import type { Invite, InviteStore } from './types';
 
-const toInvite = (r: Row): Invite => ({
+export const toInvite = (r: Row): Invite => ({
   id: String(r.id),
   organizationId: String(r.organization_id),
   targetEmail: String(r.target_email),

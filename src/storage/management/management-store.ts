@@ -12,14 +12,14 @@ import {
   type User,
 } from './types';
 
-const slugify = (name: string) =>
+export const slugify = (name: string) =>
   name
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-|-$/g, '')
     .slice(0, 48) || 'organization';
 
-const toOrganization = (r: Row): Organization => ({
+export const toOrganization = (r: Row): Organization => ({
   id: String(r.id),
   name: String(r.name),
   slug: String(r.slug),
@@ -27,7 +27,7 @@ const toOrganization = (r: Row): Organization => ({
   updatedAt: r.updated_at as Date,
 });
 
-const toUser = (r: Row): User => ({
+export const toUser = (r: Row): User => ({
   id: Number(r.id),
   uuid: String(r.uuid),
   distinctId: String(r.distinct_id),
@@ -39,7 +39,7 @@ const toUser = (r: Row): User => ({
   createdAt: r.created_at as Date,
 });
 
-const toProject = (r: Row): Project => ({
+export const toProject = (r: Row): Project => ({
   id: Number(r.id),
   uuid: String(r.uuid),
   organizationId: String(r.organization_id),
@@ -51,7 +51,7 @@ const toProject = (r: Row): Project => ({
   updatedAt: r.updated_at as Date,
 });
 
-const toKey = (r: Row): PersonalApiKey => ({
+export const toKey = (r: Row): PersonalApiKey => ({
   id: String(r.id),
   userId: Number(r.user_id),
   label: String(r.label),

@@ -2,7 +2,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
 import type { Database } from '../db';
-import type { Group, Person, PersonStore } from './types';
+import type { Group, Person, PersonHome, PersonStore } from './types';
 
 interface TeamPersons {
   persons: Map<string, Person>;
@@ -21,7 +21,11 @@ const groupKey = (type: string, key: string) => `${type}\u0000${key}`;
 /** The staging rows' shape for DuckDB's from_json (properties stay JSON). */
 const PERSON_STAGE_SHAPE = '[{"id":"BIGINT","uuid":"VARCHAR","team_id":"INTEGER","properties":"JSON","is_identified":"BOOLEAN","created_ms":"BIGINT"}]';
 
-export function createPersonStore(db: Database): PersonStore {
+/**
+ * With a `home` (PostgreSQL), persons are loaded from it and every flush writes there first; the
+ * DuckDB tables are then a copy for joins with events, made again for each project it loads.
+ */
+export function createPersonStore(db: Database, home?: PersonHome): PersonStore {
   const teams = new Map<number, TeamPersons>();
   const loading = new Map<number, Promise<void>>();
   // Changed since the last flush: person uuid → team (a deleted person is absent from its team map).
@@ -38,6 +42,7 @@ export function createPersonStore(db: Database): PersonStore {
   };
 
   async function load(teamId: number) {
+    if (home) return loadFromHome(teamId, home);
     const t: TeamPersons = { persons: new Map(), byDistinctId: new Map(), groups: new Map(), groupTypes: new Map() };
     const [{ max_id }] = await db.query<{ max_id: number | null }>('SELECT max(id) AS max_id FROM persons');
     nextId = Math.max(nextId, (max_id ?? 0) + 1);
@@ -82,6 +87,46 @@ export function createPersonStore(db: Database): PersonStore {
     teams.set(teamId, t);
   }
 
+  async function loadFromHome(teamId: number, from: PersonHome) {
+    const t: TeamPersons = { persons: new Map(), byDistinctId: new Map(), groups: new Map(), groupTypes: new Map() };
+    const rows = await from.load(teamId);
+    for (const r of rows.persons) t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
+    for (const r of rows.distinctIds) {
+      const p = t.persons.get(r.personUuid);
+      if (!p) continue;
+      p.distinctIds.push(r.distinctId);
+      t.byDistinctId.set(r.distinctId, p);
+    }
+    for (const g of rows.groups) {
+      t.groupTypes.set(g.groupType, g.groupTypeIndex);
+      t.groups.set(groupKey(g.groupType, g.groupKey), g);
+    }
+    if (from.needsIds()) await from.reserveIds();
+    await copyTeam(teamId, t);
+    teams.set(teamId, t);
+  }
+
+  /** The DuckDB copy of a project's persons made anew from what was loaded from the home. */
+  async function copyTeam(teamId: number, t: TeamPersons) {
+    const persons = new Map([...t.persons.keys()].map((uuid) => [uuid, teamId]));
+    const ids = new Map([...t.byDistinctId.keys()].map((distinctId) => [distinctId, { teamId, distinctId }]));
+    const groups = new Map([...t.groups.values()].map((group) => [groupKey(group.groupType, group.groupKey), { teamId, group }]));
+    const all = new Map([[teamId, t]]);
+    await db.withWriter(async (c) => {
+      await c.run('BEGIN TRANSACTION');
+      try {
+        for (const table of ['persons', 'person_distinct_ids', 'groups']) await c.run(`DELETE FROM ${table} WHERE team_id = ${Number(teamId)}`);
+        await replacePersons(c, persons, all);
+        await replaceDistinctIds(c, ids, all);
+        await replaceGroups(c, groups);
+        await c.run('COMMIT');
+      } catch (error) {
+        await c.run('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
   const lookupFor = (t: TeamPersons): PersonLookup => ({
     lookup(distinctId): PersonRecord | null {
       const p = t.byDistinctId.get(distinctId);
@@ -92,7 +137,7 @@ export function createPersonStore(db: Database): PersonStore {
   function apply(teamId: number, t: TeamPersons, op: PersonOperation) {
     switch (op.type) {
       case 'create_person': {
-        const p: Person = { id: nextId++, uuid: op.personId, teamId, properties: op.properties, isIdentified: op.isIdentified, createdAt: op.createdAt, distinctIds: [] };
+        const p: Person = { id: home ? home.takeId() : nextId++, uuid: op.personId, teamId, properties: op.properties, isIdentified: op.isIdentified, createdAt: op.createdAt, distinctIds: [] };
         t.persons.set(p.uuid, p);
         dirtyPersons.set(p.uuid, teamId);
         for (const d of op.distinctIds) linkDistinctId(teamId, t, p, d);
@@ -150,6 +195,13 @@ export function createPersonStore(db: Database): PersonStore {
     distinctIds: Map<string, { teamId: number; distinctId: string }>,
     groups: Map<string, { teamId: number; group: Group }>,
   ) {
+    if (home) {
+      await home.write({
+        persons: [...persons].map(([uuid, teamId]) => ({ teamId, uuid, person: teams.get(teamId)?.persons.get(uuid) ?? null })),
+        distinctIds: [...distinctIds.values()].map(({ teamId, distinctId }) => ({ teamId, distinctId, personUuid: teams.get(teamId)?.byDistinctId.get(distinctId)?.uuid ?? null })),
+        groups: [...groups.values()],
+      });
+    }
     await db.withWriter(async (c) => {
       await c.run('BEGIN TRANSACTION');
       try {
@@ -168,13 +220,13 @@ export function createPersonStore(db: Database): PersonStore {
   // JSON text (a parameter) that DuckDB parses itself on its own threads. An appender would cost
   // the main thread a call per value plus a synchronous close (a large share of it under a
   // stream of `$set` events; see bench/NOTES.md).
-  async function replacePersons(c: DuckDBConnection, dirty: Map<string, number>) {
+  async function replacePersons(c: DuckDBConnection, dirty: Map<string, number>, from = teams) {
     if (!dirty.size) return;
     const keys: string[] = [];
     const rows: string[] = [];
     for (const [uuid, teamId] of dirty) {
       keys.push(uuid);
-      const p = teams.get(teamId)?.persons.get(uuid);
+      const p = from.get(teamId)?.persons.get(uuid);
       if (!p) continue;
       rows.push(
         `{"id":${p.id},"uuid":${JSON.stringify(p.uuid)},"team_id":${teamId},"properties":${JSON.stringify(p.properties)},` +
@@ -196,12 +248,12 @@ export function createPersonStore(db: Database): PersonStore {
     );
   }
 
-  async function replaceDistinctIds(c: DuckDBConnection, dirty: Map<string, { teamId: number; distinctId: string }>) {
+  async function replaceDistinctIds(c: DuckDBConnection, dirty: Map<string, { teamId: number; distinctId: string }>, from = teams) {
     if (!dirty.size) return;
     await c.run('CREATE OR REPLACE TEMP TABLE stage_pdi (team_id INTEGER, distinct_id VARCHAR, person_uuid VARCHAR)');
     const a = await c.createAppender('stage_pdi', 'main', 'temp');
     for (const { teamId, distinctId } of dirty.values()) {
-      const p = teams.get(teamId)?.byDistinctId.get(distinctId);
+      const p = from.get(teamId)?.byDistinctId.get(distinctId);
       if (!p) continue;
       a.appendInteger(teamId);
       a.appendVarchar(distinctId);
@@ -227,7 +279,7 @@ export function createPersonStore(db: Database): PersonStore {
 
   return {
     ensureLoaded(teamId) {
-      if (teams.has(teamId)) return Promise.resolve();
+      if (teams.has(teamId)) return home?.needsIds() ? home.reserveIds() : Promise.resolve();
       let p = loading.get(teamId);
       if (!p) {
         p = load(teamId).finally(() => loading.delete(teamId));
@@ -327,6 +379,7 @@ export function createPersonStore(db: Database): PersonStore {
       for (const [k, v] of dirtyPersons) if (v === teamId) dirtyPersons.delete(k);
       for (const [k, v] of dirtyDistinctIds) if (v.teamId === teamId) dirtyDistinctIds.delete(k);
       for (const [k, v] of dirtyGroups) if (v.teamId === teamId) dirtyGroups.delete(k);
+      await home?.deleteTeam(teamId);
       await db.transaction(async (tx) => {
         await tx.run('DELETE FROM person_distinct_ids WHERE team_id = ?', [teamId]);
         await tx.run('DELETE FROM persons WHERE team_id = ?', [teamId]);

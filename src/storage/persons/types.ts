@@ -59,3 +59,35 @@ export interface PersonStore {
   deletePerson(teamId: number, uuid: string, distinctIds?: readonly string[]): Promise<Person | null>;
   deleteTeam(teamId: number): Promise<void>;
 }
+
+/** One project's persons, distinct ids and groups as an engine keeps them. */
+export interface PersonRows {
+  persons: Array<Omit<Person, 'teamId' | 'distinctIds'>>;
+  distinctIds: Array<{ distinctId: string; personUuid: string }>;
+  groups: Group[];
+}
+
+/** What a flush writes: each changed person (null: merged away), distinct id (null: unlinked) and group. */
+export interface PersonChanges {
+  /** The persons as they are in memory: `write` may give a provisional id (below 0) its real one. */
+  persons: Array<{ teamId: number; uuid: string; person: Person | null }>;
+  distinctIds: Array<{ teamId: number; distinctId: string; personUuid: string | null }>;
+  groups: Array<{ teamId: number; group: Group }>;
+}
+
+/**
+ * Where persons are kept when another engine than DuckDB holds the management data
+ * (PostgreSQL): the person store loads a project from it and writes every flush to it first.
+ * DuckDB then holds a copy beside the events (as PostHog keeps persons in ClickHouse too), for
+ * the statements that join persons to events: the events list, exports, cohort calculations.
+ */
+export interface PersonHome {
+  load(teamId: number): Promise<PersonRows>;
+  write(changes: PersonChanges): Promise<void>;
+  deleteTeam(teamId: number): Promise<void>;
+  /** A new person's id, from ids reserved ahead; below 0 when none is left (`write` replaces it). */
+  takeId(): number;
+  /** Whether the reserve runs low: `reserveIds` before the next batch of events. */
+  needsIds(): boolean;
+  reserveIds(): Promise<void>;
+}

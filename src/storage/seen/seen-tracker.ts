@@ -1,8 +1,7 @@
 import { EVENT_LIMITS } from '../../core/ingest/limits';
 import type { PropertyType } from '../../core/ingest/property-type';
-import { uuidv4 } from '../../ids';
-import type { Database } from '../db';
 import type { ManagementStore } from '../management/types';
+import type { SeenRows } from './seen-rows';
 
 /**
  * What ingestion has seen, kept current without a write per event: event names (event
@@ -43,7 +42,7 @@ interface PendingEvent {
   lastSeen: number;
 }
 
-export function createSeenTracker(db: Database, management: ManagementStore): SeenTracker {
+export function createSeenTracker(rows: SeenRows, management: ManagementStore): SeenTracker {
   // Keyed by team, then by name: the per-event checks are Map/Set lookups with no key built
   // from strings on the ingest path (building and hashing `team\0name` keys showed in its profile).
   const knownEvents = new Map<number, Map<string, number>>(); // team → name → last seen written (ms)
@@ -86,18 +85,11 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
 
   async function loadKnown() {
     if (loaded) return;
-    for (const r of await db.query<{ team_id: number; name: string; last_seen_at: Date | null }>(
-      'SELECT team_id, name, last_seen_at FROM event_definitions',
-    )) {
-      inTeam(knownEvents, r.team_id, () => new Map()).set(r.name, r.last_seen_at?.getTime() ?? 0);
-    }
-    for (const r of await db.query<{ team_id: number; kind: string; name: string; typed: boolean }>(
-      'SELECT team_id, kind, name, property_type IS NOT NULL AS typed FROM property_definitions',
-    )) {
-      namesOf(r.team_id, r.kind).set(r.name, r.typed);
-    }
-    for (const r of await db.query<{ team_id: number; event: string; property: string }>('SELECT team_id, event, property FROM event_properties')) {
-      const { team, keys } = pairsOf(r.team_id, r.event);
+    const known = await rows.loadKnown();
+    for (const r of known.events) inTeam(knownEvents, r.teamId, () => new Map()).set(r.name, r.lastSeen);
+    for (const r of known.properties) namesOf(r.teamId, r.kind).set(r.name, r.typed);
+    for (const r of known.pairs) {
+      const { team, keys } = pairsOf(r.teamId, r.event);
       keys.add(r.property);
       team.count++;
     }
@@ -106,33 +98,7 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
 
   async function write(ev: typeof events, props: typeof properties, evProps: typeof pairs, teams: Set<number>) {
     await loadKnown();
-    const now = new Date();
-    // Many rows a statement: one statement a row kept the write connection (every load behind
-    // it) busy for seconds when a request brought thousands of new property keys.
-    await db.transaction(async (tx) => {
-      for (const chunk of chunks([...ev.values()].flatMap((m) => [...m.values()]))) {
-        await tx.run(
-          `INSERT INTO event_definitions (id, team_id, name, created_at, last_seen_at) VALUES ${placeholders(chunk.length, 5)}
-           ON CONFLICT (team_id, name) DO UPDATE SET last_seen_at = greatest(event_definitions.last_seen_at, excluded.last_seen_at)`,
-          chunk.flatMap((e) => [uuidv4(), e.teamId, e.name, now, new Date(e.lastSeen)]),
-        );
-      }
-      // The first type seen stays (PostHog's too): a later value of another type does not change it.
-      for (const chunk of chunks([...props.values()])) {
-        await tx.run(
-          `INSERT INTO property_definitions (id, team_id, name, kind, is_numerical, property_type, tags, created_at) VALUES ${placeholders(chunk.length, 8)}
-           ON CONFLICT (team_id, kind, name) DO UPDATE SET property_type = coalesce(property_definitions.property_type, excluded.property_type),
-             is_numerical = coalesce(property_definitions.property_type, excluded.property_type, '') = 'Numeric'`,
-          chunk.flatMap((p) => [uuidv4(), p.teamId, p.name, p.kind, p.type === 'Numeric', p.type, '[]', now]),
-        );
-      }
-      for (const chunk of chunks(evProps)) {
-        await tx.run(
-          `INSERT INTO event_properties (team_id, event, property) VALUES ${placeholders(chunk.length, 3)} ON CONFLICT DO NOTHING`,
-          chunk.flatMap((p) => [p.teamId, p.event, p.property]),
-        );
-      }
-    });
+    await rows.write({ events: [...ev.values()].flatMap((m) => [...m.values()]), properties: [...props.values()], pairs: evProps }, new Date());
     for (const [teamId, m] of ev) for (const [name, e] of m) inTeam(knownEvents, teamId, () => new Map()).set(name, e.lastSeen);
     for (const teamId of teams) {
       await management.markIngested(teamId);
@@ -241,12 +207,3 @@ export function createSeenTracker(db: Database, management: ManagementStore): Se
   };
   return tracker;
 }
-
-const ROWS_PER_STATEMENT = 500;
-
-function* chunks<T>(items: readonly T[]): Generator<T[]> {
-  for (let i = 0; i < items.length; i += ROWS_PER_STATEMENT) yield items.slice(i, i + ROWS_PER_STATEMENT);
-}
-
-/** `(?, ?, …), (?, ?, …)`: `rows` groups of `width` parameters. */
-const placeholders = (rows: number, width: number): string => Array(rows).fill(`(${Array(width).fill('?').join(', ')})`).join(', ');
