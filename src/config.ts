@@ -48,6 +48,14 @@ export const ConfigSchema = t.Object({
         'Comma-separated origins (scheme://host[:port]) whose pages may call the private API (/api/…) from a browser; unset: none. The public ingestion and flag endpoints answer any origin.',
     }),
   ),
+  META_STORE: t.Optional(
+    t.String({
+      pattern: '^postgres(ql)?://[^\\s/?#]+/[^\\s/?#]+(\\?\\S*)?$',
+      examples: ['postgres://hogbase@127.0.0.1:5432/hogbase'],
+      description:
+        'postgres://USER[:PASSWORD]@HOST:PORT/DATABASE: organizations, users, keys, projects, invites, flags, cohorts, definitions and persons are kept in that PostgreSQL database (tables made on start), shared by every server process that names it; unset: in the DuckDB database in DATA_DIR.',
+    }),
+  ),
   MIN_FREE_DISK_MB: Int(256, 0, 1024 * 1024, 'Free space kept on the disk of DATA_DIR (MiB): below it, ingestion answers 503 with Retry-After.'),
   METRICS: OnOff('on', 'on: GET /metrics serves Prometheus metrics, without authentication (counts, sizes and durations; no user data). off: no such route.'),
   EVENTS_RETENTION_DAYS: t.Optional(
@@ -97,11 +105,14 @@ const INTEGER_KEYS = new Set(
     .map(([k]) => k),
 );
 
+/** A database URL's password never goes to the log. */
+const withoutPassword = (url: unknown) => String(url).replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+
 /** Read the settings from `env` (process.env by default). Throws ConfigError listing every bad key. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
   const raw: Record<string, unknown> = {};
   const problems: string[] = [];
-  const bad = (key: string, got: unknown) => problems.push(`${key}: expected ${expectedValue(key)}; got ${JSON.stringify(got)}`);
+  const bad = (key: string, got: unknown) => problems.push(`${key}: expected ${expectedValue(key)}; got ${JSON.stringify(key === 'META_STORE' ? withoutPassword(got) : got)}`);
   for (const key of Object.keys(ConfigSchema.properties)) {
     const value = env[key];
     if (value === undefined || value === '') continue;

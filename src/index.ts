@@ -8,7 +8,7 @@ import { createLogger, type Logger } from './logger';
 import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
-import { DatabaseLockedError, NewerDatabaseError, openStorage } from './storage';
+import { DatabaseLockedError, MetaStoreUnreachableError, NewerDatabaseError, openStorage } from './storage';
 import { VERSION } from './version';
 import { createIngestParser } from './workers/ingest-parser';
 
@@ -44,6 +44,7 @@ async function main() {
       withPipeline(
         {
           dataDir: config.DATA_DIR,
+          metaStore: config.META_STORE,
           durability: config.DURABILITY,
           memoryLimit: config.DUCKDB_MEMORY_LIMIT,
           personCopies: config.PERSON_COPIES === 'on',
@@ -62,6 +63,10 @@ async function main() {
     if (error instanceof NewerDatabaseError) {
       console.error(error.message);
       process.exit(78);
+    }
+    if (error instanceof MetaStoreUnreachableError) {
+      console.error(error.message);
+      process.exit(1);
     }
     throw error;
   }

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config';
-import { BackupError, DatabaseLockedError, NewerDatabaseError, openStorage, restoreBackup, type Storage } from '../storage';
+import { BackupError, DatabaseLockedError, MetaStoreUnreachableError, NewerDatabaseError, openStorage, restoreBackup, type Storage } from '../storage';
 import { withPipeline } from '../pipeline';
 import { COMMANDS, UsageError, runCommand, type Flags } from './commands';
 import { callControlSocket } from './control-socket';
@@ -63,12 +63,16 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     if (typeof flags.to === 'string') flags.to = resolve(flags.to);
     const remote = await callControlSocket(config.DATA_DIR, command, flags, positionals);
     if (remote) return print(remote);
-    storage = await openStorage(withPipeline({ dataDir: config.DATA_DIR, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS }));
+    storage = await openStorage(withPipeline({ dataDir: config.DATA_DIR, metaStore: config.META_STORE, durability: config.DURABILITY, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS }));
     return print(await runCommand(storage, command, flags, positionals));
   } catch (error) {
     if (error instanceof DatabaseLockedError) {
       console.error(`The server is running on this data directory and holds its database, and it did not answer on DATA_DIR/control.sock. Stop the server, then run the command again.`);
       return 75;
+    }
+    if (error instanceof MetaStoreUnreachableError) {
+      console.error(error.message);
+      return 1;
     }
     if (error instanceof UsageError || error instanceof ConfigError || error instanceof BackupError || error instanceof NewerDatabaseError) {
       console.error(error.message);

@@ -2,20 +2,15 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { memoryUsage, openDatabase, type Database } from './db';
 import { migrate } from './migrations';
-import { createManagementStore } from './management/management-store';
 import type { ManagementStore, Project, ProjectSettings } from './management/types';
 import { retentionDays } from '../core/projects/retention';
-import { createDefinitionsStore, type DefinitionsStore } from './definitions/definitions-store';
-import { createPersonStore } from './persons/person-store';
+import type { DefinitionsStore } from './definitions/definitions-store';
 import type { PersonStore } from './persons/types';
+import { openMetaStores, type MetaStores } from './meta';
 import { createProjectCache } from './project-cache';
 import { createSeenTracker, type SeenTracker } from './seen/seen-tracker';
-import { createSeenRows } from './seen/seen-rows';
-import { createFlagStore } from './flags/flag-store';
 import type { FlagStore } from './flags/types';
-import { createInviteStore } from './invites/invite-store';
 import type { InviteStore } from './invites/types';
-import { createCohortStore } from './cohorts/cohort-store';
 import type { CohortStore } from './cohorts/types';
 import type { EventsSourceRef } from './definitions/events-source';
 import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability, type ProcessIntake } from './events';
@@ -25,6 +20,7 @@ import { createPersonErasure, type PersonErasure } from './erasure';
 
 export { DatabaseLockedError } from './db';
 export { NewerDatabaseError } from './migrations';
+export { MetaStoreUnreachableError } from './postgres';
 export { BackupError, restoreBackup, type BackupSummary } from './backup';
 export type { PersonErasure } from './erasure';
 export type { ErasedEvents } from './events';
@@ -86,6 +82,12 @@ export interface Storage {
 
 export interface StorageOptions {
   dataDir: string;
+  /**
+   * `postgres://USER@HOST:PORT/DATABASE` (META_STORE): the management data (organizations,
+   * users, keys, projects, invites, flags, cohorts, definitions, persons) is kept there, shared
+   * by every server process that names it; absent: in the DuckDB database in `dataDir`.
+   */
+  metaStore?: string;
   /** DuckDB's memory cap (default 1GB); over it, work spills to `<dataDir>/tmp`. */
   memoryLimit?: string;
   durability?: Durability;
@@ -116,20 +118,19 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     memoryLimit: options.memoryLimit ?? '1GB',
     tempDirectory: join(options.dataDir, 'tmp'),
   });
+  const eventsSource: EventsSourceRef = {};
+  let meta: MetaStores;
   try {
     await migrate(db);
+    meta = await openMetaStores(db, eventsSource, options);
   } catch (error) {
     await db.close();
     throw error;
   }
-  const { cache, management } = createProjectCache(createManagementStore(db));
-  const eventsSource: EventsSourceRef = {};
-  const definitions = createDefinitionsStore(db, eventsSource);
-  const persons = createPersonStore(db);
-  const seen = createSeenTracker(createSeenRows(db), management);
-  const flags = createFlagStore(db);
-  const invites = createInviteStore(db);
-  const cohorts = createCohortStore(db, eventsSource);
+  const { cache, management } = createProjectCache(meta.management);
+  meta.onManagementChange(() => cache.invalidate());
+  const { definitions, persons, flags, invites, cohorts } = meta;
+  const seen = createSeenTracker(meta.seenRows, management);
   let store: EventStore;
   try {
     store = await createEventStore(db, {
@@ -150,6 +151,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       },
     });
   } catch (error) {
+    await meta.close();
     await db.close();
     throw error;
   }
@@ -157,10 +159,13 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   // An erasure cut short by a stop or crash is finished before anything is served.
   await erasure.resume().catch((error) => options.logger?.error('person erasure could not be finished; it is retried at the next start', { error: String(error) }));
   eventsSource.current = (teamId) => store.eventsRelation(teamId);
-  eventsSource.syncPersons = async () => {
+  eventsSource.syncPersons = async (teamId) => {
+    if (teamId !== undefined && meta.personsElsewhere) await persons.ensureLoaded(teamId);
     await store.awaitIntake(null, null);
     await persons.flush();
   };
+  // A copy that cannot be brought up to date now is at the next change or lost connection.
+  await meta.start().catch((error) => options.logger?.warn('cohort copies could not be brought up to date', { error: String(error) }));
   const background = setInterval(() => {
     persons.flush().catch((error) => options.logger?.warn('person flush failed; will retry', { error }));
     seen.flush().catch((error) => options.logger?.warn('definitions flush failed; will retry', { error }));
@@ -207,6 +212,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       await seen.flush();
       await cohorts.whenIdle();
       await db.close();
+      await meta.close();
     },
   };
 }

@@ -42,7 +42,7 @@ async function openTestApp(dataDir: string, known: CreatedAccount | null, env: R
   // stored, and a slow CI machine must not turn a load that takes a moment into a missing row
   // (the default bound is tested in test/storage/events/intake.test.ts).
   const storage = await openStorage(
-    withPipeline({ dataDir, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store } }),
+    withPipeline({ dataDir, metaStore: config.META_STORE, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store } }),
   );
   const account = known ?? (await bootstrap(storage, config))!;
   const deps: Deps = { config, storage, logger, version: 'test', now, metrics: createAppMetrics() };

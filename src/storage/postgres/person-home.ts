@@ -1,0 +1,148 @@
+import { chunks } from '../seen/seen-rows';
+import type { PersonChanges, PersonHome } from '../persons/types';
+import type { Pg, PgTx } from './client';
+
+/**
+ * Persons, distinct ids and groups in PostgreSQL, behind the in-memory person store
+ * (persons/person-store.ts): a project is loaded once, and each flush writes what changed as a
+ * few statements whose rows travel as one JSON text (PostgreSQL unpacks it with
+ * json_to_recordset), like the DuckDB store's staging.
+ *
+ * A person gets its id in memory, when an event creates it, so ids are reserved from the
+ * sequence ahead of need, in blocks that grow with use; two server processes never get the
+ * same one. A batch that needs more than the reserve gets provisional ids (below 0) that the
+ * next write replaces before anything is stored.
+ */
+
+const ROWS_PER_STATEMENT = 5_000;
+const FIRST_BLOCK = 64;
+const LARGEST_BLOCK = 10_000;
+
+export function createPostgresPersonHome(pg: Pg, onError: (error: unknown) => void = () => undefined): PersonHome {
+  let reserved: number[] = [];
+  let next = 0;
+  let block = FIRST_BLOCK;
+  let takenSinceReserve = 0;
+  let provisional = 0;
+  let reserving: Promise<void> | null = null;
+
+  const reserve = async (count: number) =>
+    (await pg.query<{ id: string }>('SELECT nextval(\'person_id_seq\') AS id FROM generate_series(1, $1)', [count])).map((r) => Number(r.id));
+
+  async function writePersons(tx: PgTx, changes: PersonChanges['persons']) {
+    const gone = changes.filter((c) => !c.person).map((c) => c.uuid);
+    if (gone.length) await tx.run('DELETE FROM persons WHERE uuid = ANY($1::uuid[])', [gone]);
+    const present = changes.flatMap((c) => (c.person ? [c.person] : []));
+    const needIds = present.filter((p) => p.id < 0);
+    if (needIds.length) (await reserve(needIds.length)).forEach((id, i) => (needIds[i].id = id));
+    for (const chunk of chunks(present, ROWS_PER_STATEMENT)) {
+      const rows = chunk.map((p) => ({ id: p.id, uuid: p.uuid, team_id: p.teamId, properties: p.properties, is_identified: p.isIdentified, created_ms: Math.round(p.createdAt) }));
+      await tx.run(
+        `INSERT INTO persons (id, uuid, team_id, properties, is_identified, created_at)
+         SELECT id, uuid, team_id, properties, is_identified, 'epoch'::timestamptz + created_ms * interval '1 millisecond'
+         FROM json_to_recordset($1::text::json) AS x(id bigint, uuid uuid, team_id integer, properties json, is_identified boolean, created_ms bigint)
+         ON CONFLICT (uuid) DO UPDATE SET properties = excluded.properties, is_identified = excluded.is_identified, created_at = excluded.created_at`,
+        [JSON.stringify(rows)],
+      );
+    }
+  }
+
+  async function writeDistinctIds(tx: PgTx, changes: PersonChanges['distinctIds']) {
+    for (const chunk of chunks(changes, ROWS_PER_STATEMENT)) {
+      const rows = JSON.stringify(chunk.map((c) => ({ team_id: c.teamId, distinct_id: c.distinctId, person_uuid: c.personUuid })));
+      const recordset = `json_to_recordset($1::text::json) AS x(team_id integer, distinct_id text, person_uuid uuid)`;
+      await tx.run(
+        `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id`,
+        [rows],
+      );
+      await tx.run(
+        `INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid) SELECT team_id, distinct_id, person_uuid FROM ${recordset}
+         WHERE x.person_uuid IS NOT NULL ON CONFLICT (team_id, distinct_id) DO UPDATE SET person_uuid = excluded.person_uuid`,
+        [rows],
+      );
+    }
+  }
+
+  async function writeGroups(tx: PgTx, changes: PersonChanges['groups']) {
+    for (const chunk of chunks(changes, ROWS_PER_STATEMENT)) {
+      const rows = chunk.map(({ teamId, group }) => ({ team_id: teamId, group_type: group.groupType, group_type_index: group.groupTypeIndex, group_key: group.groupKey, properties: group.properties }));
+      await tx.run(
+        `INSERT INTO groups (team_id, group_type, group_type_index, group_key, properties, created_at)
+         SELECT team_id, group_type, group_type_index, group_key, properties, now()
+         FROM json_to_recordset($1::text::json) AS x(team_id integer, group_type text, group_type_index integer, group_key text, properties json)
+         ON CONFLICT (team_id, group_type, group_key) DO UPDATE SET properties = excluded.properties`,
+        [JSON.stringify(rows)],
+      );
+    }
+  }
+
+  return {
+    async load(teamId) {
+      const persons = await pg.query<{ id: string; uuid: string; properties: string; is_identified: boolean; created_at: Date }>(
+        'SELECT id, uuid::text AS uuid, properties::text AS properties, is_identified, created_at FROM persons WHERE team_id = $1',
+        [teamId],
+      );
+      const distinctIds = await pg.query<{ distinct_id: string; person_uuid: string }>(
+        'SELECT distinct_id, person_uuid::text AS person_uuid FROM person_distinct_ids WHERE team_id = $1',
+        [teamId],
+      );
+      const groups = await pg.query<{ group_type: string; group_type_index: number; group_key: string; properties: string }>(
+        'SELECT group_type, group_type_index, group_key, properties::text AS properties FROM groups WHERE team_id = $1',
+        [teamId],
+      );
+      return {
+        persons: persons.map((r) => ({
+          id: Number(r.id),
+          uuid: r.uuid,
+          properties: JSON.parse(r.properties),
+          isIdentified: r.is_identified,
+          createdAt: r.created_at.getTime(),
+        })),
+        distinctIds: distinctIds.map((r) => ({ distinctId: r.distinct_id, personUuid: r.person_uuid })),
+        groups: groups.map((g) => ({ groupType: g.group_type, groupTypeIndex: g.group_type_index, groupKey: g.group_key, properties: JSON.parse(g.properties) })),
+      };
+    },
+
+    async write(changes) {
+      if (!changes.persons.length && !changes.distinctIds.length && !changes.groups.length) return;
+      await pg.transaction(async (tx) => {
+        await writePersons(tx, changes.persons);
+        await writeDistinctIds(tx, changes.distinctIds);
+        await writeGroups(tx, changes.groups);
+      });
+    },
+
+    async deleteTeam(teamId) {
+      await pg.transaction(async (tx) => {
+        for (const table of ['person_distinct_ids', 'persons', 'groups']) await tx.run(`DELETE FROM ${table} WHERE team_id = $1`, [teamId]);
+      });
+    },
+
+    takeId() {
+      takenSinceReserve++;
+      if (next < reserved.length) return reserved[next++];
+      return --provisional;
+    },
+
+    needsIds: () => reserved.length - next < block / 2,
+
+    reserveIds() {
+      // Never fails the batch it runs before: without ids, new persons get provisional ones.
+      reserving ??= (async () => {
+        try {
+          // Sized by the use since the last reservation: a busy process reserves more at a time.
+          block = Math.min(Math.max(FIRST_BLOCK, 2 * takenSinceReserve), LARGEST_BLOCK);
+          takenSinceReserve = 0;
+          const ids = await reserve(block);
+          reserved = [...reserved.slice(next), ...ids];
+          next = 0;
+        } catch (error) {
+          onError(error);
+        } finally {
+          reserving = null;
+        }
+      })();
+      return reserving;
+    },
+  };
+}

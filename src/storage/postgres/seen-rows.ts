@@ -1,0 +1,49 @@
+import { chunks, type SeenRows } from '../seen/seen-rows';
+import type { Pg } from './client';
+
+/** The seen tracker's writes in PostgreSQL: each kind of row as arrays, many rows a statement. */
+export function createPostgresSeenRows(pg: Pg): SeenRows {
+  return {
+    async loadKnown() {
+      const events = await pg.query<{ team_id: number; name: string; last_seen_at: Date | null }>('SELECT team_id, name, last_seen_at FROM event_definitions');
+      const properties = await pg.query<{ team_id: number; kind: string; name: string; typed: boolean }>(
+        'SELECT team_id, kind, name, property_type IS NOT NULL AS typed FROM property_definitions',
+      );
+      const pairs = await pg.query<{ team_id: number; event: string; property: string }>('SELECT team_id, event, property FROM event_properties');
+      return {
+        events: events.map((r) => ({ teamId: r.team_id, name: r.name, lastSeen: r.last_seen_at?.getTime() ?? 0 })),
+        properties: properties.map((r) => ({ teamId: r.team_id, kind: r.kind, name: r.name, typed: r.typed })),
+        pairs: pairs.map((r) => ({ teamId: r.team_id, event: r.event, property: r.property })),
+      };
+    },
+
+    async write(batch, now) {
+      await pg.transaction(async (tx) => {
+        for (const chunk of chunks(batch.events, 5_000)) {
+          await tx.run(
+            `INSERT INTO event_definitions (id, team_id, name, created_at, last_seen_at)
+             SELECT gen_random_uuid(), t, n, $1, s::timestamptz FROM unnest($2::integer[], $3::text[], $4::text[]) AS e(t, n, s)
+             ON CONFLICT (team_id, name) DO UPDATE SET last_seen_at = greatest(event_definitions.last_seen_at, excluded.last_seen_at)`,
+            [now, chunk.map((e) => e.teamId), chunk.map((e) => e.name), chunk.map((e) => new Date(e.lastSeen).toISOString())],
+          );
+        }
+        // The first type seen stays (PostHog's too): a later value of another type does not change it.
+        for (const chunk of chunks(batch.properties, 5_000)) {
+          await tx.run(
+            `INSERT INTO property_definitions (id, team_id, name, kind, is_numerical, property_type, tags, created_at)
+             SELECT gen_random_uuid(), t, n, k, coalesce(pt = 'Numeric', false), pt, '[]', $1 FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[]) AS p(t, n, k, pt)
+             ON CONFLICT (team_id, kind, name) DO UPDATE SET property_type = coalesce(property_definitions.property_type, excluded.property_type),
+               is_numerical = coalesce(property_definitions.property_type, excluded.property_type, '') = 'Numeric'`,
+            [now, chunk.map((p) => p.teamId), chunk.map((p) => p.name), chunk.map((p) => p.kind), chunk.map((p) => p.type)],
+          );
+        }
+        for (const chunk of chunks(batch.pairs, 5_000)) {
+          await tx.run(
+            `INSERT INTO event_properties (team_id, event, property) SELECT * FROM unnest($1::integer[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING`,
+            [chunk.map((p) => p.teamId), chunk.map((p) => p.event), chunk.map((p) => p.property)],
+          );
+        }
+      });
+    },
+  };
+}
