@@ -1,0 +1,133 @@
+import { afterEach, beforeEach, expect, test } from 'bun:test';
+import type { PersonEvent } from '../../../src/core/ingest/person-updates';
+import type { Person, PersonStore } from '../../../src/storage/persons/types';
+import { personEvent } from '../../helpers/person-event';
+import { forEachEngine, type Opened } from './engines';
+
+let n = 0;
+const ev = (event: string, distinctId: string, extra: Partial<PersonEvent> = {}): PersonEvent =>
+  personEvent({ uuid: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`, event, distinctId, timestamp: 1_700_000_000_000 + n * 1_001, ...extra });
+
+const SEQUENCE: PersonEvent[] = [
+  ev('$pageview', 'anon-1', { set: { $browser: 'Chrome' }, setOnce: { $initial_browser: 'Chrome' } }),
+  ev('$pageview', 'anon-2', { set: { plan: 'free', nested: { b: 1, a: [1, 2] } } }),
+  ev('$identify', 'user-1', { anonDistinctId: 'anon-1', set: { email: 'u1@example.com' } }),
+  ev('$create_alias', 'user-1', { alias: 'anon-2' }),
+  ev('signup', 'user-2', { setOnce: { first_seen: 'a' } }),
+  ev('$groupidentify', 'user-2', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 10 } } }),
+  ev('$groupidentify', 'user-2', { properties: { $group_type: 'team', $group_key: 'core', $group_set: { name: 'Core' } } }),
+  ev('$set', 'user-1', { unset: ['plan'] }),
+];
+
+/** Everything the store says of a project, in a stable order. */
+function snapshot(store: PersonStore, teamId: number) {
+  const persons = store.listPersons(teamId, () => true, { limit: 1_000_000, offset: 0 }).results.map((p: Person) => ({ ...p, distinctIds: [...p.distinctIds].sort() }));
+  persons.sort((a, b) => a.id - b.id);
+  return { persons, groupTypes: store.groupTypeMapping(teamId), acme: store.findGroup(teamId, 'company', 'acme'), core: store.findGroup(teamId, 'team', 'core') };
+}
+
+/** PersonStore: persons in memory per project, written in bulk, loaded back. */
+forEachEngine('person store', (engine) => {
+  let opened: Opened;
+  beforeEach(async () => {
+    opened = await engine.open();
+  });
+  afterEach(async () => {
+    await opened.close();
+  });
+  const persons = () => opened.stores.persons;
+  const apply = async (teamId: number, events: PersonEvent[]) => {
+    await persons().ensureLoaded(teamId);
+    for (const e of events) persons().processEvent(teamId, e);
+  };
+  /** What DuckDB's copy (the events side's join) holds of a project. */
+  const copied = async (teamId: number) =>
+    (
+      await opened.db.query<{ uuid: string; properties: string; ids: string[] }>(
+        `SELECT p.uuid::VARCHAR AS uuid, p.properties, list(d.distinct_id ORDER BY d.distinct_id) AS ids FROM persons p
+         JOIN person_distinct_ids d ON d.person_uuid = p.uuid AND d.team_id = p.team_id WHERE p.team_id = ? GROUP BY ALL ORDER BY uuid`,
+        [teamId],
+      )
+    ).map((r) => ({ uuid: r.uuid, properties: JSON.parse(r.properties), ids: [...r.ids] }));
+
+  test('merges, $set/$unset and groups in memory, then the same after a flush and a restart, and in the events side copy', async () => {
+    await apply(1, SEQUENCE);
+    const before = snapshot(persons(), 1);
+    expect(before.persons.map((p) => p.distinctIds)).toEqual([['anon-1', 'anon-2', 'user-1'], ['user-2']]);
+    expect(before.persons[0].properties).toMatchObject({ $browser: 'Chrome', $initial_browser: 'Chrome', email: 'u1@example.com', nested: { b: 1, a: [1, 2] } });
+    expect(before.persons[0].properties).not.toHaveProperty('plan');
+    expect(before.persons[0].isIdentified).toBe(true);
+    expect(before.groupTypes).toEqual({ company: 0, team: 1 });
+    expect(before.acme?.properties).toEqual({ size: 10 });
+    await persons().flush();
+    expect(persons().pendingChanges()).toBe(0);
+    opened = await opened.reopen();
+    expect(persons().isLoaded(1)).toBe(false);
+    await persons().ensureLoaded(1);
+    const after = snapshot(persons(), 1);
+    expect(after).toEqual(before);
+    expect(JSON.stringify(after.persons[0].properties.nested)).toBe('{"b":1,"a":[1,2]}');
+    expect(persons().findByDistinctId(1, 'anon-2')?.uuid).toBe(before.persons[0].uuid);
+    expect(persons().findById(1, before.persons[1].id)?.uuid).toBe(before.persons[1].uuid);
+    expect(await copied(1)).toEqual(
+      before.persons.map((p) => ({ uuid: p.uuid, properties: p.properties, ids: p.distinctIds })).sort((a, b) => (a.uuid < b.uuid ? -1 : 1)),
+    );
+  });
+
+  test('projects are apart: one distinct id is two persons; deleting a project removes only its own', async () => {
+    await apply(1, [ev('e', 'same', { set: { team: 1 } })]);
+    await apply(2, [ev('e', 'same', { set: { team: 2 } })]);
+    const one = persons().findByDistinctId(1, 'same')!;
+    const two = persons().findByDistinctId(2, 'same')!;
+    expect(one.uuid).not.toBe(two.uuid);
+    expect(one.id).not.toBe(two.id);
+    expect(persons().findByUuid(2, one.uuid)).toBeNull();
+    expect(persons().setProperties(1, one.uuid, { extra: true })?.properties).toMatchObject({ team: 1, extra: true });
+    expect(persons().setProperties(2, one.uuid, { extra: true })).toBeNull();
+    await persons().flush();
+    await persons().deleteTeam(2);
+    opened = await opened.reopen();
+    await persons().ensureLoaded(1);
+    await persons().ensureLoaded(2);
+    expect(persons().findByDistinctId(1, 'same')?.properties).toMatchObject({ team: 1, extra: true });
+    expect(persons().findByDistinctId(2, 'same')).toBeNull();
+    expect(await copied(2)).toEqual([]);
+  });
+
+  test('ids: positive and unique, kept across a restart, however many persons one batch makes', async () => {
+    await persons().ensureLoaded(1);
+    for (let i = 0; i < 600; i++) persons().processEvent(1, ev('e', `bulk-${i}`));
+    await persons().flush();
+    const ids = snapshot(persons(), 1).persons.map((p) => p.id);
+    expect(ids.every((id) => Number.isSafeInteger(id) && id > 0)).toBe(true);
+    expect(new Set(ids).size).toBe(600);
+    const byDistinctId = Object.fromEntries(snapshot(persons(), 1).persons.map((p) => [p.distinctIds[0], p.id]));
+    opened = await opened.reopen();
+    await persons().ensureLoaded(1);
+    expect(Object.fromEntries(snapshot(persons(), 1).persons.map((p) => [p.distinctIds[0], p.id]))).toEqual(byDistinctId);
+    await apply(1, [ev('e', 'after-restart')]);
+    expect(ids).not.toContain(persons().findByDistinctId(1, 'after-restart')!.id);
+  });
+
+  if (engine.name === 'postgres') {
+    test('two processes writing persons of different projects never hand out the same id', async () => {
+      const other = await opened.another();
+      try {
+        await persons().ensureLoaded(1);
+        await other.stores.persons.ensureLoaded(2);
+        for (let i = 0; i < 200; i++) {
+          persons().processEvent(1, ev('e', `a-${i}`));
+          other.stores.persons.processEvent(2, ev('e', `b-${i}`));
+        }
+        await Promise.all([persons().flush(), other.stores.persons.flush()]);
+        const ids = [...snapshot(persons(), 1).persons, ...snapshot(other.stores.persons, 2).persons].map((p) => p.id);
+        expect(new Set(ids).size).toBe(400);
+        // Each sees the other's persons once it loads that project.
+        await persons().ensureLoaded(2);
+        expect(snapshot(persons(), 2).persons.map((p) => p.id).sort()).toEqual(snapshot(other.stores.persons, 2).persons.map((p) => p.id).sort());
+      } finally {
+        await other.close();
+      }
+    });
+  }
+});
