@@ -1,5 +1,5 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +36,8 @@ interface Server {
 /**
  * Runs the server and stops it by its PID (SIGINT: a fast shutdown), then removes its directory,
  * when the test process is gone, however it ended: bun test fires no exit event, and a test
- * process killed outright must not leave a server behind either. Also stopped by SIGTERM.
+ * process killed outright must not leave a server behind either. Also stopped by SIGTERM. A
+ * server that stopped by itself (its port was taken) leaves the directory for the next try.
  * Arguments: the test process's PID, the directory, then the server's command line.
  */
 const WATCHDOG = `
@@ -47,7 +48,7 @@ trap 'kill -INT $pg 2>/dev/null; wait $pg; rm -rf "$dir"; exit 0' TERM INT
 while [ -d /proc/$parent ] && kill -0 $pg 2>/dev/null; do sleep 0.5; done
 kill -INT $pg 2>/dev/null
 wait $pg
-rm -rf "$dir"
+[ -d /proc/$parent ] || rm -rf "$dir"
 `;
 
 let server: Promise<Server> | null = null;
@@ -59,6 +60,21 @@ export async function createTestDatabase(): Promise<string> {
   const name = `hogbase_test_${process.pid}_${++databases}`;
   await admin.unsafe(`CREATE DATABASE ${name}`);
   return `postgres://postgres@127.0.0.1:${port}/${name}`;
+}
+
+const readLog = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8') : '');
+
+/** A server that did not come up: SIGINT to the PID its data directory names (the watchdog then ends too). */
+function stopByPid(data: string) {
+  const pidFile = join(data, 'postmaster.pid');
+  const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : 0;
+  if (pid > 0) {
+    try {
+      process.kill(pid, 'SIGINT');
+    } catch {
+      // already gone
+    }
+  }
 }
 
 /** The user the server runs as: PostgreSQL refuses root. */
@@ -95,28 +111,33 @@ async function start(): Promise<Server> {
   let lastError = '';
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
-    const child = spawn(
-      '/bin/sh',
-      ['-c', WATCHDOG, 'postgres-watchdog', String(process.pid), dir, join(BIN, 'postgres'), '-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`,
-        // A test server: nothing needs to survive a crash of the machine.
-        '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
-      { ...as, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr?.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+    const log = join(dir, `server-${attempt}.log`);
+    const server = [join(BIN, 'postgres'), '-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`,
+      // A test server: nothing needs to survive a crash of the machine.
+      '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'];
+    // The watchdog is started in a session of its own by a shell that exits at once: it is no
+    // child of this process, so bun test never takes it for a test's dangling process.
+    const launched = spawnSync('/bin/sh', ['-c', 'setsid /bin/sh -c "$0" postgres-watchdog "$@" </dev/null >"$LOG" 2>&1 &', WATCHDOG, String(process.pid), dir, ...server], {
+      ...as,
+      cwd: dir,
+      env: { ...process.env, LOG: log },
+      stdio: 'ignore',
+    });
+    if (launched.status !== 0) throw new Error('the PostgreSQL watchdog could not be started');
     const admin = new SQL(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1 });
     const started = Date.now();
-    while (child.exitCode === null && Date.now() - started < 20_000) {
+    while (Date.now() - started < 20_000) {
       try {
         await admin.unsafe('SELECT 1');
         return { port, admin };
       } catch {
+        if (readLog(log).includes('FATAL')) break;
         await Bun.sleep(50);
       }
     }
     await admin.close().catch(() => undefined);
-    lastError = stderr;
-    if (child.exitCode === null) child.kill('SIGTERM');
+    lastError = readLog(log);
+    stopByPid(data);
   }
   throw new Error(`PostgreSQL did not start: ${lastError}`);
 }

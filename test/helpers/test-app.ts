@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../../src/logger';
 import { createAppMetrics } from '../../src/metrics';
 import { openStorage, type CreatedAccount, type StorageOptions } from '../../src/storage';
 import { withPipeline } from '../../src/pipeline';
+import { createTestDatabase } from './postgres';
 
 export const BASE = 'http://test.local';
 
@@ -26,14 +27,34 @@ export interface TestApp {
 /** Event-store settings a test changes (small grace periods, load hooks). */
 export type TestStoreOptions = NonNullable<StorageOptions['eventStore']>;
 
+/**
+ * The management store the tests' apps use: DuckDB unless HOGBASE_TEST_META_STORE=postgres,
+ * when each app gets a new database on the run's PostgreSQL server (the PostgreSQL profile:
+ * test/storage/postgres-profile.test.ts runs API suites so). An explicit META_STORE wins.
+ */
+async function profileEnv(env: Record<string, string>): Promise<Record<string, string>> {
+  if (env.META_STORE || process.env.HOGBASE_TEST_META_STORE !== 'postgres') return env;
+  return { ...env, META_STORE: await createTestDatabase() };
+}
+
 export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}): Promise<TestApp> {
-  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), null, env, now, logger, store);
+  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), null, await profileEnv(env), now, logger, store);
+}
+
+/**
+ * A second server process's app on the same management database as `t` (META_STORE), with its
+ * own, empty data directory; `t` stays open. The same account and keys work on both.
+ */
+export async function createSharingTestApp(t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date()): Promise<TestApp> {
+  if (!t.deps.config.META_STORE) throw new Error('only apps with a META_STORE share their management data');
+  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), t.account, { ...env, META_STORE: t.deps.config.META_STORE }, now, silentLogger, {});
 }
 
 /** The same data directory opened again, as a restarted server would (`t` is closed first, its data kept). */
 export async function reopenTestApp(t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}): Promise<TestApp> {
   await t.deps.storage.close();
-  return openTestApp(t.dataDir, t.account, env, now, logger, store);
+  const metaStore = t.deps.config.META_STORE;
+  return openTestApp(t.dataDir, t.account, metaStore && !env.META_STORE ? { ...env, META_STORE: metaStore } : env, now, logger, store);
 }
 
 async function openTestApp(dataDir: string, known: CreatedAccount | null, env: Record<string, string>, now: () => Date, logger: Logger, store: TestStoreOptions): Promise<TestApp> {

@@ -1,0 +1,47 @@
+import { describe, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { POSTGRES_SKIP_REASON, postgresAvailable } from '../helpers/postgres';
+import { ROOT } from '../helpers/server-process';
+
+/**
+ * The API suites that matter most for the management data, run once more with it in PostgreSQL
+ * (META_STORE; events stay in DuckDB under DATA_DIR): the same tests, unchanged, must pass. They
+ * run in a child `bun test` with HOGBASE_TEST_META_STORE=postgres, which test/helpers/test-app.ts
+ * reads to give every app a new database. Tests about DuckDB's own files stay DuckDB-only.
+ */
+const SUITES = [
+  'test/modules/projects.test.ts',
+  'test/modules/users.test.ts',
+  'test/modules/personal-api-keys.test.ts',
+  'test/modules/invites.test.ts',
+  'test/modules/feature-flags.test.ts',
+  'test/modules/feature-flags-local-evaluation.test.ts',
+  'test/modules/decide.test.ts',
+  'test/modules/decide-persons.test.ts',
+  'test/modules/cohorts.test.ts',
+  'test/modules/cohorts-ingestion.test.ts',
+  'test/modules/persons.test.ts',
+  'test/modules/event-definitions.test.ts',
+  'test/modules/property-definitions.test.ts',
+  'test/modules/events.test.ts',
+];
+
+const run = postgresAvailable ? describe : describe.skip;
+
+run(`API suites with META_STORE=postgres${postgresAvailable ? '' : ` (skipped: ${POSTGRES_SKIP_REASON})`}`, () => {
+  test(`${SUITES.length} suites pass unchanged`, async () => {
+    const child = Bun.spawn([process.execPath, 'test', ...SUITES.map((s) => join(ROOT, s))], {
+      cwd: ROOT,
+      env: { ...process.env, HOGBASE_TEST_META_STORE: 'postgres' },
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    const output = out + err;
+    const passed = Number(/^\s*(\d+) pass$/m.exec(output)?.[1] ?? 0);
+    const failed = Number(/^\s*(\d+) fail$/m.exec(output)?.[1] ?? 0);
+    if (code !== 0 || failed > 0) throw new Error(`the PostgreSQL profile failed (exit ${code}):\n${output.split('\n').filter((l) => !l.startsWith('(pass)')).join('\n').slice(-20_000)}`);
+    expect(passed).toBeGreaterThan(300);
+  }, 600_000);
+});
