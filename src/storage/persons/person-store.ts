@@ -115,7 +115,7 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
     await db.withWriter(async (c) => {
       await c.run('BEGIN TRANSACTION');
       try {
-        for (const table of ['persons', 'person_distinct_ids', 'groups']) await c.run(`DELETE FROM ${table} WHERE team_id = ${Number(teamId)}`);
+        for (const table of ['persons', 'person_distinct_ids', 'groups']) await c.run(`DELETE FROM ${table} WHERE team_id = ?`, [teamId]);
         await replacePersons(c, persons, all);
         await replaceDistinctIds(c, ids, all);
         await replaceGroups(c, groups);
