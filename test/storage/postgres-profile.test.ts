@@ -21,9 +21,11 @@ const SUITES = [
   'test/modules/cohorts.test.ts',
   'test/modules/cohorts-ingestion.test.ts',
   'test/modules/persons.test.ts',
+  'test/modules/persons-delete.test.ts',
   'test/modules/event-definitions.test.ts',
   'test/modules/property-definitions.test.ts',
   'test/modules/events.test.ts',
+  'test/modules/query.test.ts',
 ];
 
 const run = postgresAvailable ? describe : describe.skip;

@@ -96,6 +96,10 @@ export function createFlagRows(db: Database): FlagRows {
       });
     },
 
+    async deletePersonHashKeys(teamId, personUuid) {
+      await db.run('DELETE FROM feature_flag_hash_key_overrides WHERE team_id = ? AND person_uuid = TRY_CAST(? AS UUID)', [teamId, personUuid]);
+    },
+
     async deleteTeam(teamId) {
       await db.transaction(async (tx) => {
         await tx.run('DELETE FROM feature_flags WHERE team_id = ?', [teamId]);

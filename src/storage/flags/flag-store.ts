@@ -114,7 +114,7 @@ export function createCachedFlagStore(rows: FlagRows): CachedFlagStore {
     },
 
     async deletePersonHashKeys(teamId, personUuid) {
-      await db.run('DELETE FROM feature_flag_hash_key_overrides WHERE team_id = ? AND person_uuid = TRY_CAST(? AS UUID)', [teamId, personUuid]);
+      await rows.deletePersonHashKeys(teamId, personUuid);
       (await overrides.get(teamId)?.catch(() => undefined))?.delete(personUuid);
     },
 

@@ -72,5 +72,7 @@ export interface FlagRows {
   update(teamId: number, id: number, patch: FlagPatch, now: Date): Promise<StoredFlag | null>;
   /** Insert (flag key, hash key) pairs the person does not have; an existing pair is kept. */
   addHashKeyOverrides(teamId: number, personUuid: string, overrides: Array<[string, string]>): Promise<void>;
+  /** Every hash key of one person (an erased person's). */
+  deletePersonHashKeys(teamId: number, personUuid: string): Promise<void>;
   deleteTeam(teamId: number): Promise<void>;
 }

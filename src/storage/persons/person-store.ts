@@ -360,6 +360,13 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
       }
       // A flush that read them before is committed before the delete below, not after it.
       await this.flush();
+      // The home first (it is what a restart loads); a distinct id a live person has taken since
+      // is written as theirs, not deleted.
+      await home?.write({
+        persons: [{ teamId, uuid, person: null }],
+        distinctIds: ids.map((distinctId) => ({ teamId, distinctId, personUuid: t.byDistinctId.get(distinctId)?.uuid ?? null })),
+        groups: [],
+      });
       // By uuid, and their distinct ids still pointing at a person that is gone (one merged into
       // them meanwhile); never a distinct id a live person has taken since (events after this).
       await db.transaction(async (tx) => {

@@ -93,6 +93,14 @@ export function createPostgresFlagRows(pg: Pg, changes: Changes): FlagRows {
       });
     },
 
+    async deletePersonHashKeys(teamId, personUuid) {
+      if (!isUuid(personUuid)) return;
+      await pg.transaction(async (tx) => {
+        await tx.run('DELETE FROM feature_flag_hash_key_overrides WHERE team_id = $1 AND person_uuid = $2', [teamId, personUuid]);
+        await changes.publish(tx, { kind: 'hash_keys', teamId });
+      });
+    },
+
     async deleteTeam(teamId) {
       await pg.transaction(async (tx) => {
         await tx.run('DELETE FROM feature_flags WHERE team_id = $1', [teamId]);
