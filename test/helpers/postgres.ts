@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQL } from 'bun';
+import { freePort, launchWatched } from './watchdog';
 
 /**
  * One PostgreSQL server for the whole test run, started from the Debian binaries on a free
@@ -32,24 +32,6 @@ interface Server {
   port: number;
   admin: SQL;
 }
-
-/**
- * Runs the server and stops it by its PID (SIGINT: a fast shutdown), then removes its directory,
- * when the test process is gone, however it ended: bun test fires no exit event, and a test
- * process killed outright must not leave a server behind either. Also stopped by SIGTERM. A
- * server that stopped by itself (its port was taken) leaves the directory for the next try.
- * Arguments: the test process's PID, the directory, then the server's command line.
- */
-const WATCHDOG = `
-parent=$1; dir=$2; shift 2
-"$@" &
-pg=$!
-trap 'kill -INT $pg 2>/dev/null; wait $pg; rm -rf "$dir"; exit 0' TERM INT
-while [ -d /proc/$parent ] && kill -0 $pg 2>/dev/null; do sleep 0.5; done
-kill -INT $pg 2>/dev/null
-wait $pg
-[ -d /proc/$parent ] || rm -rf "$dir"
-`;
 
 let server: Promise<Server> | null = null;
 let databases = 0;
@@ -88,16 +70,6 @@ function serverUser(): { uid: number; gid: number } | null {
   throw new Error('running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as');
 }
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-
 async function start(): Promise<Server> {
   if (!BIN) throw new Error(POSTGRES_SKIP_REASON);
   const user = serverUser();
@@ -115,15 +87,7 @@ async function start(): Promise<Server> {
     const server = [join(BIN, 'postgres'), '-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`,
       // A test server: nothing needs to survive a crash of the machine.
       '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'];
-    // The watchdog is started in a session of its own by a shell that exits at once: it is no
-    // child of this process, so bun test never takes it for a test's dangling process.
-    const launched = spawnSync('/bin/sh', ['-c', 'setsid /bin/sh -c "$0" postgres-watchdog "$@" </dev/null >"$LOG" 2>&1 &', WATCHDOG, String(process.pid), dir, ...server], {
-      ...as,
-      cwd: dir,
-      env: { ...process.env, LOG: log },
-      stdio: 'ignore',
-    });
-    if (launched.status !== 0) throw new Error('the PostgreSQL watchdog could not be started');
+    launchWatched({ name: 'postgres', dir, argv: server, log, signal: 'INT', ...as });
     const admin = new SQL(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1 });
     const started = Date.now();
     while (Date.now() - started < 20_000) {

@@ -1,0 +1,188 @@
+import { FIELD, NULL_MARK, PERSON_SLOT, QUOTE } from '../events/wal-format';
+import type { ClickHouse } from './client';
+import type { ClickHouseFeatures } from './features';
+import { ChParams, chLiteral } from './statement';
+
+/**
+ * Events into and out of ClickHouse's `events` table (schema.ts). Rows arrive as the event
+ * store's processed log lines (wal-format.ts: the lines DuckDB loads), are rewritten as
+ * TabSeparated text — the format both 18.16 and modern servers parse fastest — and sent as one
+ * INSERT per load (ClickHouse wants few, large inserts).
+ */
+
+/** Fields of a processed record, in its order (wal-format's `WAL_COLUMNS`). */
+const LINE_FIELDS = 13;
+
+/**
+ * The records of processed log text, each as its fields: U+001F between fields, a newline after
+ * the record, U+001E around a field holding control characters (newlines included; doubled
+ * inside), U+0015 alone for NULL. Frame headers (U+001D) and blank lines are skipped.
+ */
+export function* records(text: string): Generator<Array<string | null>> {
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const first = text.charCodeAt(i);
+    if (first === 0x0a) {
+      i++;
+      continue;
+    }
+    if (first === 0x1d) {
+      const end = text.indexOf('\n', i);
+      i = end < 0 ? n : end + 1;
+      continue;
+    }
+    const fields: Array<string | null> = [];
+    for (;;) {
+      let value: string;
+      if (text[i] === QUOTE) {
+        value = '';
+        let j = i + 1;
+        for (;;) {
+          const end = text.indexOf(QUOTE, j);
+          if (end < 0) throw new Error('an unterminated quoted field in processed log text');
+          value += text.slice(j, end);
+          if (text[end + 1] === QUOTE) {
+            value += QUOTE;
+            j = end + 2;
+            continue;
+          }
+          i = end + 1;
+          break;
+        }
+        fields.push(value);
+      } else {
+        let end = i;
+        while (end < n) {
+          const c = text.charCodeAt(end);
+          if (c === 0x1f || c === 0x0a) break;
+          end++;
+        }
+        value = text.slice(i, end);
+        fields.push(value === NULL_MARK ? null : value);
+        i = end;
+      }
+      if (i >= n || text.charCodeAt(i) === 0x0a) {
+        i++;
+        break;
+      }
+      i++; // the field separator
+    }
+    yield fields;
+  }
+}
+
+const TSV_SPECIAL = /[\\\t\n\r\0]/;
+const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0' };
+
+/** A value as a TabSeparated field: `\N` for NULL, backslash escapes for what would break the line. */
+export const tsvField = (value: string | null): string =>
+  value === null ? '\\N' : TSV_SPECIAL.test(value) ? value.replace(/[\\\t\n\r\0]/g, (c) => TSV_ESCAPES[c]!) : value;
+
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
+/** Epoch milliseconds as the server's time column(s): `YYYY-MM-DD hh:mm:ss.ffffff`, or on 18.16 the seconds and the milliseconds. */
+function timeFields(ms: number, f: Pick<ClickHouseFeatures, 'dateTime64'>): string {
+  const d = new Date(ms);
+  const seconds = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)} ${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
+  const millis = ((ms % 1000) + 1000) % 1000;
+  return f.dateTime64 ? `${seconds}.${pad(millis, 3)}000` : `${seconds}\t${millis}`;
+}
+
+/** The table's columns in the order `tabSeparatedRows` writes them. */
+export function insertColumns(f: Pick<ClickHouseFeatures, 'dateTime64'>): string[] {
+  const time = (name: string) => (f.dateTime64 ? [name] : [name, `${name}_ms`]);
+  return ['uuid', 'team_id', 'event', 'distinct_id', 'person_id', ...time('timestamp'), ...time('created_at'), 'elements_chain', 'mat_browser', 'mat_os', 'mat_current_url', 'mat_session_id', 'properties', '_seg'];
+}
+
+/** Rows per chunk of TabSeparated text handed to the HTTP body. */
+const CHUNK_ROWS = 4096;
+
+/**
+ * Processed log text (frame headers and blank lines skipped) as TabSeparated rows in
+ * `insertColumns` order, in chunks; `seg` is the load's watermark, kept with each row.
+ */
+export function* tabSeparatedRows(text: string, seg: number, f: Pick<ClickHouseFeatures, 'dateTime64'>): Generator<string> {
+  let chunk = '';
+  let rows = 0;
+  for (const v of records(text)) {
+    if (v.length !== LINE_FIELDS) throw new Error(`a processed record has ${v.length} fields, not ${LINE_FIELDS}`);
+    const [uuid, team, event, distinctId, person, ts, created, chain, browser, os, url, session, properties] = v;
+    const personId = person === null || person === PERSON_SLOT ? null : person;
+    chunk +=
+      `${tsvField(uuid!)}\t${Number(team)}\t${tsvField(event!)}\t${tsvField(distinctId!)}\t${tsvField(personId)}\t` +
+      `${timeFields(Number(ts), f)}\t${timeFields(Number(created), f)}\t${tsvField(chain ?? '')}\t` +
+      `${tsvField(browser!)}\t${tsvField(os!)}\t${tsvField(url!)}\t${tsvField(session!)}\t${tsvField(properties!)}\t${seg}\n`;
+    if (++rows === CHUNK_ROWS) {
+      yield chunk;
+      chunk = '';
+      rows = 0;
+    }
+  }
+  if (chunk) yield chunk;
+}
+
+/** Load processed log text: one INSERT. Run again after a failure, it adds nothing a read sees twice (the table collapses equal rows). */
+export async function insertProcessed(ch: ClickHouse, text: string, seg: number): Promise<void> {
+  await ch.insertTabSeparated(ch.table('events'), insertColumns(ch.features), tabSeparatedRows(text, seg, ch.features));
+}
+
+/** An event as read back. Times in epoch milliseconds. */
+export interface ClickHouseEventRow {
+  uuid: string;
+  teamId: number;
+  event: string;
+  distinctId: string;
+  personId: string | null;
+  properties: string;
+  timestamp: number;
+  createdAt: number;
+  elementsChain: string;
+}
+
+const msOf = (column: string, f: ClickHouseFeatures) => (f.dateTime64 ? `toUnixTimestamp64Milli(${column})` : `(toUnixTimestamp(${column}) * 1000 + ${column}_ms)`);
+
+/** Position after which a page continues: the last row's time and uuid. */
+export interface EventCursor {
+  timestamp: number;
+  uuid: string;
+}
+
+/** A project's newest events first (ties by uuid, descending), after `before` when given. */
+export async function newestEvents(ch: ClickHouse, teamId: number, options: { limit: number; before?: EventCursor }): Promise<ClickHouseEventRow[]> {
+  const f = ch.features;
+  const p = new ChParams(f);
+  const ts = msOf('timestamp', f);
+  const conditions = [`team_id = ${p.bind(teamId, 'Int64')}`];
+  if (options.before) {
+    const at = p.bind(options.before.timestamp, 'Int64');
+    const seconds = p.bind(Math.floor(options.before.timestamp / 1000), 'Int64');
+    // The seconds bound lets the primary key skip what is newer; the exact order is (time, uuid).
+    conditions.push(`timestamp <= toDateTime(${seconds}, 'UTC')`, `(${ts} < ${at} OR (${ts} = ${at} AND toString(uuid) < ${p.bind(options.before.uuid, 'String')}))`);
+  }
+  const order = f.dateTime64 ? 'timestamp DESC, uuid DESC' : 'timestamp DESC, timestamp_ms DESC, uuid DESC';
+  const rows = await ch.query<Record<string, string | number | null>>(
+    p.statement(
+      `SELECT toString(uuid) AS uuid, team_id, event, distinct_id, toString(person_id) AS person_id, properties, ${ts} AS ts, ${msOf('created_at', f)} AS created, elements_chain
+       FROM ${ch.table('events')} FINAL WHERE ${conditions.join(' AND ')} ORDER BY ${order} LIMIT ${chLiteral(options.limit, 'Int64')}`,
+    ),
+  );
+  return rows.map((r) => ({
+    uuid: String(r.uuid),
+    teamId: Number(r.team_id),
+    event: String(r.event),
+    distinctId: String(r.distinct_id),
+    personId: r.person_id === null ? null : String(r.person_id),
+    properties: String(r.properties),
+    timestamp: Number(r.ts),
+    createdAt: Number(r.created),
+    elementsChain: String(r.elements_chain),
+  }));
+}
+
+/** How many events a project has (each uuid once). */
+export async function countEvents(ch: ClickHouse, teamId: number): Promise<number> {
+  const p = new ChParams(ch.features);
+  const [row] = await ch.query<{ n: string | number }>(p.statement(`SELECT count() AS n FROM ${ch.table('events')} FINAL WHERE team_id = ${p.bind(teamId, 'Int64')}`));
+  return Number(row?.n ?? 0);
+}

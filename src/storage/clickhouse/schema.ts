@@ -1,0 +1,49 @@
+import type { ClickHouse } from './client';
+import type { ClickHouseFeatures } from './features';
+import { ChParams } from './statement';
+
+/**
+ * The events table, PostHog-like: one row per event, partitioned by month, ordered by project
+ * then time, so a project's newest events are one range read backwards. ReplacingMergeTree with
+ * the uuid in the key: the same row inserted twice (a load retried after a failure whose outcome
+ * was unknown) is one row for every read (`FINAL`) and, after merges, on disk.
+ * On a server without DateTime64 (18.16), `timestamp`/`created_at` hold the seconds and
+ * `timestamp_ms`/`created_at_ms` the milliseconds.
+ */
+function eventsTableDdl(f: ClickHouseFeatures, table: string): string {
+  const time = (name: string) => (f.dateTime64 ? `${name} DateTime64(6, 'UTC')` : `${name} DateTime('UTC'), ${name}_ms UInt16`);
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+    uuid UUID,
+    team_id Int64,
+    event String,
+    distinct_id String,
+    person_id Nullable(UUID),
+    properties String,
+    ${time('timestamp')},
+    ${time('created_at')},
+    elements_chain String,
+    mat_browser Nullable(String),
+    mat_os Nullable(String),
+    mat_current_url Nullable(String),
+    mat_session_id Nullable(String),
+    _seg Int64
+  ) ENGINE = ReplacingMergeTree
+  PARTITION BY toYYYYMM(timestamp)
+  ORDER BY (team_id, toDate(timestamp), timestamp, ${f.dateTime64 ? '' : 'timestamp_ms, '}uuid)`;
+}
+
+/** Versioned steps, applied once each in order; each must be safe to run again (no locks across servers). */
+const MIGRATIONS: ReadonlyArray<(ch: ClickHouse) => string> = [(ch) => eventsTableDdl(ch.features, ch.table('events'))];
+
+export async function migrateClickHouse(ch: ClickHouse): Promise<void> {
+  const none = new ChParams(ch.features);
+  await ch.command(none.statement(`CREATE TABLE IF NOT EXISTS ${ch.table('hogbase_migrations')} (version UInt32, applied_at DateTime) ENGINE = MergeTree ORDER BY version`));
+  const applied = new Set((await ch.query<{ version: number | string }>(none.statement(`SELECT version FROM ${ch.table('hogbase_migrations')}`))).map((r) => Number(r.version)));
+  for (const [i, step] of MIGRATIONS.entries()) {
+    const version = i + 1;
+    if (applied.has(version)) continue;
+    await ch.command(none.statement(step(ch)));
+    const p = new ChParams(ch.features);
+    await ch.command(p.statement(`INSERT INTO ${ch.table('hogbase_migrations')} (version, applied_at) SELECT ${p.bind(version, 'Int64')}, now()`));
+  }
+}

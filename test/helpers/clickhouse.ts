@@ -1,0 +1,108 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, launchWatched } from './watchdog';
+
+/**
+ * ClickHouse for the tests, in both shapes the event store must run on:
+ * - **18.16**, Debian's `clickhouse-server`: one server for the whole run, started from its binary
+ *   with a config written into a temporary directory, on free loopback ports, and killed by its
+ *   PID once the test process is gone (`.ci/run` installs the package). Without the binary the
+ *   18.16 halves are skipped, saying so.
+ * - **modern** (26.x), chDB from npm: in process, one data directory per test process (chDB
+ *   allows one per process).
+ * Each suite takes a database of its own from either (`clickhouseTargets`).
+ */
+
+const SERVER_BIN = '/usr/sbin/clickhouse-server';
+export const clickhouseServerAvailable = existsSync(SERVER_BIN);
+export const CLICKHOUSE_SKIP_REASON = `${SERVER_BIN} not found (apt-get install clickhouse-server): the ClickHouse 18.16 half of the suites is skipped`;
+if (!clickhouseServerAvailable) console.warn(`[tests] ${CLICKHOUSE_SKIP_REASON}`);
+
+let server: Promise<number> | null = null;
+let databases = 0;
+
+/** A new database name, unique in this run. */
+export const testDatabaseName = () => `hogbase_test_${process.pid}_${++databases}`;
+
+/** The run's 18.16 server's `clickhouse://` URL for a new database (created by the store on open). */
+export async function clickhouseServerUrl(): Promise<string> {
+  const port = await (server ??= startServer());
+  return `clickhouse://default@127.0.0.1:${port}/${testDatabaseName()}`;
+}
+
+const config = (dir: string, http: number, tcp: number) => `<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>${dir}/server.log</log><errorlog>${dir}/error.log</errorlog><console>0</console></logger>
+  <http_port>${http}</http_port>
+  <tcp_port>${tcp}</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <max_connections>256</max_connections>
+  <max_concurrent_queries>64</max_concurrent_queries>
+  <mark_cache_size>268435456</mark_cache_size>
+  <uncompressed_cache_size>268435456</uncompressed_cache_size>
+  <path>${dir}/data/</path>
+  <tmp_path>${dir}/tmp/</tmp_path>
+  <user_files_path>${dir}/user_files/</user_files_path>
+  <format_schema_path>${dir}/format_schemas/</format_schema_path>
+  <users_config>${dir}/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <timezone>UTC</timezone>
+</yandex>
+`;
+
+const USERS = `<?xml version="1.0"?>
+<yandex>
+  <profiles><default></default></profiles>
+  <users><default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
+</yandex>
+`;
+
+async function startServer(): Promise<number> {
+  if (!clickhouseServerAvailable) throw new Error(CLICKHOUSE_SKIP_REASON);
+  let lastError = '';
+  // A port taken between the probe and the start: try others (bounded).
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const dir = mkdtempSync(join(tmpdir(), 'hogbase-ch-'));
+    for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(join(dir, sub));
+    const [http, tcp] = [await freePort(), await freePort()];
+    writeFileSync(join(dir, 'config.xml'), config(dir, http, tcp));
+    writeFileSync(join(dir, 'users.xml'), USERS);
+    const log = join(dir, 'out.log');
+    // Killed outright: a test server's data does not need its ~9 s graceful stop.
+    launchWatched({ name: 'clickhouse', dir, argv: [SERVER_BIN, `--config-file=${join(dir, 'config.xml')}`], log, signal: 'KILL' });
+    const started = Date.now();
+    while (Date.now() - started < 20_000) {
+      try {
+        const answer = await fetch(`http://127.0.0.1:${http}/?query=SELECT%201`);
+        if (answer.ok) return http;
+      } catch {
+        // not listening yet
+      }
+      const errors = existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : '';
+      if (/Address already in use|DB::Exception/.test(errors)) {
+        lastError = errors;
+        break;
+      }
+      await Bun.sleep(50);
+    }
+  }
+  throw new Error(`ClickHouse did not start: ${lastError}`);
+}
+
+let chdb: Promise<import('@clickhouse/client').ClickHouseClient> | null = null;
+
+/** This process's chDB (modern ClickHouse in process) as a `@clickhouse/client` client; never closed (one per process). */
+export function chdbClient(): Promise<import('@clickhouse/client').ClickHouseClient> {
+  chdb ??= (async () => {
+    const [{ createClient }, { createChdbConnection }] = await Promise.all([import('@clickhouse/client'), import('chdb/connection')]);
+    const dir = mkdtempSync(join(tmpdir(), 'hogbase-chdb-'));
+    // Nothing runs when bun test ends: a watchdog (with nothing to watch but time) removes the
+    // directory once this process is gone.
+    launchWatched({ name: 'chdb', dir, argv: ['sleep', '86400'], log: '/dev/null', signal: 'KILL' });
+    return createClient({ connection: createChdbConnection({ path: join(dir, 'data') }) } as never);
+  })();
+  return chdb;
+}
