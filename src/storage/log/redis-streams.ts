@@ -1,0 +1,254 @@
+import { RedisClient } from 'bun';
+import { AppError } from '../../errors';
+
+/**
+ * The durable log between capture nodes and writers in cluster mode, on Redis Streams (Redis
+ * with `appendfsync always`: XADD answers once the entry is fsynced, so a node's 200 after it
+ * keeps the promise a 200 makes). Kafka or Redpanda would sit behind this same interface in
+ * production; neither installs here.
+ *
+ * - **Partitions**: one stream per partition; a request goes to the partition of its project and
+ *   first distinct id (`partitionOf`), so one person's events are in one stream, in order.
+ * - **Ownership**: a writer processes a partition only while it holds the partition's lease (a key
+ *   with a time to live, renewed while it works). A crashed writer's leases run out; the writer
+ *   that takes a partition next claims the entries the old one had read but not acknowledged
+ *   (XAUTOCLAIM) and processes them first, so a partition is processed by one writer at a time,
+ *   in order.
+ * - **Dead letters**: an entry that keeps failing is moved to a dead-letter stream (and
+ *   acknowledged), where the CLI lists and replays it.
+ * Payloads are text (the request's context and decoded body): replies from Bun's client are strings.
+ */
+
+/** One logged capture request. */
+export interface LogRecord {
+  /** The request's context (project, receive time, address, …) as JSON text. */
+  context: string;
+  /** The decoded body, as received. */
+  body: string;
+  /** Events in it. */
+  events: number;
+}
+
+export interface LogEntry extends LogRecord {
+  partition: number;
+  id: string;
+  /** Times it was handed to a writer (1 the first time). */
+  deliveries: number;
+}
+
+export interface DeadLetterEntry extends LogEntry {
+  /** Its id in the dead-letter stream. */
+  deadId: string;
+  reason: string;
+}
+
+export interface RedisLogOptions {
+  /** redis://HOST:PORT[/DB] */
+  url: string;
+  /** Key prefix of every stream and lease (several deployments may share one Redis). */
+  prefix?: string;
+  partitions: number;
+}
+
+const GROUP = 'writers';
+const CONNECT_TIMEOUT_MS = 2000;
+
+/** FNV-1a over the project and distinct id: the same person always lands in the same partition. */
+export function partitionOf(teamId: number, distinctId: string, partitions: number): number {
+  let h = 0x811c9dc5;
+  const key = `${teamId}\u0000${distinctId}`;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % partitions;
+}
+
+/** Renew a lease only while it is still ours. */
+const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
+/** Drop a lease only while it is still ours. */
+const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
+
+type Fields = string[];
+type StreamEntry = [string, Fields];
+
+const field = (fields: Fields, name: string): string => {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1] ?? '';
+  return '';
+};
+
+export interface RedisLog {
+  readonly partitions: number;
+  /** Log a request in its partition; resolves once Redis has it (fsynced with `appendfsync always`). */
+  append(partition: number, record: LogRecord): Promise<string>;
+  /** Take or renew the leases this writer can hold now; the partitions it holds. */
+  lease(consumer: string, leaseMs: number): Promise<number[]>;
+  release(consumer: string, partition: number): Promise<void>;
+  /** Entries the partition's previous holder read and did not acknowledge, now this writer's (in log order). */
+  takeOver(consumer: string, partition: number): Promise<number>;
+  /** The partition's next entries for this writer: its unacknowledged ones first, then new ones. */
+  read(consumer: string, partition: number, count: number): Promise<LogEntry[]>;
+  ack(partition: number, ids: readonly string[]): Promise<void>;
+  /** Move an entry that keeps failing to the dead-letter stream (it stops blocking its partition). */
+  deadLetter(entry: LogEntry, reason: string): Promise<void>;
+  listDeadLetters(): Promise<DeadLetterEntry[]>;
+  /** Log dead letters (all, or those ids) again in their partitions; how many. */
+  replayDeadLetters(deadIds?: readonly string[]): Promise<number>;
+  /** Drop a partition's entries every writer is done with. */
+  trim(partition: number): Promise<void>;
+  close(): void;
+}
+
+export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> {
+  if (!Number.isSafeInteger(options.partitions) || options.partitions < 1) throw new AppError('invalid_input', 'The log needs at least one partition.');
+  const prefix = options.prefix ?? 'hogbase';
+  // Reconnects by itself, a few times: beyond that, appends fail (503) instead of queueing.
+  const client = new RedisClient(options.url, { autoReconnect: true, maxRetries: 3, connectionTimeout: CONNECT_TIMEOUT_MS });
+  const send = async <T>(command: string, args: string[]): Promise<T> => {
+    try {
+      return (await client.send(command, args)) as T;
+    } catch (error) {
+      throw translateRedisError(error);
+    }
+  };
+  await checkDurable(send);
+  const stream = (p: number) => `${prefix}:log:${p}`;
+  const leaseKey = (p: number) => `${prefix}:lease:${p}`;
+  const dead = `${prefix}:dead`;
+  for (let p = 0; p < options.partitions; p++) {
+    await send('XGROUP', ['CREATE', stream(p), GROUP, '0', 'MKSTREAM']).catch((error) => {
+      if (!String((error as AppError).cause ?? error).includes('BUSYGROUP')) throw error;
+    });
+  }
+  const deliveries = async (p: number, ids: readonly string[]): Promise<Map<string, number>> => {
+    if (!ids.length) return new Map();
+    const rows = await send<Array<[string, string, number, number]>>('XPENDING', [stream(p), GROUP, ids[0]!, ids[ids.length - 1]!, String(ids.length)]);
+    return new Map(rows.map(([id, , , count]) => [id, Number(count)]));
+  };
+  const toEntry = (p: number, [id, fields]: StreamEntry, count: number): LogEntry => ({
+    partition: p,
+    id,
+    context: field(fields, 'context'),
+    body: field(fields, 'body'),
+    events: Number(field(fields, 'events')),
+    deliveries: count,
+  });
+
+  const log: RedisLog = {
+    partitions: options.partitions,
+    append: (p, record) => send<string>('XADD', [stream(p), '*', 'context', record.context, 'body', record.body, 'events', String(record.events)]),
+
+    async lease(consumer, leaseMs) {
+      const held: number[] = [];
+      for (let p = 0; p < options.partitions; p++) {
+        const renewed = await send<number>('EVAL', [RENEW, '1', leaseKey(p), consumer, String(leaseMs)]);
+        if (Number(renewed) === 1) held.push(p);
+        else if ((await send<string | null>('SET', [leaseKey(p), consumer, 'NX', 'PX', String(leaseMs)])) === 'OK') held.push(p);
+      }
+      return held;
+    },
+
+    async release(consumer, p) {
+      await send('EVAL', [RELEASE, '1', leaseKey(p), consumer]);
+    },
+
+    async takeOver(consumer, p) {
+      let cursor = '0-0';
+      let claimed = 0;
+      do {
+        const [next, entries] = await send<[string, StreamEntry[], string[]?]>('XAUTOCLAIM', [stream(p), GROUP, consumer, '0', cursor, 'COUNT', '1000', 'JUSTID']);
+        claimed += entries.length;
+        cursor = next;
+      } while (cursor !== '0-0');
+      return claimed;
+    },
+
+    async read(consumer, p, count) {
+      // Its own unacknowledged entries first (a failed batch, or ones just claimed), in order.
+      for (const from of ['0', '>']) {
+        const reply = await send<Record<string, StreamEntry[]> | null>('XREADGROUP', ['GROUP', GROUP, consumer, 'COUNT', String(count), 'STREAMS', stream(p), from]);
+        const entries = reply?.[stream(p)] ?? [];
+        if (!entries.length) continue;
+        const counts = await deliveries(p, entries.map(([id]) => id));
+        return entries.map((e) => toEntry(p, e, counts.get(e[0]) ?? 1));
+      }
+      return [];
+    },
+
+    async ack(p, ids) {
+      if (ids.length) await send('XACK', [stream(p), GROUP, ...ids]);
+    },
+
+    async deadLetter(entry, reason) {
+      await send('XADD', [dead, '*', 'partition', String(entry.partition), 'id', entry.id, 'reason', reason, 'deliveries', String(entry.deliveries), 'context', entry.context, 'body', entry.body, 'events', String(entry.events)]);
+      await send('XACK', [stream(entry.partition), GROUP, entry.id]);
+    },
+
+    async listDeadLetters() {
+      const entries = await send<StreamEntry[]>('XRANGE', [dead, '-', '+']);
+      return entries.map(([deadId, fields]) => ({
+        deadId,
+        partition: Number(field(fields, 'partition')),
+        id: field(fields, 'id'),
+        reason: field(fields, 'reason'),
+        deliveries: Number(field(fields, 'deliveries')),
+        context: field(fields, 'context'),
+        body: field(fields, 'body'),
+        events: Number(field(fields, 'events')),
+      }));
+    },
+
+    async replayDeadLetters(deadIds) {
+      const wanted = deadIds ? new Set(deadIds) : null;
+      let replayed = 0;
+      for (const letter of await log.listDeadLetters()) {
+        if (wanted && !wanted.has(letter.deadId)) continue;
+        await log.append(letter.partition % options.partitions, letter);
+        await send('XDEL', [dead, letter.deadId]);
+        replayed++;
+      }
+      return replayed;
+    },
+
+    async trim(p) {
+      const [group] = (await send<Array<Record<string, unknown>>>('XINFO', ['GROUPS', stream(p)])).filter((g) => g.name === GROUP);
+      if (!group) return;
+      const summary = await send<[number, string | null, string | null, unknown]>('XPENDING', [stream(p), GROUP]);
+      // Keep every unacknowledged entry and everything not yet delivered.
+      const keepFrom = Number(summary[0]) > 0 && summary[1] ? summary[1] : String(group['last-delivered-id']);
+      await send('XTRIM', [stream(p), 'MINID', keepFrom]);
+    },
+
+    close: () => client.close(),
+  };
+  return log;
+}
+
+/**
+ * A capture node answers 200 once the log has the request: that promise holds only when Redis
+ * fsyncs every write before answering. A Redis configured otherwise is refused at start.
+ */
+async function checkDurable(send: <T>(command: string, args: string[]) => Promise<T>) {
+  const setting = async (name: string) => {
+    const reply = await send<Record<string, string> | string[]>('CONFIG', ['GET', name]);
+    return Array.isArray(reply) ? reply[1] : reply[name];
+  };
+  const [appendonly, appendfsync] = [await setting('appendonly'), await setting('appendfsync')];
+  if (appendonly !== 'yes' || appendfsync !== 'always') {
+    throw new LogNotDurableError(`The Redis log must fsync every write before answering (appendonly yes, appendfsync always); it has appendonly ${appendonly}, appendfsync ${appendfsync}.`);
+  }
+}
+
+/** The log's Redis does not keep what it answered for (the server refuses to start). */
+export class LogNotDurableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LogNotDurableError';
+  }
+}
+
+/** Redis's answer as the API's: the log unreachable or refusing writes is a 503 with Retry-After (nothing was logged). */
+function translateRedisError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  return new AppError('unavailable', 'The event log is not available; retry later.', null, { retryAfter: 1, cause: error });
+}
