@@ -1,3 +1,4 @@
+import type { StoredEventRow } from '../../core/events/columns';
 import { FIELD, NULL_MARK, PERSON_SLOT, QUOTE } from '../events/wal-format';
 import type { ClickHouse } from './client';
 import type { ClickHouseFeatures } from './features';
@@ -127,18 +128,8 @@ export async function insertProcessed(ch: ClickHouse, text: string, seg: number)
   await ch.insertTabSeparated(ch.table('events'), insertColumns(ch.features), tabSeparatedRows(text, seg, ch.features));
 }
 
-/** An event as read back. Times in epoch milliseconds. */
-export interface ClickHouseEventRow {
-  uuid: string;
-  teamId: number;
-  event: string;
-  distinctId: string;
-  personId: string | null;
-  properties: string;
-  timestamp: number;
-  createdAt: number;
-  elementsChain: string;
-}
+/** An event as read back (times in epoch milliseconds). */
+export type ClickHouseEventRow = Omit<StoredEventRow, 'hot'>;
 
 const msOf = (column: string, f: ClickHouseFeatures) => (f.dateTime64 ? `toUnixTimestamp64Milli(${column})` : `(toUnixTimestamp(${column}) * 1000 + ${column}_ms)`);
 
