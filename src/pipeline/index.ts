@@ -4,7 +4,7 @@ import { EVENT_LIMITS, LIMIT_DROPS, type LimitDrop } from '../core/ingest/limits
 import { uuidv7 } from '../ids';
 import type { Logger } from '../logger';
 import type { StorageOptions } from '../storage';
-import type { ProcessIntake } from '../storage/events';
+import type { EncodedRows, ProcessIntake } from '../storage/events';
 import type { IntakeContext } from '../storage/events/wal-format';
 import type { PersonStore } from '../storage/persons/types';
 import type { SeenTracker } from '../storage/seen/seen-tracker';
@@ -37,18 +37,26 @@ export interface RowPreparer {
  * without a client uuid gets a new one on a replay, which is harmless: the first run's rows were
  * never committed, or the segment would not be replayed.
  */
-export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, preparer?: RowPreparer, logger?: Logger): ProcessIntake {
+export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, preparer?: RowPreparer, logger?: Logger): ProcessIntake & { logged: LoggedProcessor } {
   const applyRows = createRowApplier(persons, seen);
-  return async (ctx, events, text, prepared) => {
+  const processIntake: ProcessIntake = async (ctx, events, text, prepared) => {
     const newUuid = () => uuidv7(ctx.receivedAt);
     let rows: PreparedRows;
     if (prepared) rows = await (prepared as Promise<PreparedRows>);
     else if (events) rows = prepareRows(ctx, events, newUuid);
     else if (preparer && (text?.length ?? 0) >= ELSEWHERE_MIN_CHARS) rows = await preparer.prepareBody(ctx, text ?? '');
-    else rows = prepareRows(ctx, extractEvents(parseJson(text ?? ''), { engage: ctx.engage, logged: true }).events, newUuid);
+    else rows = prepareLogged(ctx, text ?? '', newUuid);
+    return apply(ctx, rows);
+  };
+
+  function apply(ctx: IntakeContext, rows: PreparedRows): Promise<EncodedRows> {
     if (LIMIT_DROPS.some((reason) => rows.dropped[reason])) noteDropped(ctx.teamId, rows.dropped);
     return applyRows(ctx, rows);
-  };
+  }
+
+  return Object.assign(processIntake, {
+    logged: (ctx: IntakeContext, text: string, newUuid: () => string) => apply(ctx, prepareLogged(ctx, text, newUuid)),
+  });
 
   /**
    * PostHog's ingestion warning for events over the limits: the request was answered 200, so the
@@ -61,6 +69,16 @@ export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, p
     logger?.warn('events dropped: over the per-event limits', { teamId, dropped: now, limits: EVENT_LIMITS });
   }
 }
+
+/**
+ * A logged body processed by another process than the one that logged it (a cluster writer),
+ * naming events without a client uuid with `newUuid` (so that processing it again names them the
+ * same).
+ */
+export type LoggedProcessor = (ctx: IntakeContext, text: string, newUuid: () => string) => Promise<EncodedRows>;
+
+const prepareLogged = (ctx: IntakeContext, text: string, newUuid: () => string): PreparedRows =>
+  prepareRows(ctx, extractEvents(parseJson(text), { engage: ctx.engage, logged: true }).events, newUuid);
 
 /** Storage options with this pipeline as the event store's intake processor. */
 export function withPipeline(options: StorageOptions, preparer?: RowPreparer): StorageOptions {

@@ -1,0 +1,101 @@
+import { uuidv7FromSeed } from '../ids';
+import type { Logger } from '../logger';
+import type { LoggedProcessor } from '../pipeline';
+import type { ClickHouse } from '../storage/clickhouse/client';
+import { insertProcessed } from '../storage/clickhouse/events-table';
+import type { IntakeContext } from '../storage/events/wal-format';
+import type { LogEntry, RedisLog } from '../storage/log/redis-streams';
+import type { PersonStore } from '../storage/persons/types';
+
+/**
+ * A writer of cluster mode: takes logged capture requests from the partitions it holds, processes
+ * them (the same pipeline as the embedded server: normalize, persons, definitions), inserts each
+ * batch's rows into ClickHouse with one INSERT, makes the persons durable, and only then
+ * acknowledges the entries. A writer that dies anywhere in between leaves its entries
+ * unacknowledged; the next holder of the partition processes them again, and gets the same rows
+ * (event ids from the entry's log id, see `uuidv7FromSeed`), which the events table reads once.
+ */
+export interface WriterOptions {
+  consumer: string;
+  log: RedisLog;
+  ch: ClickHouse;
+  persons: Pick<PersonStore, 'flush'>;
+  process: LoggedProcessor;
+  logger: Logger;
+  /** How long a partition stays this writer's without a renewal (its death frees it after this). */
+  leaseMs?: number;
+  /** Entries a batch takes from one partition. */
+  batchEntries?: number;
+  /** Deliveries after which an entry that keeps failing goes to the dead letters. */
+  maxDeliveries?: number;
+}
+
+export interface WriterPass {
+  entries: number;
+  rows: number;
+  deadLettered: number;
+  partitions: number[];
+}
+
+const DEFAULTS = { leaseMs: 15_000, batchEntries: 500, maxDeliveries: 3 };
+
+export function createWriter(options: WriterOptions) {
+  const o = { ...DEFAULTS, ...options };
+  let held = new Set<number>();
+
+  /** One entry's rows (lines as the event store logs them), its events named from its log id. */
+  async function rowsOf(entry: LogEntry): Promise<{ lines: Uint8Array; rows: number }> {
+    const context = JSON.parse(entry.context) as IntakeContext;
+    let n = 0;
+    const encoded = await o.process(context, entry.body, () => uuidv7FromSeed(context.receivedAt, `${entry.partition}/${entry.id}/${n++}`));
+    return { lines: encoded.lines, rows: encoded.rows };
+  }
+
+  /** One batch of a partition, in order, up to its first entry that fails (which stays for the next pass). */
+  async function batch(partition: number, pass: WriterPass): Promise<void> {
+    const entries = await o.log.read(o.consumer, partition, o.batchEntries);
+    const done: string[] = [];
+    const parts: Uint8Array[] = [];
+    for (const entry of entries) {
+      try {
+        const { lines, rows } = await rowsOf(entry);
+        parts.push(lines);
+        pass.rows += rows;
+        done.push(entry.id);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        if (entry.deliveries >= o.maxDeliveries) {
+          // Out of the way of the entries behind it, kept for the operator.
+          await o.log.deadLetter(entry, reason);
+          pass.deadLettered++;
+          o.logger.error('a logged request keeps failing: moved to the dead letters', { partition, id: entry.id, deliveries: entry.deliveries, reason });
+          continue;
+        }
+        o.logger.warn('a logged request failed; it is tried again', { partition, id: entry.id, deliveries: entry.deliveries, reason });
+        break;
+      }
+    }
+    if (parts.length) await insertProcessed(o.ch, Buffer.concat(parts).toString('utf8'), Number(entries[0]!.id.split('-')[0]));
+    await o.persons.flush();
+    await o.log.ack(partition, done);
+    pass.entries += done.length;
+  }
+
+  return {
+    /** Renew this writer's partitions (taking over those that came free), then one batch of each. */
+    async pass(): Promise<WriterPass> {
+      const now = new Set(await o.log.lease(o.consumer, o.leaseMs));
+      for (const p of now) if (!held.has(p)) await o.log.takeOver(o.consumer, p);
+      held = now;
+      const pass: WriterPass = { entries: 0, rows: 0, deadLettered: 0, partitions: [...now] };
+      for (const p of now) await batch(p, pass);
+      return pass;
+    },
+
+    /** Give the partitions up (a clean stop): another writer takes them at once. */
+    async release(): Promise<void> {
+      for (const p of held) await o.log.release(o.consumer, p);
+      held = new Set();
+    },
+  };
+}

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { RedisClient } from 'bun';
+import { createWriter } from '../../src/cluster/writer';
+import { uuidv7FromSeed } from '../../src/ids';
+import { silentLogger } from '../../src/logger';
+import { createIntakeProcessor } from '../../src/pipeline';
+import { openClickHouse, type ClickHouse } from '../../src/storage/clickhouse/client';
+import { countEvents, newestEvents } from '../../src/storage/clickhouse/events-table';
+import { migrateClickHouse } from '../../src/storage/clickhouse/schema';
+import type { IntakeContext } from '../../src/storage/events/wal-format';
+import { openRedisLog, type RedisLog } from '../../src/storage/log/redis-streams';
+import { chdbClient, testDatabaseName } from '../helpers/clickhouse';
+import { killRedis, REDIS_SKIP_REASON, redisAvailable, startRedis, type TestRedis } from '../helpers/redis';
+import { createTestApp, type TestApp } from '../helpers/test-app';
+
+const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
+const CLIENT_UUID = '01a219da-5fd6-7749-8000-00000000abcd';
+
+const run = redisAvailable ? describe : describe.skip;
+
+run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '' : ` (skipped: ${REDIS_SKIP_REASON})`}`, () => {
+  let redis: TestRedis;
+  let app: TestApp;
+  let ch: ClickHouse;
+  let log: RedisLog;
+  let teamId: number;
+  let prefix = 0;
+
+  const context = (n: number): string => JSON.stringify({ teamId, receivedAt: T0 + n * 1000, ip: '10.0.0.1', anonymizeIps: false, sentAt: null, engage: false } satisfies IntakeContext);
+  const append = (n: number, body: unknown) => log.append(0, { context: context(n), body: typeof body === 'string' ? body : JSON.stringify(body), events: 1 });
+  const writer = (consumer: string, over: Partial<Parameters<typeof createWriter>[0]> = {}) =>
+    createWriter({ consumer, log, ch, persons: app.deps.storage.persons, process: createIntakeProcessor(app.deps.storage.persons, app.deps.storage.seen).logged, logger: silentLogger, ...over });
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    app = await createTestApp();
+    teamId = app.account.project.id;
+    ch = await openClickHouse({ client: await chdbClient(), database: testDatabaseName() });
+    await migrateClickHouse(ch);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await ch?.close();
+    await killRedis(redis).catch(() => undefined);
+  });
+
+  test('processes the log in order into ClickHouse, persons merged, and acknowledges it', async () => {
+    log = await openRedisLog({ url: redis.url, prefix: `w${++prefix}`, partitions: 1 });
+    await append(1, [{ event: '$pageview', distinct_id: 'anon-1', properties: { $browser: 'Firefox' } }]);
+    await append(2, { event: '$identify', distinct_id: 'user-1', properties: { $anon_distinct_id: 'anon-1', $set: { email: 'a@b.c' } } });
+    await append(3, [{ event: 'signup', distinct_id: 'user-2', uuid: CLIENT_UUID }]);
+    const w = writer('writer-a');
+    expect(await w.pass()).toEqual({ entries: 3, rows: 3, deadLettered: 0, partitions: [0] });
+    const rows = await newestEvents(ch, teamId, { limit: 10 });
+    expect(rows.map((r) => [r.event, r.distinctId, r.timestamp])).toEqual([
+      ['signup', 'user-2', T0 + 3000],
+      ['$identify', 'user-1', T0 + 2000],
+      ['$pageview', 'anon-1', T0 + 1000],
+    ]);
+    expect(rows[0]!.uuid).toBe(CLIENT_UUID);
+    const persons = app.deps.storage.persons;
+    const identified = persons.findByDistinctId(teamId, 'user-1')!;
+    expect(persons.findByDistinctId(teamId, 'anon-1')!.uuid).toBe(identified.uuid);
+    expect(identified.properties.email).toBe('a@b.c');
+    expect([rows[1]!.personId, rows[2]!.personId]).toEqual([identified.uuid, identified.uuid]);
+    expect(rows[0]!.personId).toBe(persons.findByDistinctId(teamId, 'user-2')!.uuid);
+    expect(await w.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
+    await w.release();
+  });
+
+  test('a writer that dies after its insert, before its acknowledgement: the next holder writes the same rows, read once', async () => {
+    const before = await countEvents(ch, teamId);
+    await append(4, [{ event: 'a', distinct_id: 'user-3' }, { event: 'b', distinct_id: 'user-3' }]);
+    const dying = writer('writer-b', { log: { ...log, ack: () => Promise.reject(new Error('killed')) } });
+    await expect(dying.pass()).rejects.toThrow('killed');
+    const firstRun = (await newestEvents(ch, teamId, { limit: 2 })).map((r) => r.uuid);
+    expect(await countEvents(ch, teamId)).toBe(before + 2);
+    // Its lease runs out (deleted here, as its time to live would).
+    const raw = new RedisClient(redis.url);
+    await raw.send('DEL', [`w${prefix}:lease:0`]);
+    raw.close();
+    const next = writer('writer-c');
+    expect(await next.pass()).toEqual({ entries: 1, rows: 2, deadLettered: 0, partitions: [0] });
+    expect(await countEvents(ch, teamId)).toBe(before + 2);
+    expect((await newestEvents(ch, teamId, { limit: 2 })).map((r) => r.uuid)).toEqual(firstRun);
+    expect(await next.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
+    await next.release();
+  });
+
+  test('an entry that keeps failing goes to the dead letters; the ones behind it are written', async () => {
+    const before = await countEvents(ch, teamId);
+    await append(5, '[{"event": "broken", ');
+    await append(6, [{ event: 'after', distinct_id: 'user-4' }]);
+    const w = writer('writer-d', { maxDeliveries: 2 });
+    expect(await w.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
+    expect(await w.pass()).toEqual({ entries: 1, rows: 1, deadLettered: 1, partitions: [0] });
+    expect((await newestEvents(ch, teamId, { limit: 1 })).map((r) => r.event)).toEqual(['after']);
+    expect(await countEvents(ch, teamId)).toBe(before + 1);
+    const letters = await log.listDeadLetters();
+    expect(letters.map((l) => [l.body, l.deliveries])).toEqual([['[{"event": "broken", ', 2]]);
+    expect(letters[0]!.reason).toContain('JSON');
+    await w.release();
+    log.close();
+  });
+});
+
+describe('uuidv7FromSeed', () => {
+  test('a version-7 id of the time, the same for the same seed, another for another', () => {
+    const a = uuidv7FromSeed(T0, '0/1795730864840-0/0');
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(a.replace(/-/g, '').slice(0, 12)).toBe(T0.toString(16).padStart(12, '0'));
+    expect(uuidv7FromSeed(T0, '0/1795730864840-0/0')).toBe(a);
+    expect(uuidv7FromSeed(T0, '0/1795730864840-0/1')).not.toBe(a);
+  });
+});
