@@ -6,7 +6,7 @@ export { compileStatement, type CompiledStatement } from './compile-statement';
 export { compileEventsQuery, type CompiledEventsQuery, type EventsQueryColumn, type EventsQueryContext, type EventsQueryInput } from './compile-events-query';
 export { formatInstant, parseIsoInstant, parseRelativeInstant, parseRelativeOrIsoDate, type Instant } from './dates';
 export { compileEventFilters, parseListOrder, type EventFilterParams } from './filters';
-export { LIMITS } from './limits';
+export { LIMITS, queryTimeout } from './limits';
 export { parseExpression, parseSelectExpression, type Expr } from './parse';
 export { checkRe2Syntax } from './regex';
 export { sql, bind, joinSql, trusted, type QueryParam, type SqlFragment } from './sql';

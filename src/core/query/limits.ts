@@ -35,3 +35,7 @@ export const invalidInput = (detail: string, attr: string): AppError => new AppE
 
 /** Where in which expression, e.g. `at position 14 of where[0]`. */
 export const at = (pos: number, label: string): string => `at position ${pos} of ${label}`;
+
+/** A statement past its time limit (504): the API's words, whichever engine stopped it. */
+export const queryTimeout = (ms?: number): AppError =>
+  new AppError('query_timeout', `The query did not finish${ms ? ` within ${ms} ms` : ' in time'}. Narrow it down (a time range, fewer events) and retry.`);

@@ -1,12 +1,11 @@
 import { observe, type Histogram } from '../../core/metrics/histogram';
-import type { SqlFragment } from '../../core/query';
-import { AppError, isAppError } from '../../errors';
+import { queryTimeout, type SqlFragment } from '../../core/query';
 import type { Row } from '../../storage/db';
 import type { EventStore, EventsRelation, RelationOptions, TimeRange } from '../../storage/events';
 
 /**
  * How the events API runs its statements on the event store: every statement under the time
- * limit, and DuckDB's errors turned into API errors at this one place. A statement past its time
+ * limit (the store gives its engine's errors as API errors, naming `attr`). A statement past its time
  * limit is answered with 504 at once; aborting its signal makes the store interrupt it on its
  * connection, so it stops using the CPU and the reader too.
  *
@@ -64,12 +63,7 @@ export class QueryRunner {
       timed = true;
       observe(this.options.querySeconds, (performance.now() - started) / 1000);
     };
-    let inner: AsyncIterableIterator<Row[]>;
-    try {
-      inner = this.options.store().streamQuery(statement.sql, statement.params, { signal: controller.signal });
-    } catch (error) {
-      throw translateQueryError(error, attr);
-    }
+    const inner = this.options.store().streamQuery(statement.sql, statement.params, { signal: controller.signal, attr });
     const timeoutMs = this.options.timeoutMs;
     const stop = () => {
       controller.abort();
@@ -80,7 +74,7 @@ export class QueryRunner {
         const pending = inner.next();
         let timer: ReturnType<typeof setTimeout> | undefined;
         const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(timeoutError(timeoutMs)), timeoutMs);
+          timer = setTimeout(() => reject(queryTimeout(timeoutMs)), timeoutMs);
         });
         try {
           const result = await Promise.race([pending, late]);
@@ -90,7 +84,7 @@ export class QueryRunner {
           pending.catch(() => undefined);
           finished();
           stop();
-          throw translateQueryError(error, attr);
+          throw error;
         } finally {
           clearTimeout(timer);
         }
@@ -108,40 +102,3 @@ export class QueryRunner {
   }
 }
 
-const timeoutError = (ms?: number) =>
-  new AppError('query_timeout', `The query did not finish${ms ? ` within ${ms} ms` : ' in time'}. Narrow it down (a time range, fewer events) and retry.`);
-
-/** DuckDB error classes a request can cause by what it asks for (values, types, ranges). */
-const REQUEST_ERRORS = /^(Conversion|Invalid Input|Out of Range|Binder|Mismatch Type|Not implemented|Invalid Type) Error: ?(.*)$/s;
-
-/**
- * A failed statement as the client sees it: errors the request caused are a 400 with DuckDB's
- * first line (never the SQL, which the message may quote after `LINE`); an interrupt is a 504;
- * running out of DuckDB's memory a 503; anything else stays an internal error (500, logged with
- * its cause by the error handler).
- */
-export function translateQueryError(error: unknown, attr: string | null): unknown {
-  if (isAppError(error)) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  if (/^INTERRUPT Error|Interrupted/i.test(message)) return timeoutError();
-  const m = REQUEST_ERRORS.exec(message);
-  if (m) {
-    const first = (m[2] ?? '').split('\n')[0]!.split(/\bLINE \d+:/)[0]!.trim().slice(0, 300);
-    return new AppError('invalid_input', `The query failed: ${m[1]} error${first ? `: ${first}` : ''}`, attr, { cause: error });
-  }
-  // Large events (up to 1 MiB each) are read 2,048 rows at a time, and parsing their JSON can
-  // pass the memory cap: that query fails alone, and the client is told how to narrow it.
-  if (/^Out of Memory Error/.test(message)) {
-    return new AppError(
-      'unavailable',
-      'The query needs more memory than DUCKDB_MEMORY_LIMIT allows (large events): narrow it down (a time range, fewer events, select the columns) and retry.',
-      attr,
-      { cause: error },
-    );
-  }
-  // The client converts each value to JS; a date outside JS's range (e.g. 'infinity') lands here.
-  if (/out of range for JS Date|Invalid time value/i.test(message)) {
-    return new AppError('invalid_input', 'The query failed: a date in the result is out of range.', attr, { cause: error });
-  }
-  return error;
-}

@@ -1,3 +1,4 @@
+import { translateQueryError } from './query-errors';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../core/events/columns';
@@ -167,6 +168,8 @@ function normalize(row: Record<string, unknown>): Row {
 export interface StreamOptions {
   /** Aborting interrupts the statement on its connection (a query past its time limit). */
   signal?: AbortSignal;
+  /** The request parameter a failure caused by the request is blamed on (its 400 names it). */
+  attr?: string | null;
 }
 
 /**
@@ -227,7 +230,7 @@ export function streamQuery(db: Database, sql: string, params: readonly SqlParam
           return { value: rows, done: false };
         }
         if (finished) {
-          if (failure) throw failure;
+          if (failure) throw translateQueryError(failure, options.attr ?? null);
           return { value: undefined, done: true };
         }
         await new Promise<void>((resolve) => (wake = resolve));
