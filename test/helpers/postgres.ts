@@ -95,7 +95,8 @@ async function start(): Promise<Server> {
         await admin.unsafe('SELECT 1');
         return { port, admin };
       } catch {
-        if (readLog(log).includes('FATAL')) break;
+        // A connection tried while the server starts is refused with a FATAL line of its own: not a failure.
+        if (/FATAL: (?!\s*the database system is starting up)/.test(readLog(log))) break;
         await Bun.sleep(50);
       }
     }

@@ -127,6 +127,77 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
     });
   }
 
+  /**
+   * Another process changed persons in the home: what this one holds of them is read again (a
+   * person or distinct id with a change of this process's own not yet flushed keeps it), in
+   * memory and in the DuckDB copy. Without keys, the project is dropped and loaded again when
+   * next needed.
+   */
+  const hasPending = (teamId: number) =>
+    [...dirtyPersons.values()].includes(teamId) || [...dirtyDistinctIds.values()].some((v) => v.teamId === teamId) || [...dirtyGroups.values()].some((v) => v.teamId === teamId);
+
+  async function refresh(teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) {
+    if (teamId === null || keys === null) {
+      // A flush under way writes what memory holds: a project is dropped only after it, and only
+      // when nothing of it waits for the next one.
+      await flushing?.catch(() => undefined);
+      for (const id of teamId === null ? [...teams.keys()] : [teamId]) if (!hasPending(id)) teams.delete(id);
+      return;
+    }
+    if (!teams.has(teamId) || !home?.loadSome) return;
+    const rows = await home.loadSome(teamId, keys.persons, keys.distinctIds);
+    const t = teams.get(teamId);
+    if (!t) return;
+    const fresh = new Map(rows.persons.map((r) => [r.uuid, r]));
+    const touchedPersons = new Map<string, number>();
+    for (const uuid of new Set([...keys.persons, ...fresh.keys()])) {
+      if (dirtyPersons.has(uuid)) continue;
+      const row = fresh.get(uuid);
+      const held = t.persons.get(uuid);
+      if (!row) {
+        if (!held) continue;
+        t.persons.delete(uuid);
+        for (const d of held.distinctIds) if (t.byDistinctId.get(d) === held) t.byDistinctId.delete(d);
+      } else if (held) Object.assign(held, { id: row.id, properties: row.properties, isIdentified: row.isIdentified, createdAt: row.createdAt });
+      else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
+      touchedPersons.set(uuid, teamId);
+    }
+    const owners = new Map(rows.distinctIds.map((r) => [r.distinctId, r.personUuid]));
+    const touchedIds = new Map<string, { teamId: number; distinctId: string }>();
+    for (const distinctId of new Set([...keys.distinctIds, ...owners.keys()])) {
+      const key = `${teamId}\u0000${distinctId}`;
+      if (dirtyDistinctIds.has(key)) continue;
+      const owner = t.persons.get(owners.get(distinctId) ?? '') ?? null;
+      const previous = t.byDistinctId.get(distinctId) ?? null;
+      if (previous !== owner) {
+        if (previous) previous.distinctIds = previous.distinctIds.filter((d) => d !== distinctId);
+        if (owner) {
+          owner.distinctIds.push(distinctId);
+          t.byDistinctId.set(distinctId, owner);
+        } else t.byDistinctId.delete(distinctId);
+      }
+      touchedIds.set(key, { teamId, distinctId });
+    }
+    await db.withWriter(async (c) => {
+      await c.run('BEGIN TRANSACTION');
+      try {
+        await replacePersons(c, touchedPersons);
+        await replaceDistinctIds(c, touchedIds);
+        await c.run('COMMIT');
+      } catch (error) {
+        await c.run('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  home?.onChange?.((teamId, keys) => {
+    refresh(teamId, keys).catch(() => {
+      // Not read again: the project is dropped (unless changes of its wait), and loaded whole when next needed.
+      if (teamId !== null && !hasPending(teamId)) teams.delete(teamId);
+    });
+  });
+
   const lookupFor = (t: TeamPersons): PersonLookup => ({
     lookup(distinctId): PersonRecord | null {
       const p = t.byDistinctId.get(distinctId);

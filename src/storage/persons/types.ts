@@ -90,4 +90,12 @@ export interface PersonHome {
   /** Whether the reserve runs low: `reserveIds` before the next batch of events. */
   needsIds(): boolean;
   reserveIds(): Promise<void>;
+  /**
+   * Other processes' changes to persons (several servers on one home): `keys` names the person
+   * uuids and distinct ids changed, or is null when any of the project's may have; `teamId` null:
+   * any project's (changes may have been missed).
+   */
+  onChange?(listener: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void): void;
+  /** Those persons, and the persons those distinct ids point to now (an absent one is gone). */
+  loadSome?(teamId: number, personUuids: readonly string[], distinctIds: readonly string[]): Promise<PersonRows>;
 }

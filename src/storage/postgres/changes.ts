@@ -8,14 +8,21 @@ import type { Pg, PgTx } from './client';
  * - `management`: an organization, user, key or project changed (the project and key caches).
  * - `flags` / `hash_keys`: a project's flags or continuity hash keys (the flag snapshots).
  * - `cohorts`: a cohort's definition (its copy beside the events, and its calculation).
+ * - `persons`: persons and distinct ids of a project (those named, or all of it when the list
+ *   would not fit a notification), which other processes holding the project read again.
  */
-export type ChangeKind = 'management' | 'flags' | 'hash_keys' | 'cohorts';
+export type ChangeKind = 'management' | 'flags' | 'hash_keys' | 'cohorts' | 'persons';
 
 export interface Change {
   kind: ChangeKind;
   teamId?: number;
   id?: number;
+  /** `persons`: the person uuids and distinct ids that changed; absent: any of the project's. */
+  keys?: { persons: string[]; distinctIds: string[] };
 }
+
+/** PostgreSQL refuses a notification payload of 8,000 bytes or more. */
+const MAX_PAYLOAD = 7_900;
 
 export interface Changes {
   publish(tx: PgTx, change: Change): Promise<void>;
@@ -33,9 +40,9 @@ export async function listenForChanges(pg: Pg, onError: (error: unknown) => void
   const missed: Array<() => void> = [];
   const deliver = (payload: string) => {
     try {
-      const message = JSON.parse(payload) as { o: string; k: ChangeKind; t?: number; i?: number };
+      const message = JSON.parse(payload) as { o: string; k: ChangeKind; t?: number; i?: number; p?: string[]; d?: string[] };
       if (message.o === origin) return;
-      const change: Change = { kind: message.k, teamId: message.t, id: message.i };
+      const change: Change = { kind: message.k, teamId: message.t, id: message.i, ...(message.p ? { keys: { persons: message.p, distinctIds: message.d ?? [] } } : {}) };
       for (const listener of listeners.get(change.kind) ?? []) listener(change);
     } catch (error) {
       onError(error);
@@ -46,7 +53,11 @@ export async function listenForChanges(pg: Pg, onError: (error: unknown) => void
   });
   return {
     async publish(tx, change) {
-      await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, k: change.kind, t: change.teamId, i: change.id })]);
+      const base = { o: origin, k: change.kind, t: change.teamId, i: change.id };
+      let payload = change.keys ? JSON.stringify({ ...base, p: change.keys.persons, d: change.keys.distinctIds }) : JSON.stringify(base);
+      // Too many keys for one notification: the whole project is read again.
+      if (Buffer.byteLength(payload) >= MAX_PAYLOAD) payload = JSON.stringify(base);
+      await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
     },
     subscribe(kind, listener) {
       listeners.set(kind, [...(listeners.get(kind) ?? []), listener]);

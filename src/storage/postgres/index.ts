@@ -41,7 +41,7 @@ export async function openPostgresMetaStores(url: string, db: Database, eventsSo
       flags,
       cohorts,
       definitions: createPostgresDefinitionsStore(pg, db, eventsSource),
-      persons: createPersonStore(db, createPostgresPersonHome(pg, warn('person ids could not be reserved; new persons get provisional ones'))),
+      persons: createPersonStore(db, createPostgresPersonHome(pg, changes, warn('person ids could not be reserved; new persons get provisional ones'))),
       personsElsewhere: true,
       seenRows: createPostgresSeenRows(pg),
       start: () => cohorts.resync(),

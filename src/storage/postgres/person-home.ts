@@ -1,6 +1,25 @@
 import { chunks } from '../seen/seen-rows';
 import type { PersonChanges, PersonHome } from '../persons/types';
-import type { Pg, PgTx } from './client';
+import type { Changes } from './changes';
+import { isUuid, type Pg, type PgTx } from './client';
+
+type PersonRow = { id: string; uuid: string; properties: string; is_identified: boolean; created_at: Date };
+
+const toPersonRow = (r: PersonRow) => ({ id: Number(r.id), uuid: r.uuid, properties: JSON.parse(r.properties), isIdentified: r.is_identified, createdAt: r.created_at.getTime() });
+
+/** Per project, the person uuids and distinct ids a flush wrote: what other processes read again. */
+function changedKeys(written: PersonChanges): Map<number, { persons: string[]; distinctIds: string[] }> {
+  const byTeam = new Map<number, { persons: string[]; distinctIds: string[] }>();
+  const of = (teamId: number) => {
+    let keys = byTeam.get(teamId);
+    if (!keys) byTeam.set(teamId, (keys = { persons: [], distinctIds: [] }));
+    return keys;
+  };
+  for (const p of written.persons) of(p.teamId).persons.push(p.uuid);
+  for (const d of written.distinctIds) of(d.teamId).distinctIds.push(d.distinctId);
+  // A group's change reaches others when they next load the project.
+  return byTeam;
+}
 
 /**
  * Persons, distinct ids and groups in PostgreSQL, behind the in-memory person store
@@ -18,7 +37,7 @@ const ROWS_PER_STATEMENT = 5_000;
 const FIRST_BLOCK = 64;
 const LARGEST_BLOCK = 10_000;
 
-export function createPostgresPersonHome(pg: Pg, onError: (error: unknown) => void = () => undefined): PersonHome {
+export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (error: unknown) => void = () => undefined): PersonHome {
   let reserved: number[] = [];
   let next = 0;
   let block = FIRST_BLOCK;
@@ -78,7 +97,7 @@ export function createPostgresPersonHome(pg: Pg, onError: (error: unknown) => vo
 
   return {
     async load(teamId) {
-      const persons = await pg.query<{ id: string; uuid: string; properties: string; is_identified: boolean; created_at: Date }>(
+      const persons = await pg.query<PersonRow>(
         'SELECT id, uuid::text AS uuid, properties::text AS properties, is_identified, created_at FROM persons WHERE team_id = $1',
         [teamId],
       );
@@ -91,31 +110,49 @@ export function createPostgresPersonHome(pg: Pg, onError: (error: unknown) => vo
         [teamId],
       );
       return {
-        persons: persons.map((r) => ({
-          id: Number(r.id),
-          uuid: r.uuid,
-          properties: JSON.parse(r.properties),
-          isIdentified: r.is_identified,
-          createdAt: r.created_at.getTime(),
-        })),
+        persons: persons.map(toPersonRow),
         distinctIds: distinctIds.map((r) => ({ distinctId: r.distinct_id, personUuid: r.person_uuid })),
         groups: groups.map((g) => ({ groupType: g.group_type, groupTypeIndex: g.group_type_index, groupKey: g.group_key, properties: JSON.parse(g.properties) })),
       };
     },
 
-    async write(changes) {
-      if (!changes.persons.length && !changes.distinctIds.length && !changes.groups.length) return;
+    async write(written) {
+      if (!written.persons.length && !written.distinctIds.length && !written.groups.length) return;
       await pg.transaction(async (tx) => {
-        await writePersons(tx, changes.persons);
-        await writeDistinctIds(tx, changes.distinctIds);
-        await writeGroups(tx, changes.groups);
+        await writePersons(tx, written.persons);
+        await writeDistinctIds(tx, written.distinctIds);
+        await writeGroups(tx, written.groups);
+        for (const [teamId, keys] of changedKeys(written)) await changes.publish(tx, { kind: 'persons', teamId, keys });
       });
     },
 
     async deleteTeam(teamId) {
       await pg.transaction(async (tx) => {
         for (const table of ['person_distinct_ids', 'persons', 'groups']) await tx.run(`DELETE FROM ${table} WHERE team_id = $1`, [teamId]);
+        await changes.publish(tx, { kind: 'persons', teamId });
       });
+    },
+
+    onChange(listener) {
+      changes.subscribe('persons', ({ teamId, keys }) => teamId !== undefined && listener(teamId, keys ?? null));
+      changes.onMissed(() => listener(null, null));
+    },
+
+    async loadSome(teamId, personUuids, distinctIds) {
+      const owners = await pg.query<{ distinct_id: string; person_uuid: string }>(
+        'SELECT distinct_id, person_uuid::text AS person_uuid FROM person_distinct_ids WHERE team_id = $1 AND (distinct_id = ANY($2::text[]) OR person_uuid = ANY($3::uuid[]))',
+        [teamId, [...distinctIds], personUuids.filter(isUuid)],
+      );
+      const wanted = [...new Set([...personUuids, ...owners.map((o) => o.person_uuid)])].filter(isUuid);
+      const persons = await pg.query<PersonRow>(
+        'SELECT id, uuid::text AS uuid, properties::text AS properties, is_identified, created_at FROM persons WHERE team_id = $1 AND uuid = ANY($2::uuid[])',
+        [teamId, wanted],
+      );
+      return {
+        persons: persons.map(toPersonRow),
+        distinctIds: owners.map((r) => ({ distinctId: r.distinct_id, personUuid: r.person_uuid })),
+        groups: [],
+      };
     },
 
     takeId() {

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, expect, test } from 'bun:test';
 import type { PersonEvent } from '../../../src/core/ingest/person-updates';
 import type { Person, PersonStore } from '../../../src/storage/persons/types';
 import { personEvent } from '../../helpers/person-event';
-import { forEachEngine, type Opened } from './engines';
+import { eventually, forEachEngine, type Opened } from './engines';
 
 let n = 0;
 const ev = (event: string, distinctId: string, extra: Partial<PersonEvent> = {}): PersonEvent =>
@@ -110,6 +110,45 @@ forEachEngine('person store', (engine) => {
   });
 
   if (engine.name === 'postgres') {
+    test("another process's person changes reach this one's memory and its events-side copy", async () => {
+      const other = await opened.another();
+      try {
+        await persons().ensureLoaded(1);
+        await apply(1, [ev('e', 'kept', { set: { mine: true } })]);
+        await persons().flush();
+        const theirs = other.stores.persons;
+        await theirs.ensureLoaded(1);
+        const mirror = () => snapshot(persons(), 1).persons;
+        const same = () => Bun.deepEquals(mirror(), snapshot(theirs, 1).persons);
+        const settle = async () => {
+          await theirs.flush();
+          await eventually(() => same(), (ok) => ok);
+          expect(mirror()).toEqual(snapshot(theirs, 1).persons);
+          const expected = mirror()
+            .map((p) => ({ uuid: p.uuid, properties: p.properties, ids: p.distinctIds }))
+            .sort((a, b) => (a.uuid < b.uuid ? -1 : 1));
+          // The copy is written right after memory.
+          expect(await eventually(() => copied(1), (rows) => Bun.deepEquals(rows, expected))).toEqual(expected);
+        };
+        // New persons, a $set, a merge of two persons, then a deletion, each made by the other process.
+        for (const e of [ev('$pageview', 'anon-x', { set: { plan: 'free' } }), ev('$pageview', 'user-x'), ev('$pageview', 'user-y', { set: { n: 1 } })]) theirs.processEvent(1, e);
+        await settle();
+        theirs.processEvent(1, ev('$set', 'anon-x', { set: { plan: 'pro' } }));
+        await settle();
+        expect(persons().findByDistinctId(1, 'anon-x')?.properties.plan).toBe('pro');
+        theirs.processEvent(1, ev('$identify', 'user-x', { anonDistinctId: 'anon-x' }));
+        await settle();
+        expect(persons().findByDistinctId(1, 'anon-x')?.uuid).toBe(persons().findByDistinctId(1, 'user-x')?.uuid);
+        await theirs.deletePerson(1, theirs.findByDistinctId(1, 'user-y')!.uuid);
+        await eventually(() => persons().findByDistinctId(1, 'user-y'), (p) => p === null);
+        expect(persons().findByDistinctId(1, 'user-y')).toBeNull();
+        expect(mirror()).toEqual(snapshot(theirs, 1).persons);
+        expect(persons().findByDistinctId(1, 'kept')?.properties).toMatchObject({ mine: true });
+      } finally {
+        await other.close();
+      }
+    });
+
     test('two processes writing persons of different projects never hand out the same id', async () => {
       const other = await opened.another();
       try {
