@@ -1,6 +1,8 @@
 import type { CompiledSelect } from './compile';
 import type { CompiledStatement } from './compile-statement';
-import { bind, joinSql, sql, trusted, type SqlFragment } from './sql';
+import type { Dialect } from './dialect';
+import { DUCKDB } from './dialect-duckdb';
+import { joinSql, sql, trusted, type SqlFragment } from './sql';
 
 export interface EventsQueryParts {
   /** The events relation as storage names it (a table, view or subquery). Trusted SQL, never a request value. */
@@ -16,6 +18,8 @@ export interface EventsQueryParts {
   orderBy?: string;
   limit: number;
   offset?: number;
+  /** The dialect the pieces were compiled for (default DuckDB). */
+  dialect?: Dialect;
 }
 
 /**
@@ -29,6 +33,7 @@ export function assembleEventsQuery(parts: EventsQueryParts): SqlFragment {
   for (const n of [parts.teamId, parts.limit, parts.offset ?? 0]) {
     if (!Number.isSafeInteger(n) || n < 0) throw new Error('teamId, limit and offset must be non-negative integers');
   }
+  const { bind } = parts.dialect ?? DUCKDB;
   const selectList = select ? { sql: select.selectSql, params: select.selectParams } : trusted(parts.columns!.join(', '));
   const conditions: SqlFragment[] = [sql`team_id = ${bind(parts.teamId)}`];
   if (parts.filters?.sql) conditions.push(sql`(${parts.filters})`);
@@ -49,6 +54,8 @@ export interface StatementScope {
   teamId: number;
   limit: number;
   offset: number;
+  /** The dialect the statement was compiled for (default DuckDB). */
+  dialect?: Dialect;
 }
 
 /**
@@ -59,6 +66,7 @@ export function assembleStatement(c: CompiledStatement, scope: StatementScope): 
   for (const n of [scope.teamId, scope.limit, scope.offset]) {
     if (!Number.isSafeInteger(n) || n < 0) throw new Error('teamId, limit and offset must be non-negative integers');
   }
+  const { bind } = scope.dialect ?? DUCKDB;
   const conditions = [sql`team_id = ${bind(scope.teamId)}`, ...(c.where ? [c.where] : [])];
   const clauses = [sql`SELECT ${trusted(c.distinct ? 'DISTINCT ' : '')}${c.select} FROM ${trusted(scope.relation)} WHERE ${joinSql(conditions, ' AND ')}`];
   if (c.groupBy) clauses.push(sql`GROUP BY ${c.groupBy}`);

@@ -1,6 +1,8 @@
 import { hotColumnFor } from '../events/columns';
 import { checkRe2Syntax } from './regex';
-import { bind, joinSql, sql, trusted, type SqlFragment } from './sql';
+import type { Dialect } from './dialect';
+import { jsonPointer } from './dialect-duckdb';
+import { joinSql, sql, trusted, type SqlFragment } from './sql';
 import {
   asDate, asDatetime, asDouble, asString, derive, fail, isTemporal, literalInstant, PREC, TYPE_NAMES,
   unify, type Site, type Typed, type ValueType,
@@ -8,8 +10,9 @@ import {
 import { formatInstant, instantFromDate } from './dates';
 
 /**
- * The whitelist. A request can name only the fields and functions listed here; the SQL text each
- * one compiles to is written here, and request values reach it only as bound parameters. DuckDB's
+ * The whitelist. A request can name only the fields and functions listed here; what each one
+ * computes is written here, in the dialect's spelling, and request values reach it only as bound
+ * parameters. The engines' table and file functions (DuckDB's
  * table and file functions (read_csv, glob, query, …), settings and `team_id` are not listed, so
  * they are unreachable: naming them is a 400.
  */
@@ -83,39 +86,37 @@ const columnOf = (c: Column): Typed => column(c.sql, c.type, c.nullable);
 const own = (columns: Record<string, Column>, name: string | undefined): Column | undefined =>
   name !== undefined && Object.prototype.hasOwnProperty.call(columns, name) ? columns[name] : undefined;
 
-/** RFC 6901 pointer; DuckDB reads a `$…` path as JSONPath, so `$browser` must never be one. */
-export const jsonPointer = (keys: readonly string[]): string =>
-  `/${keys.map((k) => k.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+export { jsonPointer };
 
 /**
  * A property of the event (`properties`, whose hot keys have their own columns), of its person
  * (`person_properties`, joined by storage) or of a row of `persons` (`person_row`: its own
  * `properties`, no hot columns).
  */
-export function propertyAccess(source: 'properties' | 'person_properties' | 'person_row', keys: readonly string[]): Typed {
+export function propertyAccess(d: Dialect, source: 'properties' | 'person_properties' | 'person_row', keys: readonly string[]): Typed {
   const hot = source === 'properties' && keys.length === 1 ? hotColumnFor(keys[0] as string) : undefined;
   if (hot) return column(hot, 'string', true);
   const json = trusted(source === 'person_row' ? 'properties' : source);
-  return { ...column('', 'string', true), ...sql`json_extract_string(${json}, ${bind(jsonPointer(keys))})` };
+  return { ...column('', 'string', true), ...d.jsonText(json, keys) };
 }
 
 /**
  * A field of `table`: `event`, `properties.$browser`, `properties.a.b`, `person.properties.email`,
  * `person.id`, …; on persons `id`, `properties.email`, `pdi.distinct_id`.
  */
-export function resolveField(chain: readonly string[], site: Site, table: TableName = 'events'): Typed {
-  const resolved = table === 'persons' ? personsField(chain) : eventsField(chain);
+export function resolveField(d: Dialect, chain: readonly string[], site: Site, table: TableName = 'events'): Typed {
+  const resolved = table === 'persons' ? personsField(d, chain) : eventsField(d, chain);
   return resolved ?? fail(site, `Unknown field '${chain.join('.').slice(0, 100)}'`);
 }
 
-function eventsField(chain: readonly string[]): Typed | undefined {
+function eventsField(d: Dialect, chain: readonly string[]): Typed | undefined {
   const [head, ...rest] = chain as [string, ...string[]];
   const c = rest.length === 0 ? own(EVENT_COLUMNS, head) : undefined;
   if (c) return columnOf(c);
-  if (head === 'properties') return rest.length ? propertyAccess('properties', rest) : column('properties', 'json', false);
+  if (head === 'properties') return rest.length ? propertyAccess(d, 'properties', rest) : column('properties', 'json', false);
   if (head !== 'person' || rest.length === 0) return undefined;
   if (rest[0] === 'properties') {
-    return rest.length > 1 ? propertyAccess('person_properties', rest.slice(1)) : column('person_properties', 'json', true);
+    return rest.length > 1 ? propertyAccess(d, 'person_properties', rest.slice(1)) : column('person_properties', 'json', true);
   }
   if (rest.length !== 1) return undefined;
   if (rest[0] === 'id') return column('person_id', 'string', true);
@@ -123,11 +124,11 @@ function eventsField(chain: readonly string[]): Typed | undefined {
   return joined && columnOf(joined);
 }
 
-function personsField(chain: readonly string[]): Typed | undefined {
+function personsField(d: Dialect, chain: readonly string[]): Typed | undefined {
   const [head, ...rest] = chain as [string, ...string[]];
   const c = rest.length === 0 ? own(PERSON_COLUMNS, head) : undefined;
   if (c) return columnOf(c);
-  if (head === 'properties') return rest.length ? propertyAccess('person_row', rest) : column('properties', 'json', false);
+  if (head === 'properties') return rest.length ? propertyAccess(d, 'person_row', rest) : column('properties', 'json', false);
   // PostHog's `persons.pdi`: joined one row per distinct id.
   if (head === 'pdi' && rest.length === 1 && rest[0] === 'distinct_id') return column('pdi_distinct_id', 'string', false);
   if (head === 'pdi' && rest.length === 1 && rest[0] === 'person_id') return columnOf(PERSON_COLUMNS.id as Column);
@@ -137,6 +138,7 @@ function personsField(chain: readonly string[]): Typed | undefined {
 export interface CallContext {
   site: Site;
   now: Date;
+  dialect: Dialect;
 }
 
 export interface FunctionDef {
@@ -157,39 +159,43 @@ const agg = (compile: FunctionDef['compile'], minArgs = 1, maxArgs = 1, extra: P
 const unary = (build: (a: Typed, ctx: CallContext) => SqlFragment, type: ValueType, extra: Partial<Typed> = {}) =>
   fn(1, 1, (args, ctx) => derive(build(args[0] as Typed, ctx), type, args, extra));
 
-const datetimeOf = (t: Typed, ctx: CallContext) => asDatetime(t, ctx.site);
+const datetimeOf = (t: Typed, ctx: CallContext) => asDatetime(ctx.dialect, t, ctx.site);
+const startOf = (unit: Parameters<Dialect['startOf']>[0], type: ValueType) =>
+  unary((a, ctx) => ctx.dialect.startOf(unit, datetimeOf(a, ctx)), type);
+const aggregateOf = (name: Parameters<Dialect['aggregate']>[0], ctx: CallContext, arg: Typed | undefined) =>
+  ctx.dialect.aggregate(name, arg ?? null);
 
-/** TRY_CAST hides bad values, not impossible casts: TIMESTAMP to BIGINT would fail the query. */
+/** The casts hide bad values, not impossible casts: TIMESTAMP to BIGINT would fail the query. */
 const scalar = (t: Typed, ctx: CallContext): Typed =>
   isTemporal(t) || t.type === 'interval' ? fail(ctx.site, `Expected a number or text, got ${TYPE_NAMES[t.type]}`) : t;
 
 /** Keys are lower case; lookup is case-insensitive (`COUNT()` works as in ClickHouse). */
 const FUNCTIONS: Record<string, FunctionDef> = {
-  count: agg((args) => derive(args.length ? sql`count(${args[0] as Typed})` : trusted('count(*)'), 'integer', args, { nullable: false }), 0, 1, { star: true }),
-  uniq: agg((args) => derive(sql`count(DISTINCT ${args[0] as Typed})`, 'integer', args, { nullable: false })),
-  sum: agg((args, ctx) => derive(sql`sum(${asDouble(args[0] as Typed, ctx.site)})`, 'float', args, { nullable: true })),
-  avg: agg((args, ctx) => derive(sql`avg(${asDouble(args[0] as Typed, ctx.site)})`, 'float', args, { nullable: true })),
-  min: agg(([a]) => derive(sql`min(${a as Typed})`, (a as Typed).type, [a as Typed], { nullable: true })),
-  max: agg(([a]) => derive(sql`max(${a as Typed})`, (a as Typed).type, [a as Typed], { nullable: true })),
+  count: agg((args, ctx) => derive(aggregateOf('count', ctx, args[0]), 'integer', args, { nullable: false }), 0, 1, { star: true }),
+  uniq: agg((args, ctx) => derive(aggregateOf('uniq', ctx, args[0]), 'integer', args, { nullable: false })),
+  sum: agg((args, ctx) => derive(aggregateOf('sum', ctx, asDouble(ctx.dialect, args[0] as Typed, ctx.site)), 'float', args, { nullable: true })),
+  avg: agg((args, ctx) => derive(aggregateOf('avg', ctx, asDouble(ctx.dialect, args[0] as Typed, ctx.site)), 'float', args, { nullable: true })),
+  min: agg(([a], ctx) => derive(aggregateOf('min', ctx, a), (a as Typed).type, [a as Typed], { nullable: true })),
+  max: agg(([a], ctx) => derive(aggregateOf('max', ctx, a), (a as Typed).type, [a as Typed], { nullable: true })),
 
-  now: fn(0, 0, (_args, ctx) => literalInstant(formatInstant(instantFromDate(ctx.now)), 'datetime')),
-  today: fn(0, 0, (_args, ctx) => literalInstant(ctx.now.toISOString().slice(0, 10), 'date')),
+  now: fn(0, 0, (_args, ctx) => literalInstant(ctx.dialect, formatInstant(instantFromDate(ctx.now)), 'datetime')),
+  today: fn(0, 0, (_args, ctx) => literalInstant(ctx.dialect, ctx.now.toISOString().slice(0, 10), 'date')),
   todatetime: fn(1, 1, ([a], ctx) => datetimeOf(a as Typed, ctx)),
-  todate: fn(1, 1, ([a], ctx) => asDate(a as Typed, ctx.site)),
-  tostartofminute: unary((a, ctx) => sql`date_trunc('minute', ${datetimeOf(a, ctx)})`, 'datetime'),
-  tostartofhour: unary((a, ctx) => sql`date_trunc('hour', ${datetimeOf(a, ctx)})`, 'datetime'),
-  tostartofday: unary((a, ctx) => sql`date_trunc('day', ${datetimeOf(a, ctx)})`, 'datetime'),
-  // ClickHouse's default week (mode 0) starts on Sunday; DuckDB's ISO week on Monday.
-  tostartofweek: unary((a, ctx) => sql`CAST(date_trunc('week', ${datetimeOf(a, ctx)} + INTERVAL 1 DAY) - INTERVAL 1 DAY AS DATE)`, 'date'),
-  tostartofmonth: unary((a, ctx) => sql`CAST(date_trunc('month', ${datetimeOf(a, ctx)}) AS DATE)`, 'date'),
-  tostartofyear: unary((a, ctx) => sql`CAST(date_trunc('year', ${datetimeOf(a, ctx)}) AS DATE)`, 'date'),
+  todate: fn(1, 1, ([a], ctx) => asDate(ctx.dialect, a as Typed, ctx.site)),
+  tostartofminute: startOf('minute', 'datetime'),
+  tostartofhour: startOf('hour', 'datetime'),
+  tostartofday: startOf('day', 'datetime'),
+  // ClickHouse's default week (mode 0): starting on Sunday.
+  tostartofweek: startOf('week', 'date'),
+  tostartofmonth: startOf('month', 'date'),
+  tostartofyear: startOf('year', 'date'),
 
-  tostring: fn(1, 1, ([a]) => asString(a as Typed)),
-  toint: unary((a, ctx) => sql`TRY_CAST(${scalar(a, ctx)} AS BIGINT)`, 'integer', { nullable: true }),
-  tofloat: unary((a, ctx) => sql`TRY_CAST(${scalar(a, ctx)} AS DOUBLE)`, 'float', { nullable: true }),
-  lower: unary((a) => sql`lower(${asString(a)})`, 'string'),
-  upper: unary((a) => sql`upper(${asString(a)})`, 'string'),
-  length: unary((a) => sql`length(${asString(a)})`, 'integer'),
+  tostring: fn(1, 1, ([a], ctx) => asString(ctx.dialect, a as Typed)),
+  toint: unary((a, ctx) => ctx.dialect.tryInteger(scalar(a, ctx), a.type), 'integer', { nullable: true }),
+  tofloat: unary((a, ctx) => ctx.dialect.tryFloat(scalar(a, ctx), a.type), 'float', { nullable: true }),
+  lower: unary((a, ctx) => ctx.dialect.lower(asString(ctx.dialect, a)), 'string'),
+  upper: unary((a, ctx) => ctx.dialect.upper(asString(ctx.dialect, a)), 'string'),
+  length: unary((a, ctx) => ctx.dialect.length(asString(ctx.dialect, a)), 'integer'),
   match: fn(2, 2, ([subject, pattern], ctx) => compileMatch(subject as Typed, pattern as Typed, ctx)),
   coalesce: fn(1, 100, (args, ctx) => compileCoalesce(args, ctx)),
   ifnull: fn(2, 2, (args, ctx) => compileCoalesce(args, ctx)),
@@ -197,7 +203,7 @@ const FUNCTIONS: Record<string, FunctionDef> = {
 
 /** The first non-NULL argument, the arguments brought to one type as comparisons bring them. */
 function compileCoalesce(args: Typed[], ctx: CallContext): Typed {
-  const values = unify(args, ctx.site);
+  const values = unify(ctx.dialect, args, ctx.site);
   const type = values.find((t) => t.type !== 'null')?.type ?? 'null';
   return derive(sql`coalesce(${joinSql(values, ', ')})`, type, values, { nullable: values.every((t) => t.nullable) });
 }
@@ -207,7 +213,7 @@ function compileMatch(subject: Typed, pattern: Typed, ctx: CallContext): Typed {
   if (typeof pattern.literal !== 'string') return fail(ctx.site, 'match() needs a string literal as its pattern');
   const problem = checkRe2Syntax(pattern.literal);
   if (problem) return fail(ctx.site, `Invalid regular expression (${problem})`);
-  return derive(sql`regexp_matches(${asString(subject)}, ${pattern})`, 'boolean', [subject], { nullable: subject.nullable });
+  return derive(ctx.dialect.regexMatch(asString(ctx.dialect, subject), pattern), 'boolean', [subject], { nullable: subject.nullable });
 }
 
 export function lookupFunction(name: string, site: Site): FunctionDef {

@@ -1,6 +1,7 @@
 import type { Expr, SelectEntry, SelectStatement } from './ast';
 import { STAR_FIELDS } from './catalog';
 import { compileSelectStatement, type CompiledStatement, type Origin } from './compile-statement';
+import type { Dialect } from './dialect';
 import { eventFilterExprs, type FilterExpr } from './filters';
 import { at, invalidInput, LIMITS } from './limits';
 import { parseExpression, parseOrderExpression, parseSelectExpression } from './parse';
@@ -68,7 +69,7 @@ const DEFAULT_AFTER = '-24h';
 const SPECIAL = /^\s*(\*|person|person_display_name)\s*(?:--.*)?$/s;
 const COMMENTS = { lineComments: true } as const;
 
-export function compileEventsQuery(input: EventsQueryInput, now: Date, context: EventsQueryContext): CompiledEventsQuery {
+export function compileEventsQuery(input: EventsQueryInput, now: Date, context: EventsQueryContext, dialect?: Dialect): CompiledEventsQuery {
   const b = new StatementBuilder(context);
   const sent = stringList(input.select, 'select');
   const texts = sent.length ? sent : ['*'];
@@ -87,6 +88,7 @@ export function compileEventsQuery(input: EventsQueryInput, now: Date, context: 
     aggregatesToHaving: true,
     groupBySelected: true,
     defaultOrder: (typed) => defaultOrder(texts, b.plan, typed),
+    dialect,
   });
   return {
     statement,

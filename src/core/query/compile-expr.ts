@@ -1,14 +1,16 @@
 import { lookupFunction, resolveField, type TableName } from './catalog';
+import type { Dialect } from './dialect';
+import { DUCKDB } from './dialect-duckdb';
 import { LIMITS } from './limits';
 import type { CompareOp, Expr, IntervalUnit } from './parse';
-import { bind, joinSql, sql, trusted } from './sql';
+import { joinSql, sql, trusted } from './sql';
 import {
   asBoolean, asDatetime, asDouble, asString, derive, fail, isTemporal, isText,
   literal, literalInstant, nullSafe, paren, PREC, TYPE_NAMES, unify, type Site, type Typed,
 } from './types';
 
 /**
- * Compiles one expression tree to DuckDB SQL. `strict` says whether the result must be an exact
+ * Compiles one expression tree to SQL in a dialect (DuckDB unless told). `strict` says whether the result must be an exact
  * boolean (select lists, operands of NOT and of comparisons) or may let NULL stand for false
  * (positive WHERE positions, where it reads better and filters push down). One instance per
  * expression: it carries that expression's interval budget and aggregate nesting.
@@ -32,6 +34,7 @@ export class ExprCompiler {
     private readonly attr: string,
     private readonly now: Date,
     private readonly names: NameScope = {},
+    private readonly d: Dialect = DUCKDB,
   ) {}
 
   site(node: { pos: number }): Site {
@@ -46,9 +49,9 @@ export class ExprCompiler {
   compile(node: Expr, strict: boolean): Typed {
     switch (node.kind) {
       case 'literal':
-        return literal(node.value, node.isFloat);
+        return literal(this.d, node.value, node.isFloat);
       case 'instant':
-        return literalInstant(node.value, node.date ? 'date' : 'datetime');
+        return literalInstant(this.d, node.value, node.date ? 'date' : 'datetime');
       case 'field':
         return this.field(node.chain, this.site(node));
       case 'interval':
@@ -66,7 +69,7 @@ export class ExprCompiler {
         return derive(sql`NOT ${paren(operand, PREC.atom)}`, 'boolean', [operand], { prec: PREC.not, nullable: false });
       }
       case 'neg': {
-        const operand = asDouble(this.compile(node.operand, true), this.site(node.operand));
+        const operand = asDouble(this.d, this.compile(node.operand, true), this.site(node.operand));
         return derive(sql`-${paren(operand, PREC.atom)}`, 'float', [operand], { prec: PREC.unary });
       }
       case 'isNull': {
@@ -84,7 +87,7 @@ export class ExprCompiler {
   private field(chain: readonly string[], site: Site): Typed {
     const names = chain.length > 1 && this.names.qualifiers?.has(chain[0] as string) ? chain.slice(1) : chain;
     const alias = names.length === 1 ? this.names.aliases?.get(names[0] as string) : undefined;
-    return alias ?? resolveField(names, site, this.names.table);
+    return alias ?? resolveField(this.d, names, site, this.names.table);
   }
 
   private call(node: Extract<Expr, { kind: 'call' }>, strict: boolean): Typed {
@@ -103,9 +106,9 @@ export class ExprCompiler {
       const args = node.args.map((arg) => this.compile(arg, true));
       // An alias of an aggregate is compiled already: nesting shows only here.
       if (def.aggregate && args.some((a) => a.aggregate)) return fail(site, 'Aggregate functions cannot be nested');
-      let result = def.compile(args, { site, now: this.now });
+      let result = def.compile(args, { site, now: this.now, dialect: this.d });
       if (def.aggregate) result = { ...result, aggregate: true, columns: false };
-      return result.type === 'boolean' && result.nullable ? nullSafe(result, true, strict, false, [result]) : result;
+      return result.type === 'boolean' && result.nullable ? nullSafe(this.d, result, true, strict, false, [result]) : result;
     } finally {
       this.inAggregate = outer;
     }
@@ -114,8 +117,7 @@ export class ExprCompiler {
   private interval(amount: number, unit: IntervalUnit, site: Site): Typed {
     this.intervalYears += amount * YEARS_PER_UNIT[unit];
     if (this.intervalYears > LIMITS.intervalYears) return fail(site, `Intervals add up to more than ${LIMITS.intervalYears} years`);
-    const [fn, multiplier] = INTERVAL_FUNCTIONS[unit];
-    return derive(sql`${trusted(fn)}(${bind(amount * multiplier)})`, 'interval', [], { nullable: false });
+    return derive(this.d.interval(amount, unit), 'interval', [], { nullable: false });
   }
 
   private arith(op: '+' | '-' | '*' | '/' | '%', left: Typed, right: Typed, site: Site): Typed {
@@ -124,15 +126,15 @@ export class ExprCompiler {
       return this.temporalArith(op, left, right, site);
     }
     const prec = op === '+' || op === '-' ? PREC.add : PREC.mul;
-    const [a, b] = [asDouble(left, site), asDouble(right, site)];
+    const [a, b] = [asDouble(this.d, left, site), asDouble(this.d, right, site)];
     const nullable = a.nullable || b.nullable || op === '/' || op === '%';
     return derive(sql`${paren(a, prec)} ${opSql} ${paren(b, prec + 1)}`, 'float', [a, b], { prec, nullable });
   }
 
   /** DateTime ± interval, interval ± interval; a text literal next to an interval is read as a DateTime. */
   private temporalArith(op: string, left: Typed, right: Typed, site: Site): Typed {
-    const l = right.type === 'interval' && isText(left) ? asDatetime(left, site) : left;
-    const r = left.type === 'interval' && isText(right) && op === '+' ? asDatetime(right, site) : right;
+    const l = right.type === 'interval' && isText(left) ? asDatetime(this.d, left, site) : left;
+    const r = left.type === 'interval' && isText(right) && op === '+' ? asDatetime(this.d, right, site) : right;
     const both = (lt: (t: Typed) => boolean, rt: (t: Typed) => boolean) => lt(l) && rt(r);
     const isInterval = (t: Typed) => t.type === 'interval';
     let type: 'datetime' | 'interval' | null = null;
@@ -149,13 +151,13 @@ export class ExprCompiler {
       const test = trusted(op === '=' ? 'IS NULL' : 'IS NOT NULL');
       return derive(sql`${paren(operand, PREC.add)} ${test}`, 'boolean', [operand], { prec: PREC.compare, nullable: false });
     }
-    const [a, b] = unify([left, right], site);
+    const [a, b] = unify(this.d, [left, right], site);
     const [l, r] = [paren(a as Typed, PREC.add), paren(b as Typed, PREC.add)];
     const from = [a as Typed, b as Typed];
     const nullable = from.some((t) => t.nullable);
-    if (op === '=' && from.every((t) => t.nullable)) return nullSafe(sql`${l} IS NOT DISTINCT FROM ${r}`, false, strict, false, from);
-    if (op === '!=') return nullSafe(nullable ? sql`${l} IS DISTINCT FROM ${r}` : sql`${l} <> ${r}`, false, strict, true, from);
-    return nullSafe(sql`${l} ${trusted(op)} ${r}`, nullable, strict, false, from);
+    if (op === '=' && from.every((t) => t.nullable)) return nullSafe(this.d, this.d.notDistinct(l, r), false, strict, false, from);
+    if (op === '!=') return nullSafe(this.d, nullable ? this.d.distinct(l, r) : sql`${l} <> ${r}`, false, strict, true, from);
+    return nullSafe(this.d, sql`${l} ${trusted(op)} ${r}`, nullable, strict, false, from);
   }
 
   private logical(op: 'AND' | 'OR', operands: Expr[], strict: boolean): Typed {
@@ -167,30 +169,25 @@ export class ExprCompiler {
 
   private in(node: Extract<Expr, { kind: 'in' }>, strict: boolean): Typed {
     const site = this.site(node);
-    const [operand, ...items] = unify([this.compile(node.operand, true), ...node.list.map((e) => this.compile(e, true))], site) as [Typed, ...Typed[]];
+    const [operand, ...items] = unify(this.d, [this.compile(node.operand, true), ...node.list.map((e) => this.compile(e, true))], site) as [Typed, ...Typed[]];
     const op = trusted(node.negated ? 'NOT IN' : 'IN');
     const pred = sql`${paren(operand, PREC.add)} ${op} (${joinSql(items, ', ')})`;
     const all = [operand, ...items];
-    return nullSafe(pred, all.some((t) => t.nullable), strict, node.negated, all);
+    return nullSafe(this.d, pred, all.some((t) => t.nullable), strict, node.negated, all);
   }
 
   /** LIKE keeps ClickHouse's backslash escapes; the pattern must be a literal so it can be checked. */
   private like(node: Extract<Expr, { kind: 'like' }>, strict: boolean): Typed {
-    const operand = asString(this.compile(node.operand, true));
+    const operand = asString(this.d, this.compile(node.operand, true));
     const pattern = this.compile(node.pattern, true);
     const site = this.site(node.pattern);
     if (typeof pattern.literal !== 'string') return fail(site, 'LIKE needs a string literal as its pattern');
     if (/(^|[^\\])(\\\\)*\\$/.test(pattern.literal)) return fail(site, 'LIKE pattern must not end with a lone backslash');
-    const op = trusted(`${node.negated ? 'NOT ' : ''}${node.caseInsensitive ? 'ILIKE' : 'LIKE'}`);
-    return nullSafe(sql`${paren(operand, PREC.add)} ${op} ${pattern} ESCAPE '\\'`, operand.nullable, strict, node.negated, [operand]);
+    const pred = this.d.like(paren(operand, PREC.add), pattern, node.negated, node.caseInsensitive);
+    return nullSafe(this.d, pred, operand.nullable, strict, node.negated, [operand]);
   }
 }
 
 const YEARS_PER_UNIT: Record<IntervalUnit, number> = {
   second: 1 / 31_536_000, minute: 1 / 525_600, hour: 1 / 8_760, day: 1 / 365, week: 7 / 365, month: 1 / 12, quarter: 1 / 4, year: 1,
-};
-
-const INTERVAL_FUNCTIONS: Record<IntervalUnit, [string, number]> = {
-  second: ['to_seconds', 1], minute: ['to_minutes', 1], hour: ['to_hours', 1], day: ['to_days', 1],
-  week: ['to_weeks', 1], month: ['to_months', 1], quarter: ['to_months', 3], year: ['to_years', 1],
 };

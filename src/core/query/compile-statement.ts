@@ -1,6 +1,8 @@
 import type { Expr, SelectStatement } from './ast';
 import { clickhouseType, FIELD_HEADS, readsDistinctIds, readsPersonColumns, resolveField, STAR_FIELDS, type TableName } from './catalog';
 import { ExprCompiler, type NameScope } from './compile-expr';
+import type { Dialect } from './dialect';
+import { DUCKDB } from './dialect-duckdb';
 import { invalidInput } from './limits';
 import { parseStatement, placeholderValues, QUERY_LABEL } from './parse-statement';
 import { joinSql, sql, trusted, type SqlFragment } from './sql';
@@ -55,11 +57,13 @@ export interface StatementOptions {
   groupBySelected?: boolean;
   /** Without ORDER BY: which selected entries to order by, given them compiled. */
   defaultOrder?: (selected: readonly Typed[]) => Array<{ index: number; descending: boolean }>;
+  /** The engine the SQL is written for (default DuckDB). */
+  dialect?: Dialect;
 }
 
-export function compileStatement(source: unknown, values: unknown, now: Date): CompiledStatement {
+export function compileStatement(source: unknown, values: unknown, now: Date, dialect: Dialect = DUCKDB): CompiledStatement {
   if (typeof source !== 'string' || source.trim() === '') throw invalidInput('query must be a non-empty string', 'query');
-  return compileSelectStatement(parseStatement(source, placeholderValues(values)), now);
+  return compileSelectStatement(parseStatement(source, placeholderValues(values)), now, { dialect });
 }
 
 interface Entry {
@@ -94,7 +98,7 @@ class StatementCompiler {
 
   private compiler(expr: Expr): ExprCompiler {
     const origin = this.options.origin?.(expr) ?? QUERY_ORIGIN;
-    return new ExprCompiler(origin.label, origin.attr, this.now, this.names);
+    return new ExprCompiler(origin.label, origin.attr, this.now, this.names, this.options.dialect);
   }
 
   compile(): CompiledStatement {
@@ -112,7 +116,7 @@ class StatementCompiler {
 
   private selectEntries(): Entry[] {
     const { stmt, table } = this;
-    if (stmt.star) return STAR_FIELDS[table].map((name) => ({ typed: resolveField([name], this.site(stmt.from), table), name, node: stmt.from }));
+    if (stmt.star) return STAR_FIELDS[table].map((name) => ({ typed: resolveField(this.options.dialect ?? DUCKDB, [name], this.site(stmt.from), table), name, node: stmt.from }));
     return stmt.select.map((e) => {
       const typed = this.compiler(e.expr).compile(e.expr, true);
       if (typed.aggregate && typed.columns) fail(this.site(e.expr), 'Expression mixes aggregate functions with fields outside them');

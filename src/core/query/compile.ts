@@ -1,5 +1,7 @@
 import { clickhouseType } from './catalog';
 import { ExprCompiler } from './compile-expr';
+import type { Dialect } from './dialect';
+import { DUCKDB } from './dialect-duckdb';
 import { invalidInput, LIMITS } from './limits';
 import { parseExpression, parseSelectExpression, type Expr } from './parse';
 import { joinSql, sql, trusted, type QueryParam } from './sql';
@@ -55,14 +57,14 @@ export interface SelectedProperty {
   key: string;
 }
 
-export function compileSelect(selectExprs: readonly string[], whereExprs: readonly string[], now: Date): CompiledSelect {
+export function compileSelect(selectExprs: readonly string[], whereExprs: readonly string[], now: Date, dialect: Dialect = DUCKDB): CompiledSelect {
   checkList(selectExprs, 'select', false);
   checkList(whereExprs, 'where', true);
-  const selected = selectExprs.map((source, i) => compileSelectEntry(source, `select[${i}]`, now));
+  const selected = selectExprs.map((source, i) => compileSelectEntry(source, `select[${i}]`, now, dialect));
   const hasAggregate = selected.some((s) => s.typed.aggregate);
   const aliases = selected.map((_, i) => `c${i}`);
   const select = joinSql(selected.map((s, i) => sql`${s.typed} AS ${trusted(aliases[i] as string)}`), ', ');
-  const conditions = whereExprs.map((source, i) => compileCondition(source, `where[${i}]`, now));
+  const conditions = whereExprs.map((source, i) => compileCondition(source, `where[${i}]`, now, dialect));
   const having = conditions.filter((c) => c.typed.aggregate);
   const firstHaving = having[0];
   if (firstHaving && !hasAggregate) fail(firstHaving.site, 'An aggregate in where needs an aggregate in select');
@@ -87,9 +89,9 @@ export function compileSelect(selectExprs: readonly string[], whereExprs: readon
   };
 }
 
-function compileSelectEntry(source: string, label: string, now: Date) {
+function compileSelectEntry(source: string, label: string, now: Date, dialect: Dialect) {
   const { expr, alias } = parseSelectExpression(source, label, 'select');
-  const compiler = new ExprCompiler(label, 'select', now);
+  const compiler = new ExprCompiler(label, 'select', now, {}, dialect);
   const typed = compiler.compile(expr, true);
   checkMixed(typed, compiler.site(expr));
   return { expr, typed, alias, property: selectedProperty(expr) };
@@ -106,9 +108,9 @@ function selectedProperty(expr: Expr): SelectedProperty | null {
 /** `count()` or `count(*)`: every row, not the rows where an argument is non-null. */
 const countsRows = (e: Expr) => e.kind === 'call' && e.name.toLowerCase() === 'count' && e.args.length === 0;
 
-function compileCondition(source: string, label: string, now: Date) {
+function compileCondition(source: string, label: string, now: Date, dialect: Dialect) {
   const expr = parseExpression(source, label, 'where');
-  const compiler = new ExprCompiler(label, 'where', now);
+  const compiler = new ExprCompiler(label, 'where', now, {}, dialect);
   const typed = compiler.condition(expr);
   const site = compiler.site(expr);
   checkMixed(typed, site);

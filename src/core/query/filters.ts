@@ -1,5 +1,6 @@
 import { COLUMN_NAMES } from './catalog';
 import { ExprCompiler } from './compile-expr';
+import type { Dialect } from './dialect';
 import { formatInstant, parseIsoInstant, parseRelativeOrIsoDate } from './dates';
 import { invalidInput, LIMITS } from './limits';
 import { parseExpression, type CompareOp, type Expr } from './parse';
@@ -27,8 +28,8 @@ const DEFAULT_BEFORE_MS = 5_000;
  * filter list or property group. Each is built as an expression tree and compiled by the same
  * compiler as `where`, so both share one set of NULL and type rules.
  */
-export function compileEventFilters(params: EventFilterParams, now: Date, options: { timeBounds?: boolean } = {}): SqlFragment {
-  const parts = eventFilterExprs(params, now, options).map((f) => new ExprCompiler(f.attr, f.attr, now).condition(f.expr));
+export function compileEventFilters(params: EventFilterParams, now: Date, options: { timeBounds?: boolean; dialect?: Dialect } = {}): SqlFragment {
+  const parts = eventFilterExprs(params, now, options).map((f) => new ExprCompiler(f.attr, f.attr, now, {}, options.dialect).condition(f.expr));
   return joinSql(parts.map((p) => (p.prec < PREC.and ? sql`(${p})` : p)), ' AND ');
 }
 

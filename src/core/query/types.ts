@@ -1,6 +1,7 @@
 import { formatDate, formatInstant, parseIsoInstant } from './dates';
 import { at, invalidInput } from './limits';
-import { bind, sql, trusted, type SqlFragment } from './sql';
+import type { Dialect } from './dialect';
+import { sql, trusted, type SqlFragment } from './sql';
 
 /** The compiler's view of an expression's type; every SQL value it emits has one of these. */
 export type ValueType = 'string' | 'json' | 'integer' | 'float' | 'boolean' | 'datetime' | 'date' | 'interval' | 'null';
@@ -56,16 +57,16 @@ export const isTemporal = (t: Typed): boolean => t.type === 'datetime' || t.type
 export const isText = (t: Typed): boolean => t.type === 'string' || t.type === 'json';
 
 /** For arithmetic: DOUBLE never overflows into an error (it becomes NULL), INTEGER/BIGINT do. */
-export function asDouble(t: Typed, site: Site): Typed {
+export function asDouble(d: Dialect, t: Typed, site: Site): Typed {
   if (t.type === 'float' || t.type === 'null') return t;
-  if (t.type === 'integer' || t.type === 'boolean') return derive(sql`CAST(${t} AS DOUBLE)`, 'float', [t]);
-  if (isText(t)) return derive(sql`TRY_CAST(${t} AS DOUBLE)`, 'float', [t], { nullable: true });
+  if (t.type === 'integer' || t.type === 'boolean') return derive(d.toFloat(t), 'float', [t]);
+  if (isText(t)) return derive(d.tryFloat(t, t.type), 'float', [t], { nullable: true });
   return fail(site, `Expected a number, got ${TYPE_NAMES[t.type]}`);
 }
 
 /** For comparisons with numbers: text that is not a number compares as NULL, never as an error. */
-export function asNumber(t: Typed, site: Site): Typed {
-  return isNumeric(t) ? t : asDouble(t, site);
+export function asNumber(d: Dialect, t: Typed, site: Site): Typed {
+  return isNumeric(t) ? t : asDouble(d, t, site);
 }
 
 /**
@@ -73,31 +74,31 @@ export function asNumber(t: Typed, site: Site): Typed {
  * expression goes through TIMESTAMPTZ so an offset in the text (`+02:00`) is honoured, and TRY_CAST
  * makes unparsable text NULL. (Assumes the connection's TimeZone is UTC, which storage sets.)
  */
-export function asDatetime(t: Typed, site: Site): Typed {
+export function asDatetime(d: Dialect, t: Typed, site: Site): Typed {
   if (isTemporal(t) || t.type === 'null') return t;
   if (typeof t.literal === 'string') {
     const instant = parseIsoInstant(t.literal);
     if (!instant) return fail(site, `Cannot parse '${t.literal.slice(0, 100)}' as a DateTime`);
-    return literalInstant(formatInstant(instant), 'datetime');
+    return literalInstant(d, formatInstant(instant), 'datetime');
   }
-  if (isText(t)) return derive(sql`CAST(TRY_CAST(${t} AS TIMESTAMPTZ) AS TIMESTAMP)`, 'datetime', [t], { nullable: true });
+  if (isText(t)) return derive(d.tryDatetime(t), 'datetime', [t], { nullable: true });
   return fail(site, `Expected a DateTime, got ${TYPE_NAMES[t.type]}`);
 }
 
-export function asDate(t: Typed, site: Site): Typed {
+export function asDate(d: Dialect, t: Typed, site: Site): Typed {
   if (t.type === 'date' || t.type === 'null') return t;
   if (typeof t.literal === 'string') {
     const instant = parseIsoInstant(t.literal);
     if (!instant) return fail(site, `Cannot parse '${t.literal.slice(0, 100)}' as a Date`);
-    return literalInstant(formatDate(instant), 'date');
+    return literalInstant(d, formatDate(instant), 'date');
   }
-  return derive(sql`CAST(${asDatetime(t, site)} AS DATE)`, 'date', [t]);
+  return derive(d.toDate(asDatetime(d, t, site)), 'date', [t]);
 }
 
-export function asString(t: Typed): Typed {
+export function asString(d: Dialect, t: Typed): Typed {
   if (isText(t) || t.type === 'null') return t;
-  if (t.literal !== undefined && t.literal !== null) return literal(String(t.literal));
-  return derive(sql`CAST(${t} AS VARCHAR)`, 'string', [t]);
+  if (t.literal !== undefined && t.literal !== null) return literal(d, String(t.literal));
+  return derive(d.toText(t, t.type), 'string', [t]);
 }
 
 export function asBoolean(t: Typed, site: Site): Typed {
@@ -105,18 +106,17 @@ export function asBoolean(t: Typed, site: Site): Typed {
   return fail(site, `Expected a boolean expression, got ${TYPE_NAMES[t.type]}`);
 }
 
-export function literal(value: string | number | boolean | null, isFloat = false): Typed {
+export function literal(d: Dialect, value: string | number | boolean | null, isFloat = false): Typed {
   const base = { prec: PREC.atom, aggregate: false, columns: false, literal: value };
   if (value === null) return { ...trusted('NULL'), ...base, type: 'null', nullable: true };
   const type: ValueType = typeof value === 'string' ? 'string' : typeof value === 'boolean' ? 'boolean'
     : isFloat || !Number.isSafeInteger(value) ? 'float' : 'integer';
-  return { ...bind(value), ...base, type, nullable: false };
+  return { ...d.bind(value), ...base, type, nullable: false };
 }
 
 /** A bound UTC instant (`YYYY-MM-DD HH:MM:SS.ffffff`) or date (`YYYY-MM-DD`). */
-export function literalInstant(text: string, type: 'datetime' | 'date'): Typed {
-  const fragment = type === 'date' ? sql`CAST(${bind(text)} AS DATE)` : sql`CAST(${bind(text)} AS TIMESTAMP)`;
-  return { ...fragment, type, nullable: false, prec: PREC.atom, aggregate: false, columns: false };
+export function literalInstant(d: Dialect, text: string, type: 'datetime' | 'date'): Typed {
+  return { ...d.instant(text, type), type, nullable: false, prec: PREC.atom, aggregate: false, columns: false };
 }
 
 /**
@@ -125,10 +125,10 @@ export function literalInstant(text: string, type: 'datetime' | 'date'): Typed {
  * so the plain predicate is kept (it reads better and DuckDB can push it down); elsewhere, and
  * whenever NULL must read as true, it is wrapped in COALESCE.
  */
-export function nullSafe(pred: SqlFragment, nullable: boolean, strict: boolean, whenNull: boolean, from: Typed[]): Typed {
+export function nullSafe(d: Dialect, pred: SqlFragment, nullable: boolean, strict: boolean, whenNull: boolean, from: Typed[]): Typed {
   const base = { type: 'boolean' as const, nullable: false, aggregate: from.some((t) => t.aggregate), columns: from.some((t) => t.columns) };
   if (!nullable || (!strict && !whenNull)) return { ...pred, ...base, prec: PREC.compare };
-  return { ...sql`COALESCE(${pred}, ${trusted(whenNull ? 'TRUE' : 'FALSE')})`, ...base, prec: PREC.atom };
+  return { ...d.nullAs(pred, whenNull), ...base, prec: PREC.atom };
 }
 
 /**
@@ -136,14 +136,14 @@ export function nullSafe(pred: SqlFragment, nullable: boolean, strict: boolean, 
  * (text literals parsed here), a number makes text numeric (TRY_CAST, so non-numbers never match),
  * a boolean next to text compares as 'true'/'false'.
  */
-export function unify(values: Typed[], site: Site): Typed[] {
+export function unify(d: Dialect, values: Typed[], site: Site): Typed[] {
   const typed = values.filter((t) => t.type !== 'null');
-  if (typed.some(isTemporal)) return values.map((t) => asDatetime(t, site));
+  if (typed.some(isTemporal)) return values.map((t) => asDatetime(d, t, site));
   if (typed.some((t) => t.type === 'interval')) {
     const other = typed.find((t) => t.type !== 'interval');
     return other ? fail(site, `Cannot compare Interval with ${TYPE_NAMES[other.type]}`) : values;
   }
-  if (typed.some(isNumeric)) return values.map((t) => asNumber(t, site));
-  if (typed.some((t) => t.type === 'boolean') && typed.some(isText)) return values.map(asString);
+  if (typed.some(isNumeric)) return values.map((t) => asNumber(d, t, site));
+  if (typed.some((t) => t.type === 'boolean') && typed.some(isText)) return values.map((t) => asString(d, t));
   return values;
 }

@@ -1,0 +1,89 @@
+import type { IntervalUnit } from './ast';
+import type { QueryParam, SqlFragment } from './sql';
+
+/**
+ * Every spelling that differs between the engines the compilers write for. The compilers (the
+ * expression compiler and its catalog, the events filters, the HogQL statement compiler, the cohort
+ * property compiler) decide what to compute; a dialect decides how the engine writes it. Operands
+ * arrive compiled and parenthesized as the caller's precedence needs, and every method returns a
+ * fragment whose request-derived values are bound, never written into the text.
+ *
+ * Two dialects: DuckDB (the embedded default; its output is the SQL the compilers always wrote) and
+ * ClickHouse (modern, with the three switches ClickHouse 18.16 needs: see dialect-clickhouse.ts).
+ */
+export interface Dialect {
+  readonly name: 'duckdb' | 'clickhouse';
+  /** A bound value: a placeholder in the text and the value in `params`. */
+  bind(value: QueryParam): SqlFragment;
+  /**
+   * The finished statement as the engine's client takes it: DuckDB's positional `?` and a list;
+   * ClickHouse's typed `{p0:String}` and a map, or escaped literals where the server predates
+   * query parameters.
+   */
+  render(statement: SqlFragment): RenderedSql;
+  /** Boolean literals as trusted text. */
+  readonly true: string;
+  readonly false: string;
+  quoteIdentifier(name: string): string;
+
+  /** A JSON value as text, as DuckDB's json_extract_string reads it: a string itself, another value its JSON text, absent or null NULL. */
+  jsonText(json: SqlFragment, keys: readonly string[]): SqlFragment;
+  /** Whether the key path is present (a JSON null counts as present). */
+  jsonHas(json: SqlFragment, keys: readonly string[]): SqlFragment;
+
+  /** An integer or boolean as a float (never fails). */
+  toFloat(x: SqlFragment): SqlFragment;
+  /** Any scalar of type `from` as a float; text that is no number gives NULL. */
+  tryFloat(x: SqlFragment, from: ScalarType): SqlFragment;
+  /** Any scalar of type `from` as an integer, or NULL where it is none. */
+  tryInteger(x: SqlFragment, from: ScalarType): SqlFragment;
+  /** A non-text value of type `from` as text. */
+  toText(x: SqlFragment, from: ScalarType): SqlFragment;
+  /** Text as a UTC DateTime (an offset in it honoured); unparsable text gives NULL. */
+  tryDatetime(x: SqlFragment): SqlFragment;
+  /** A DateTime's day. */
+  toDate(x: SqlFragment): SqlFragment;
+  /** A literal UTC instant (`YYYY-MM-DD HH:MM:SS.ffffff`) or day (`YYYY-MM-DD`), bound. */
+  instant(text: string, type: 'datetime' | 'date'): SqlFragment;
+  /** A JS ISO instant (`toISOString()`) as a DateTime (`zoned`: with its zone, as cohorts compare person dates). */
+  isoInstant(iso: string, zoned: boolean): SqlFragment;
+  /** A person property's date, as cohorts read it: epoch seconds, ISO text with an offset, or naive text taken as UTC. */
+  personDate(text: SqlFragment): SqlFragment;
+
+  /** The start of the minute/hour/day (a DateTime), of the week (a Sunday) or month or year (a Date). */
+  startOf(unit: 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year', x: SqlFragment): SqlFragment;
+  /** `amount` units as an interval; an interval added to a DateTime keeps it a DateTime. */
+  interval(amount: number, unit: IntervalUnit): SqlFragment;
+
+  lower(x: SqlFragment): SqlFragment;
+  upper(x: SqlFragment): SqlFragment;
+  /** Length in characters (not bytes). */
+  length(x: SqlFragment): SqlFragment;
+  /** `x [NOT] [I]LIKE pattern` where a backslash escapes `%`, `_` and itself. */
+  like(x: SqlFragment, pattern: SqlFragment, negated: boolean, caseInsensitive: boolean): SqlFragment;
+  /** RE2 partial match. */
+  regexMatch(x: SqlFragment, pattern: SqlFragment): SqlFragment;
+  /** Whether `needle` occurs in `haystack`. */
+  contains(haystack: SqlFragment, needle: SqlFragment): SqlFragment;
+
+  /** `l = r` where NULL equals NULL; never NULL itself. */
+  notDistinct(l: SqlFragment, r: SqlFragment): SqlFragment;
+  /** `l != r` where NULL equals NULL; never NULL itself. */
+  distinct(l: SqlFragment, r: SqlFragment): SqlFragment;
+  /** A predicate with NULL read as `value`. */
+  nullAs(pred: SqlFragment, value: boolean): SqlFragment;
+  /** A predicate with NULL read as false, as the cohort compiler has always written it. */
+  orFalse(pred: SqlFragment): SqlFragment;
+
+  /** An aggregate; sum/avg/min/max of no values (or only NULLs) are NULL, as in SQL. */
+  aggregate(name: 'count' | 'uniq' | 'sum' | 'avg' | 'min' | 'max', x: SqlFragment | null): SqlFragment;
+}
+
+/** The types the compilers cast from (the expression compiler's value types without the temporal ones). */
+export type ScalarType = 'string' | 'json' | 'integer' | 'float' | 'boolean' | 'datetime' | 'date' | 'interval' | 'null';
+
+export interface RenderedSql {
+  sql: string;
+  /** Positional values (DuckDB), or named ones (ClickHouse `{p0:String}` → `p0`). */
+  params: readonly QueryParam[] | Readonly<Record<string, QueryParam>>;
+}
