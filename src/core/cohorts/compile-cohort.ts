@@ -1,7 +1,10 @@
 import { AppError } from '../../errors';
-import { compileProperty, join, not, sql } from './compile-property';
+import type { Dialect } from '../query/dialect';
+import { DUCKDB } from '../query/dialect-duckdb';
+import { joinSql, sql, trusted, type SqlFragment } from '../query/sql';
+import { compileProperty, not } from './compile-property';
 import { windowStart } from './time-window';
-import { isGroup, needsEvents, type BehavioralLeaf, type CohortGroup, type CohortNode, type SqlFragment } from './types';
+import { isGroup, needsEvents, type BehavioralLeaf, type CohortGroup, type CohortNode } from './types';
 
 /**
  * A cohort definition → one query listing the matching persons (`person_uuid`), parameterized
@@ -17,52 +20,43 @@ export interface CompileContext {
    * (UTC) and properties (JSON). Needed only by behavioural conditions.
    */
   events?: SqlFragment;
+  /** The engine the query is written for (default DuckDB). */
+  dialect?: Dialect;
 }
 
 const COUNT_OPS = { gte: '>=', lte: '<=', exact: '=' } as const;
 
 function compileBehavioral(leaf: BehavioralLeaf, ctx: CompileContext): SqlFragment {
+  const d = ctx.dialect ?? DUCKDB;
   const since = windowStart(ctx.now, leaf.time_value, leaf.time_interval);
   const conditions = [
-    sql('e.event = ?', leaf.key),
-    sql('e.timestamp >= CAST(? AS TIMESTAMP)', since.toISOString()),
-    sql('e.timestamp <= CAST(? AS TIMESTAMP)', ctx.now.toISOString()),
-    ...(leaf.event_filters ?? []).map((condition) => compileProperty('e.properties', condition, ctx.now)),
+    sql`e.event = ${d.bind(leaf.key)}`,
+    sql`e.timestamp >= ${d.isoInstant(since.toISOString(), false)}`,
+    sql`e.timestamp <= ${d.isoInstant(ctx.now.toISOString(), false)}`,
+    ...(leaf.event_filters ?? []).map((condition) => compileProperty('e.properties', condition, ctx.now, d)),
   ];
-  const where = join(conditions, ' AND ');
+  const where = joinSql(conditions, ' AND ');
   const having =
     leaf.value === 'performed_event_multiple'
-      ? sql(` GROUP BY pdi.person_uuid HAVING count(*) ${COUNT_OPS[leaf.operator ?? 'gte']} ?`, leaf.operator_value ?? 1)
-      : sql('');
-  return {
-    sql:
-      `p.uuid IN (SELECT pdi.person_uuid FROM cohort_events e JOIN person_distinct_ids pdi` +
-      ` ON pdi.team_id = ? AND pdi.distinct_id = e.distinct_id WHERE ${where.sql}${having.sql})`,
-    params: [ctx.teamId, ...where.params, ...having.params],
-  };
+      ? sql` GROUP BY pdi.person_uuid HAVING count(*) ${trusted(COUNT_OPS[leaf.operator ?? 'gte'])} ${d.bind(leaf.operator_value ?? 1)}`
+      : trusted('');
+  return sql`p.uuid IN (SELECT pdi.person_uuid FROM cohort_events e JOIN person_distinct_ids pdi ON pdi.team_id = ${d.bind(ctx.teamId)} AND pdi.distinct_id = e.distinct_id WHERE ${where}${having})`;
 }
 
 /** Membership of another cohort is its current version in `cohort_people`. */
-const compileCohortRef = (id: number, ctx: CompileContext) =>
-  sql(
-    'p.uuid IN (SELECT cp.person_uuid FROM cohort_people cp JOIN cohorts c ON c.id = cp.cohort_id AND c.version = cp.version' +
-      ' WHERE c.id = ? AND c.team_id = ?)',
-    id,
-    ctx.teamId,
-  );
+function compileCohortRef(id: number, ctx: CompileContext): SqlFragment {
+  const { bind } = ctx.dialect ?? DUCKDB;
+  return sql`p.uuid IN (SELECT cp.person_uuid FROM cohort_people cp JOIN cohorts c ON c.id = cp.cohort_id AND c.version = cp.version WHERE c.id = ${bind(id)} AND c.team_id = ${bind(ctx.teamId)})`;
+}
 
 export function compileNode(node: CohortNode, ctx: CompileContext): SqlFragment {
   if (isGroup(node)) {
-    if (!node.values.length) return sql('TRUE');
-    const inner = join(
-      node.values.map((value) => compileNode(value, ctx)),
-      ` ${node.type} `,
-    );
-    return { sql: `(${inner.sql})`, params: inner.params };
+    if (!node.values.length) return trusted((ctx.dialect ?? DUCKDB).true);
+    return sql`(${joinSql(node.values.map((value) => compileNode(value, ctx)), ` ${node.type} `)})`;
   }
   const positive =
     node.type === 'person'
-      ? compileProperty('p.properties', node, ctx.now)
+      ? compileProperty('p.properties', node, ctx.now, ctx.dialect)
       : node.type === 'cohort'
         ? compileCohortRef(node.value, ctx)
         : compileBehavioral(node, ctx);
@@ -71,14 +65,10 @@ export function compileNode(node: CohortNode, ctx: CompileContext): SqlFragment 
 
 /** `SELECT person_uuid` of every person of the project the definition matches. */
 export function compileCohortQuery(definition: CohortGroup, ctx: CompileContext): SqlFragment {
+  const { bind } = ctx.dialect ?? DUCKDB;
   const where = compileNode(definition, ctx);
-  const body = sql(`SELECT p.uuid AS person_uuid FROM persons p WHERE p.team_id = ? AND ${where.sql}`, ctx.teamId, ...where.params);
+  const body = sql`SELECT p.uuid AS person_uuid FROM persons p WHERE p.team_id = ${bind(ctx.teamId)} AND ${where}`;
   if (!needsEvents(definition)) return body;
   if (!ctx.events) throw new AppError('unavailable', 'Events are not available to calculate behavioural cohorts.');
-  return {
-    sql:
-      `WITH cohort_events AS (SELECT team_id, event, distinct_id, timestamp, properties FROM ${ctx.events.sql} AS ev` +
-      ` WHERE team_id = ?) ${body.sql}`,
-    params: [...ctx.events.params, ctx.teamId, ...body.params],
-  };
+  return sql`WITH cohort_events AS (SELECT team_id, event, distinct_id, timestamp, properties FROM ${ctx.events} AS ev WHERE team_id = ${bind(ctx.teamId)}) ${body}`;
 }

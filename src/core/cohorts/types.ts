@@ -4,14 +4,8 @@
  * behavioural conditions and references to other cohorts.
  */
 
-/** A value bound to one `?` placeholder. Dates travel as ISO text and are cast in SQL. */
-export type SqlValue = string | number | boolean | null;
-
-/** A piece of SQL and the values of its `?` placeholders, in order. */
-export interface SqlFragment {
-  sql: string;
-  params: SqlValue[];
-}
+/** Cohort SQL is built with the query compiler's fragments (one SQL-fragment module). */
+export type { SqlFragment } from '../query/sql';
 
 /** The person property operators a cohort accepts. */
 export const PERSON_OPERATORS = [

@@ -17,7 +17,7 @@ export const NOW = new Date('2024-03-01T00:00:00.000Z');
 const DAY = 86_400_000;
 const ago = (days: number) => new Date(NOW.getTime() - days * DAY).toISOString();
 
-const PERSONS: Array<[team: number, label: string, ids: string[], properties: Record<string, unknown>]> = [
+export const PERSONS: Array<[team: number, label: string, ids: string[], properties: Record<string, unknown>]> = [
   [
     TEAM,
     'alice',
@@ -30,7 +30,7 @@ const PERSONS: Array<[team: number, label: string, ids: string[], properties: Re
   [OTHER_TEAM, 'eve', ['eve'], { email: 'eve@example.com', plan: 'pro', age: 50 }],
 ];
 
-const EVENTS: Array<[team: number, event: string, distinctId: string, timestamp: string, properties: Record<string, unknown>]> = [
+export const EVENTS: Array<[team: number, event: string, distinctId: string, timestamp: string, properties: Record<string, unknown>]> = [
   [TEAM, '$pageview', 'alice', ago(1), { $current_url: 'https://a.com/x' }],
   [TEAM, '$pageview', 'anon-1', ago(2), {}],
   [TEAM, '$pageview', 'alice', ago(3), {}],
