@@ -59,7 +59,7 @@ function valueTest(d: Dialect, column: SqlFragment, condition: PropertyCondition
       return d.contains(d.lower(orNull), d.bind(textOf(value).toLowerCase()));
     case 'regex':
     case 'not_regex':
-      return isValidPattern(textOf(value)) ? d.regexMatch(orNull, d.bind(textOf(value))) : null;
+      return isValidPattern(textOf(value)) ? d.regexMatch(orNull, textOf(value)) : null;
     case 'gt':
     case 'gte':
     case 'lt':

@@ -213,7 +213,7 @@ function compileMatch(subject: Typed, pattern: Typed, ctx: CallContext): Typed {
   if (typeof pattern.literal !== 'string') return fail(ctx.site, 'match() needs a string literal as its pattern');
   const problem = checkRe2Syntax(pattern.literal);
   if (problem) return fail(ctx.site, `Invalid regular expression (${problem})`);
-  return derive(ctx.dialect.regexMatch(asString(ctx.dialect, subject), pattern), 'boolean', [subject], { nullable: subject.nullable });
+  return derive(ctx.dialect.regexMatch(asString(ctx.dialect, subject), pattern.literal), 'boolean', [subject], { nullable: subject.nullable });
 }
 
 export function lookupFunction(name: string, site: Site): FunctionDef {

@@ -102,6 +102,8 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
     toText: (x, from) => (from === 'boolean' ? sql`multiIf(isNull(${x}), NULL, ${x}, 'true', 'false')` : call('toString', x)),
     tryDatetime: (x) => (datetime64 ? sql`parseDateTime64BestEffortOrNull(${x}, 6, 'UTC')` : sql`parseDateTimeBestEffortOrNull(${x}, 'UTC')`),
     toDate: (x) => call('toDate', x),
+    // 18.16 compares a Date with a DateTime as raw numbers (days against seconds).
+    dateAsDatetime: (x) => (datetime64 ? sql`toDateTime64(${x}, 6, 'UTC')` : sql`toDateTime(${x}, 'UTC')`),
     instant: (text, type) => {
       if (type === 'date') return call('toDate', bind(text));
       // 18.16 parses no fractional seconds: its DateTime holds whole seconds anyway.
@@ -130,7 +132,7 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
       const op = trusted(negated ? 'NOT LIKE' : 'LIKE');
       return caseInsensitive ? sql`lowerUTF8(${x}) ${op} lowerUTF8(${pattern})` : sql`${x} ${op} ${pattern}`;
     },
-    regexMatch: (x, pattern) => call('match', x, pattern),
+    regexMatch: (x, pattern) => call('match', x, bind(scopedFlags(pattern))),
     contains: (haystack, needle) => sql`position(${haystack}, ${needle}) > 0`,
 
     // IS [NOT] DISTINCT FROM exists only in JOIN ON.
@@ -148,6 +150,12 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
     },
   };
 }
+
+/**
+ * RE2 reads a leading `(?i)` as flags for the rest of the pattern; 18.16's match() does not (it
+ * never matches). `(?i:…)` means the same to RE2 and works on every version.
+ */
+const scopedFlags = (pattern: string): string => pattern.replace(/^\(\?([imsU]+)\)([\s\S]*)$/, '(?$1:$2)');
 
 const isTextual = (t: ScalarType) => t === 'string' || t === 'json' || t === 'null';
 

@@ -32,6 +32,8 @@ export const DUCKDB: Dialect = {
   toText: (x) => sql`CAST(${x} AS VARCHAR)`,
   tryDatetime: (x) => sql`CAST(TRY_CAST(${x} AS TIMESTAMPTZ) AS TIMESTAMP)`,
   toDate: (x) => sql`CAST(${x} AS DATE)`,
+  // DuckDB compares a DATE with a TIMESTAMP as the day's midnight already.
+  dateAsDatetime: (x) => x,
   instant: (text, type) => (type === 'date' ? sql`CAST(${bind(text)} AS DATE)` : sql`CAST(${bind(text)} AS TIMESTAMP)`),
   isoInstant: (iso, zoned) => (zoned ? sql`CAST(${bind(iso)} AS TIMESTAMPTZ)` : sql`CAST(${bind(iso)} AS TIMESTAMP)`),
   personDate: (t) =>
@@ -57,7 +59,7 @@ export const DUCKDB: Dialect = {
   length: (x) => sql`length(${x})`,
   like: (x, pattern, negated, caseInsensitive) =>
     sql`${x} ${trusted(`${negated ? 'NOT ' : ''}${caseInsensitive ? 'ILIKE' : 'LIKE'}`)} ${pattern} ESCAPE '\\'`,
-  regexMatch: (x, pattern) => sql`regexp_matches(${x}, ${pattern})`,
+  regexMatch: (x, pattern) => sql`regexp_matches(${x}, ${bind(pattern)})`,
   contains: (haystack, needle) => sql`strpos(${haystack}, ${needle}) > 0`,
 
   notDistinct: (l, r) => sql`${l} IS NOT DISTINCT FROM ${r}`,

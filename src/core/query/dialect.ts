@@ -43,6 +43,8 @@ export interface Dialect {
   tryDatetime(x: SqlFragment): SqlFragment;
   /** A DateTime's day. */
   toDate(x: SqlFragment): SqlFragment;
+  /** A Date as the DateTime of its midnight, where it meets DateTimes (a comparison, coalesce). */
+  dateAsDatetime(x: SqlFragment): SqlFragment;
   /** A literal UTC instant (`YYYY-MM-DD HH:MM:SS.ffffff`) or day (`YYYY-MM-DD`), bound. */
   instant(text: string, type: 'datetime' | 'date'): SqlFragment;
   /** A JS ISO instant (`toISOString()`) as a DateTime (`zoned`: with its zone, as cohorts compare person dates). */
@@ -61,8 +63,8 @@ export interface Dialect {
   length(x: SqlFragment): SqlFragment;
   /** `x [NOT] [I]LIKE pattern` where a backslash escapes `%`, `_` and itself. */
   like(x: SqlFragment, pattern: SqlFragment, negated: boolean, caseInsensitive: boolean): SqlFragment;
-  /** RE2 partial match. */
-  regexMatch(x: SqlFragment, pattern: SqlFragment): SqlFragment;
+  /** RE2 partial match of a pattern the compiler has checked (bound). */
+  regexMatch(x: SqlFragment, pattern: string): SqlFragment;
   /** Whether `needle` occurs in `haystack`. */
   contains(haystack: SqlFragment, needle: SqlFragment): SqlFragment;
 

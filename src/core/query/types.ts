@@ -138,7 +138,11 @@ export function nullSafe(d: Dialect, pred: SqlFragment, nullable: boolean, stric
  */
 export function unify(d: Dialect, values: Typed[], site: Site): Typed[] {
   const typed = values.filter((t) => t.type !== 'null');
-  if (typed.some(isTemporal)) return values.map((t) => asDatetime(d, t, site));
+  if (typed.some(isTemporal)) {
+    const datetimes = values.map((t) => asDatetime(d, t, site));
+    if (!datetimes.some((t) => t.type === 'datetime')) return datetimes;
+    return datetimes.map((t) => (t.type === 'date' ? derive(d.dateAsDatetime(t), 'datetime', [t]) : t));
+  }
   if (typed.some((t) => t.type === 'interval')) {
     const other = typed.find((t) => t.type !== 'interval');
     return other ? fail(site, `Cannot compare Interval with ${TYPE_NAMES[other.type]}`) : values;

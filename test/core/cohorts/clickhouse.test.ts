@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Session } from 'chdb';
-import { compileCohortQuery } from '../../../src/core/cohorts/compile-cohort';
 import { compileProperty } from '../../../src/core/cohorts/compile-property';
 import type { CohortGroup, PropertyCondition } from '../../../src/core/cohorts/types';
-import { CLICKHOUSE, CLICKHOUSE_18, DUCKDB, sql, type Dialect, type QueryParam } from '../../../src/core/query';
+import { CLICKHOUSE, CLICKHOUSE_18, DUCKDB, type Dialect, type QueryParam } from '../../../src/core/query';
 import { all, BEHAVIOUR_CASES, PERSON_CASES } from './cases';
-import { EVENTS, NOW, OTHER_TEAM, PERSONS, TEAM } from './fixture';
+import { cohortFixtureStatements, membersQuery } from './clickhouse-fixture';
+import { NOW, OTHER_TEAM, TEAM } from './fixture';
 
 /**
  * Cohort conditions in the ClickHouse dialect: each operator's whole SQL in the three spellings,
@@ -44,28 +44,13 @@ describe('each person operator in each dialect', () => {
 let session: Session;
 beforeAll(() => {
   session = new Session();
-  session.query("CREATE TABLE persons (id Int64, uuid String, team_id Int64, properties String, created_at DateTime64(6, 'UTC')) ENGINE = Memory");
-  session.query('CREATE TABLE person_distinct_ids (team_id Int64, distinct_id String, person_uuid String) ENGINE = Memory');
-  session.query("CREATE TABLE test_events (team_id Int64, event String, distinct_id String, timestamp DateTime64(6, 'UTC'), properties String) ENGINE = Memory");
-  session.query('CREATE TABLE cohorts (id Int64, team_id Int64, version Int64) ENGINE = Memory');
-  session.query('CREATE TABLE cohort_people (cohort_id Int64, person_uuid String, version Int64) ENGINE = Memory');
-  // A person's uuid is their label here, so answers read directly.
-  const insert = (table: string, rows: object[]) => session.query(`INSERT INTO ${table} FORMAT JSONEachRow ${rows.map((r) => JSON.stringify(r)).join('\n')}`);
-  insert('persons', PERSONS.map(([team, label, , properties], i) => ({ id: i + 1, uuid: label, team_id: team, properties: JSON.stringify(properties), created_at: '2024-03-01 00:00:00' })));
-  insert('person_distinct_ids', PERSONS.flatMap(([team, label, ids]) => ids.map((id) => ({ team_id: team, distinct_id: id, person_uuid: label }))));
-  insert('test_events', EVENTS.map(([team, event, distinctId, timestamp, properties]) => ({
-    team_id: team, event, distinct_id: distinctId, timestamp: timestamp.replace('T', ' ').replace('Z', ''), properties: JSON.stringify(properties),
-  })));
-  // As in fixture.ts: cohort 99's current version (2) holds bob; an older version's row must not count.
-  insert('cohorts', [{ id: 99, team_id: TEAM, version: 2 }]);
-  insert('cohort_people', [{ cohort_id: 99, person_uuid: 'bob', version: 2 }, { cohort_id: 99, person_uuid: 'alice', version: 1 }]);
+  for (const statement of cohortFixtureStatements("DateTime64(6, 'UTC')")) session.query(statement);
 });
 afterAll(() => session.close());
 
 function members(d: Dialect, definition: CohortGroup, teamId = TEAM): string[] {
-  const events = sql`(SELECT * FROM test_events WHERE team_id = ${d.bind(teamId)})`;
-  const query = d.render(compileCohortQuery(definition, { teamId, now: NOW, events, dialect: d }));
-  const text = session.queryBind(`SELECT person_uuid FROM (${query.sql}) ORDER BY person_uuid`, query.params, 'JSONEachRow');
+  const query = membersQuery(d, definition, teamId);
+  const text = session.queryBind(query.sql, query.params, 'JSONEachRow');
   return text.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { person_uuid: string }).person_uuid);
 }
 
