@@ -1,6 +1,7 @@
 import type { IntervalUnit } from './ast';
-import type { Dialect, RenderedSql, ScalarType } from './dialect';
+import type { Dialect, RenderedSql } from './dialect';
 import { joinSql, sql, trusted, type QueryParam, type SqlFragment } from './sql';
+import type { ValueType } from './types';
 
 /**
  * What separates ClickHouse 18.16 (the Debian server) from a modern one: exactly the three version
@@ -157,10 +158,10 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
  */
 const scopedFlags = (pattern: string): string => pattern.replace(/^\(\?([imsU]+)\)([\s\S]*)$/, '(?$1:$2)');
 
-const isTextual = (t: ScalarType) => t === 'string' || t === 'json' || t === 'null';
+const isTextual = (t: ValueType) => t === 'string' || t === 'json' || t === 'null';
 
 /** DuckDB's TRY_CAST to BIGINT: text read as a number, floats rounded half to even, NULL when out of range. */
-function tryInteger(x: SqlFragment, from: ScalarType, call: (name: string, ...args: SqlFragment[]) => SqlFragment): SqlFragment {
+function tryInteger(x: SqlFragment, from: ValueType, call: (name: string, ...args: SqlFragment[]) => SqlFragment): SqlFragment {
   if (from === 'integer') return x;
   if (from === 'boolean') return call('toInt64', x);
   const float = isTextual(from) ? call('toFloat64OrNull', x) : x;

@@ -1,5 +1,6 @@
 import type { IntervalUnit } from './ast';
 import type { QueryParam, SqlFragment } from './sql';
+import type { ValueType } from './types';
 
 /**
  * Every spelling that differs between the engines the compilers write for. The compilers (the
@@ -34,11 +35,11 @@ export interface Dialect {
   /** An integer or boolean as a float (never fails). */
   toFloat(x: SqlFragment): SqlFragment;
   /** Any scalar of type `from` as a float; text that is no number gives NULL. */
-  tryFloat(x: SqlFragment, from: ScalarType): SqlFragment;
+  tryFloat(x: SqlFragment, from: ValueType): SqlFragment;
   /** Any scalar of type `from` as an integer, or NULL where it is none. */
-  tryInteger(x: SqlFragment, from: ScalarType): SqlFragment;
+  tryInteger(x: SqlFragment, from: ValueType): SqlFragment;
   /** A non-text value of type `from` as text. */
-  toText(x: SqlFragment, from: ScalarType): SqlFragment;
+  toText(x: SqlFragment, from: ValueType): SqlFragment;
   /** Text as a UTC DateTime (an offset in it honoured); unparsable text gives NULL. */
   tryDatetime(x: SqlFragment): SqlFragment;
   /** A DateTime's day. */
@@ -80,9 +81,6 @@ export interface Dialect {
   /** An aggregate; sum/avg/min/max of no values (or only NULLs) are NULL, as in SQL. */
   aggregate(name: 'count' | 'uniq' | 'sum' | 'avg' | 'min' | 'max', x: SqlFragment | null): SqlFragment;
 }
-
-/** The types the compilers cast from (the expression compiler's value types without the temporal ones). */
-export type ScalarType = 'string' | 'json' | 'integer' | 'float' | 'boolean' | 'datetime' | 'date' | 'interval' | 'null';
 
 export interface RenderedSql {
   sql: string;

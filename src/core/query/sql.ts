@@ -1,7 +1,9 @@
 /**
- * SQL fragments: text written in this folder plus the values bound to its `?` placeholders, in
- * placeholder order. Fragments concatenate by concatenating both parts, so the storage layer can
- * splice compiled pieces into its own statement without renumbering anything.
+ * SQL fragments, the one way SQL is built (the query compiler, the cohort compiler, storage): text
+ * written in code plus the values bound to its placeholders, in placeholder order. Fragments
+ * concatenate by concatenating both parts, so the storage layer can splice compiled pieces into its
+ * own statement without renumbering anything; a dialect's `render` numbers them at the end where
+ * its engine wants names (ClickHouse's `{p0:String}`).
  *
  * The `sql` template accepts only fragments as interpolations: a request string cannot reach the
  * SQL text by accident, it has to go through `bind` (a placeholder) first.
@@ -26,6 +28,7 @@ export function sql(strings: TemplateStringsArray, ...parts: SqlFragment[]): Sql
 /** Text owned by this code (a catalog column, a function name); never a request value. */
 export const trusted = (text: string): SqlFragment => ({ sql: text, params: [] });
 
+/** DuckDB's placeholder, `?` (the DuckDB dialect's `bind`; other dialects have their own). */
 export function bind(value: QueryParam): SqlFragment {
   if (typeof value !== 'number') return { sql: '?', params: [value] };
   if (!Number.isFinite(value)) throw new RangeError('non-finite numbers are never bound');

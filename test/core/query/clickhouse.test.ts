@@ -72,6 +72,11 @@ describe('literals for servers without query parameters', () => {
     expect(JSON.parse(text).v).toBe(value);
   });
 
+  test.each(['a"b`c\\d', "x'y", 'ünï', 'count()'])('identifier %j reads back as itself', (name) => {
+    const text = session.query(`SELECT 1 AS ${CLICKHOUSE.quoteIdentifier(name)} FORMAT JSONEachRow`);
+    expect(Object.keys(JSON.parse(text))).toEqual([name]);
+  });
+
   test.each([0, -0, 7, -7, 2.5, -2.5, 1e26, -1e-7, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER])('%p reads back as itself', (value) => {
     const text = session.query(`SELECT 0 - ${clickhouseLiteral(value)} AS v FORMAT JSONEachRow SETTINGS output_format_json_quote_64bit_integers = 0`);
     expect(Number(JSON.parse(text).v)).toBe(0 - value);

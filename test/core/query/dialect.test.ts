@@ -154,6 +154,10 @@ describe('ClickHouse rendering', () => {
     expect(() => CLICKHOUSE_18.render({ sql: 'x', params: ['a'] })).toThrow('placeholders and params disagree');
   });
 
+  test('identifiers are quoted the engine\'s way', () => {
+    expect([DUCKDB, CLICKHOUSE].map((d) => d.quoteIdentifier('a"b`c\\d'))).toEqual(['"a""b`c\\d"', '`a"b\\`c\\\\d`']);
+  });
+
   test.each([
     ['18.16.1', false],
     ['19.17.4.11', false],
