@@ -128,7 +128,8 @@ export class ExprCompiler {
     const prec = op === '+' || op === '-' ? PREC.add : PREC.mul;
     const [a, b] = [asDouble(this.d, left, site), asDouble(this.d, right, site)];
     const nullable = a.nullable || b.nullable || op === '/' || op === '%';
-    return derive(sql`${paren(a, prec)} ${opSql} ${paren(b, prec + 1)}`, 'float', [a, b], { prec, nullable });
+    const [l, r] = [paren(a, prec), paren(b, prec + 1)];
+    return derive(op === '%' ? this.d.modulo(l, r) : sql`${l} ${opSql} ${r}`, 'float', [a, b], { prec, nullable });
   }
 
   /** DateTime ± interval, interval ± interval; a text literal next to an interval is read as a DateTime. */
@@ -170,8 +171,8 @@ export class ExprCompiler {
   private in(node: Extract<Expr, { kind: 'in' }>, strict: boolean): Typed {
     const site = this.site(node);
     const [operand, ...items] = unify(this.d, [this.compile(node.operand, true), ...node.list.map((e) => this.compile(e, true))], site) as [Typed, ...Typed[]];
-    const op = trusted(node.negated ? 'NOT IN' : 'IN');
-    const pred = sql`${paren(operand, PREC.add)} ${op} (${joinSql(items, ', ')})`;
+    const constant = items.every((t) => !t.columns && !t.aggregate);
+    const pred = this.d.inList(paren(operand, PREC.add), items, node.negated, constant);
     const all = [operand, ...items];
     return nullSafe(this.d, pred, all.some((t) => t.nullable), strict, node.negated, all);
   }

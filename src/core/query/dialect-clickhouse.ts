@@ -85,6 +85,14 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
   const call = (name: string, ...args: SqlFragment[]) => sql`${trusted(name)}(${joinSql(args, ', ')})`;
   const json = jsonFunctions(features.jsonExtract, bind, call);
   const { datetime64 } = features;
+  // Best effort reads far more than DuckDB's TIMESTAMPTZ cast (18.16 takes '10' for a time), so
+  // only text that starts as a date is parsed.
+  // Other text is parsed as 'x', which is NULL: `if(…, parsed, NULL)` trips 18.16 over nested
+  // Nullables, and 18.16 reads '' as 2000-01-01.
+  const tryDatetime = (x: SqlFragment) => {
+    const dateLike = sql`if(match(${x}, '^\\\\d{4}-\\\\d{1,2}-\\\\d{1,2}'), ${x}, 'x')`;
+    return datetime64 ? sql`parseDateTime64BestEffortOrNull(${dateLike}, 6, 'UTC')` : sql`parseDateTimeBestEffortOrNull(${dateLike}, 'UTC')`;
+  };
 
   return {
     name: 'clickhouse',
@@ -97,11 +105,13 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
     jsonText: json.text,
     jsonHas: json.has,
 
+    // 18.16 fails the query on a float `% 0`; written out, it is NaN as in DuckDB, on every version.
+    modulo: (l, r) => sql`(${l} - ${r} * trunc(${l} / ${r}))`,
     toFloat: (x) => call('toFloat64', x),
     tryFloat: (x, from) => (isTextual(from) ? call('toFloat64OrNull', x) : call('toFloat64', x)),
     tryInteger: (x, from) => tryInteger(x, from, call),
     toText: (x, from) => (from === 'boolean' ? sql`multiIf(isNull(${x}), NULL, ${x}, 'true', 'false')` : call('toString', x)),
-    tryDatetime: (x) => (datetime64 ? sql`parseDateTime64BestEffortOrNull(${x}, 6, 'UTC')` : sql`parseDateTimeBestEffortOrNull(${x}, 'UTC')`),
+    tryDatetime,
     toDate: (x) => call('toDate', x),
     // 18.16 compares a Date with a DateTime as raw numbers (days against seconds).
     dateAsDatetime: (x) => (datetime64 ? sql`toDateTime64(${x}, 6, 'UTC')` : sql`toDateTime(${x}, 'UTC')`),
@@ -113,7 +123,7 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
     isoInstant: (iso) => (datetime64 ? sql`parseDateTime64BestEffort(${bind(iso)}, 6, 'UTC')` : sql`parseDateTimeBestEffort(${bind(iso)}, 'UTC')`),
     personDate: (t) => {
       const epoch = datetime64 ? sql`toDateTime64(toFloat64OrNull(${t}), 6, 'UTC')` : sql`toDateTime(toFloat64OrNull(${t}), 'UTC')`;
-      const parsed = datetime64 ? sql`parseDateTime64BestEffortOrNull(${t}, 6, 'UTC')` : sql`parseDateTimeBestEffortOrNull(${t}, 'UTC')`;
+      const parsed = tryDatetime(t);
       // In a ClickHouse string literal a backslash escapes: `\\d` is the regex `\d`.
       return sql`multiIf(match(${t}, '^[+-]?(\\\\d+\\\\.?\\\\d*|\\\\.\\\\d+)([eE][+-]?\\\\d+)?$'), ${epoch}, ${parsed})`;
     },
@@ -136,6 +146,14 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
     regexMatch: (x, pattern) => call('match', x, bind(scopedFlags(pattern))),
     contains: (haystack, needle) => sql`position(${haystack}, ${needle}) > 0`,
 
+    // 18.16 takes only constants in an IN list; with a field among them, the ORs mean the same.
+    inList: (x, items, negated, constant) => {
+      // A NULL literal's IN is NULL anyway, and 18.16 refuses its type (Nothing) against the list.
+      if (x.sql === 'NULL') return trusted('NULL');
+      if (constant) return sql`${x} ${trusted(negated ? 'NOT IN' : 'IN')} (${joinSql(items, ', ')})`;
+      const any = joinSql(items.map((item) => sql`${x} = (${item})`), ' OR ');
+      return negated ? sql`NOT (${any})` : sql`(${any})`;
+    },
     // IS [NOT] DISTINCT FROM exists only in JOIN ON.
     notDistinct: (l, r) => sql`coalesce(${l} = ${r}, isNull(${l}) AND isNull(${r}))`,
     distinct: (l, r) => sql`NOT coalesce(${l} = ${r}, isNull(${l}) AND isNull(${r}))`,

@@ -26,6 +26,7 @@ export const DUCKDB: Dialect = {
   jsonText: (json, keys) => sql`json_extract_string(${json}, ${bind(jsonPointer(keys))})`,
   jsonHas: (json, keys) => sql`json_exists(${json}, ${bind(jsonPointer(keys))})`,
 
+  modulo: (l, r) => sql`${l} % ${r}`,
   toFloat: (x) => sql`CAST(${x} AS DOUBLE)`,
   tryFloat: (x) => sql`TRY_CAST(${x} AS DOUBLE)`,
   tryInteger: (x) => sql`TRY_CAST(${x} AS BIGINT)`,
@@ -62,6 +63,7 @@ export const DUCKDB: Dialect = {
   regexMatch: (x, pattern) => sql`regexp_matches(${x}, ${bind(pattern)})`,
   contains: (haystack, needle) => sql`strpos(${haystack}, ${needle}) > 0`,
 
+  inList: (x, items, negated) => sql`${x} ${trusted(negated ? 'NOT IN' : 'IN')} (${joinSql(items, ', ')})`,
   notDistinct: (l, r) => sql`${l} IS NOT DISTINCT FROM ${r}`,
   distinct: (l, r) => sql`${l} IS DISTINCT FROM ${r}`,
   nullAs: (pred, value) => sql`COALESCE(${pred}, ${trusted(value ? 'TRUE' : 'FALSE')})`,

@@ -32,6 +32,8 @@ export interface Dialect {
   /** Whether the key path is present (a JSON null counts as present). */
   jsonHas(json: SqlFragment, keys: readonly string[]): SqlFragment;
 
+  /** The float remainder with the dividend's sign (fmod); by zero NaN, never an error. Operands parenthesized for `%`. */
+  modulo(l: SqlFragment, r: SqlFragment): SqlFragment;
   /** An integer or boolean as a float (never fails). */
   toFloat(x: SqlFragment): SqlFragment;
   /** Any scalar of type `from` as a float; text that is no number gives NULL. */
@@ -69,6 +71,8 @@ export interface Dialect {
   /** Whether `needle` occurs in `haystack`. */
   contains(haystack: SqlFragment, needle: SqlFragment): SqlFragment;
 
+  /** `x [NOT] IN (items)`, NULL as SQL has it; `constant` when no item reads a column. */
+  inList(x: SqlFragment, items: SqlFragment[], negated: boolean, constant: boolean): SqlFragment;
   /** `l = r` where NULL equals NULL; never NULL itself. */
   notDistinct(l: SqlFragment, r: SqlFragment): SqlFragment;
   /** `l != r` where NULL equals NULL; never NULL itself. */

@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { assembleStatement, CLICKHOUSE_18, compileStatement, type SqlFragment } from '../../../src/core/query';
 import { clickhouseServerInstalled, startClickHouseServer, type ClickHouseServer } from '../../helpers/clickhouse-server';
-import { CASES, NOW, type QueryCase } from './cases';
+import { AppError } from '../../../src/errors';
+import { CASES, FIXTURE_EVENTS, NOW, type QueryCase } from './cases';
 import { fixtureStatements, OUTPUT_SETTINGS, plainRows, statementIn } from './clickhouse-fixture';
+import { openFixture, runRows, statementFor } from './duckdb-fixture';
+import { generatedProbes, PROBES_ANSWERED_OTHERWISE } from './probes';
 import { STATEMENT_CASES, type StatementCase } from './statement-cases';
 
 /**
@@ -55,8 +58,44 @@ describe.skipIf(!clickhouseServerInstalled)('ClickHouse 18.16 server', () => {
     expect(await rows(statementOf(c, true))).toEqual(all);
   });
 
+  test('injection probes: refused by the compiler, or run inside team 1 with the answer DuckDB gives; nothing changes', async () => {
+    const duckdb = await openFixture();
+    const state = async () => [await server.query('SHOW TABLES'), await server.query('SELECT * FROM events ORDER BY uuid')];
+    const before = await state();
+    const team1 = new Set(FIXTURE_EVENTS.filter((e) => e.team_id === 1).map((e) => e.uuid));
+    let ran = 0;
+    try {
+      for (const c of [...CASES.filter((x) => x.probe), ...generatedProbes()]) {
+        let expected: unknown[][];
+        try {
+          expected = await runRows(duckdb, statementFor(c, 'events'));
+        } catch (error) {
+          expect(error).toBeInstanceOf(AppError);
+          continue;
+        }
+        ran++;
+        const key = JSON.stringify([c.select, c.where]);
+        const all = await rows(statementIn(CLICKHOUSE_18, c, 'events')).catch((error: Error) => {
+          throw new Error(`${key}: ${error.message}`);
+        });
+        expect(await rows(statementIn(CLICKHOUSE_18, c, 'team1_events'))).toEqual(all);
+        if (!c.select) for (const [uuid] of all) expect(team1.has(uuid as string)).toBe(true);
+        if (!PROBES_ANSWERED_OTHERWISE[key]) expect([key, rounded(all)]).toEqual([key, rounded(expected)]);
+      }
+    } finally {
+      duckdb.closeSync();
+    }
+    expect(await state()).toEqual(before);
+    expect(ran).toBeGreaterThan(100);
+  });
+
   test('the cases left out are cases', () => {
     const names = [...answered, ...STATEMENT_CASES].map((c) => c.name);
     expect(Object.keys(SECONDS_ONLY).filter((name) => !names.includes(name))).toEqual([]);
   });
 });
+
+/** Floats to 12 digits (the engines sum in different orders), times to the second (all 18.16's DateTime holds). */
+const rounded = (rows: unknown[][]) =>
+  rows.map((row) => row.map((v) => (typeof v === 'number' ? Number(v.toPrecision(12)) : typeof v === 'string' && ISO.test(v) ? v.slice(0, 19) : v)));
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -3,8 +3,11 @@ import type { Session } from 'chdb';
 import {
   assembleStatement, CLICKHOUSE, CLICKHOUSE_18, clickhouseLiteral, compileStatement, type Dialect,
 } from '../../../src/core/query';
+import { AppError } from '../../../src/errors';
 import { CASES, FIXTURE_EVENTS, NOW, type QueryCase } from './cases';
 import { openChdbFixture, runChdbRows, statementIn } from './clickhouse-fixture';
+import { openFixture, runRows, statementFor } from './duckdb-fixture';
+import { generatedProbes, PROBES_ANSWERED_OTHERWISE } from './probes';
 import { STATEMENT_CASES, type StatementCase } from './statement-cases';
 
 /**
@@ -82,3 +85,42 @@ describe('literals for servers without query parameters', () => {
     expect(Number(JSON.parse(text).v)).toBe(0 - value);
   });
 });
+
+describe('injection probes in both spellings', () => {
+  const probes = [...CASES.filter((c) => c.probe), ...generatedProbes()];
+  const team1 = new Set(FIXTURE_EVENTS.filter((e) => e.team_id === 1).map((e) => e.uuid));
+  const state = () => [session.query('SHOW TABLES', 'CSV'), session.query('SELECT * FROM events ORDER BY uuid', 'CSV')];
+
+  test('each is refused by the compiler, or runs on chDB inside team 1 with the answer DuckDB gives; nothing changes', async () => {
+    const duckdb = await openFixture();
+    const before = state();
+    const outcomes = { refused: 0, ran: 0 };
+    try {
+      for (const c of probes) {
+        let expected: unknown[][];
+        try {
+          expected = await runRows(duckdb, statementFor(c, 'events'));
+        } catch (error) {
+          expect(error).toBeInstanceOf(AppError);
+          outcomes.refused++;
+          continue;
+        }
+        outcomes.ran++;
+        for (const dialect of [CLICKHOUSE, CLICKHOUSE_18]) {
+          const rows = runChdbRows(session, dialect, statementIn(dialect, c, 'events'));
+          expect(runChdbRows(session, dialect, statementIn(dialect, c, 'team1_events'))).toEqual(rows);
+          if (!c.select) for (const [uuid] of rows) expect(team1.has(uuid as string)).toBe(true);
+          const key = JSON.stringify([c.select, c.where]);
+          // Floats compared to 12 digits: the engines sum in different orders.
+          if (!PROBES_ANSWERED_OTHERWISE[key]) expect([key, rounded(rows)]).toEqual([key, rounded(expected)]);
+        }
+      }
+    } finally {
+      duckdb.closeSync();
+    }
+    expect(state()).toEqual(before);
+    expect(outcomes.ran).toBeGreaterThan(100);
+  });
+});
+
+const rounded = (rows: unknown[][]) => rows.map((row) => row.map((v) => (typeof v === 'number' ? Number(v.toPrecision(12)) : v)));
