@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { assembleStatement, CLICKHOUSE_18, compileStatement, type SqlFragment } from '../../../src/core/query';
+import { assembleStatement, CLICKHOUSE_18, compileEventsQuery, compileStatement, type SqlFragment } from '../../../src/core/query';
 import { clickhouseServerInstalled, startClickHouseServer, type ClickHouseServer } from '../../helpers/clickhouse-server';
 import { AppError } from '../../../src/errors';
 import { CASES, FIXTURE_EVENTS, NOW, type QueryCase } from './cases';
 import { fixtureStatements, OUTPUT_SETTINGS, plainRows, statementIn } from './clickhouse-fixture';
 import { openFixture, runRows, statementFor } from './duckdb-fixture';
+import { EVENTS_QUERY_CASES, type EventsQueryCase } from './events-query-cases';
 import { generatedProbes, PROBES_ANSWERED_OTHERWISE } from './probes';
 import { STATEMENT_CASES, type StatementCase } from './statement-cases';
 
@@ -19,6 +20,7 @@ const SECONDS_ONLY: Record<string, string> = {
   'before keeps microseconds (next-page cursor)': 'e4 at …59.5 is before a cursor at …59.500001, not before …59',
   'timestamps with fractions and toDateTime': "e4 at …59.5 is after '…59.4', at …59 it is not",
   'SELECT * with a table alias': 'e4 reads back at …59, not …59.5',
+  "personId: that person's distinct ids": 'e4 reads back at …59, not …59.5',
 };
 
 let server: ClickHouseServer;
@@ -32,6 +34,12 @@ function statementOf(c: StatementCase, team1: boolean): SqlFragment {
   const compiled = compileStatement(c.query, c.values, NOW, CLICKHOUSE_18);
   const table = compiled.table === 'persons' && compiled.readsDistinctIds ? 'persons_pdi' : compiled.table;
   return assembleStatement(compiled, { relation: team1 ? `team1_${table}` : table, teamId: 1, limit: compiled.limit ?? 100, offset: compiled.offset ?? 0, dialect: CLICKHOUSE_18 });
+}
+
+function eventsQueryOf(c: EventsQueryCase, relation: string): SqlFragment {
+  const context = { displayNameProperties: ['email', 'name', 'username'], testAccountFilters: [], personDistinctIds: null, ...c.context };
+  const compiled = compileEventsQuery(c.input, NOW, context, CLICKHOUSE_18);
+  return assembleStatement(compiled.statement, { relation, teamId: 1, limit: compiled.limit ?? 100, offset: compiled.offset, dialect: CLICKHOUSE_18 });
 }
 
 const answered = CASES.filter((c) => !c.error && (c.rows || c.uuids));
@@ -56,6 +64,12 @@ describe.skipIf(!clickhouseServerInstalled)('ClickHouse 18.16 server', () => {
     const all = await rows(statementOf(c, false));
     expect(all).toEqual(c.rows!);
     expect(await rows(statementOf(c, true))).toEqual(all);
+  });
+
+  test.each(kept(EVENTS_QUERY_CASES.filter((c) => c.rows)))('EventsQuery: %s', async (_case, c) => {
+    const all = await rows(eventsQueryOf(c, 'events'));
+    expect(all).toEqual(c.rows!);
+    expect(await rows(eventsQueryOf(c, 'team1_events'))).toEqual(all);
   });
 
   test('injection probes: refused by the compiler, or run inside team 1 with the answer DuckDB gives; nothing changes', async () => {
@@ -90,7 +104,7 @@ describe.skipIf(!clickhouseServerInstalled)('ClickHouse 18.16 server', () => {
   });
 
   test('the cases left out are cases', () => {
-    const names = [...answered, ...STATEMENT_CASES].map((c) => c.name);
+    const names = [...answered, ...STATEMENT_CASES, ...EVENTS_QUERY_CASES].map((c) => c.name);
     expect(Object.keys(SECONDS_ONLY).filter((name) => !names.includes(name))).toEqual([]);
   });
 });

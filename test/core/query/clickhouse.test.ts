@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Session } from 'chdb';
 import {
-  assembleStatement, CLICKHOUSE, CLICKHOUSE_18, clickhouseLiteral, compileStatement, type Dialect,
+  assembleStatement, CLICKHOUSE, CLICKHOUSE_18, clickhouseLiteral, compileEventsQuery, compileStatement, type Dialect,
 } from '../../../src/core/query';
 import { AppError } from '../../../src/errors';
 import { CASES, FIXTURE_EVENTS, NOW, type QueryCase } from './cases';
 import { openChdbFixture, runChdbRows, statementIn } from './clickhouse-fixture';
 import { openFixture, runRows, statementFor } from './duckdb-fixture';
+import { EVENTS_QUERY_CASES, type EventsQueryCase } from './events-query-cases';
 import { generatedProbes, PROBES_ANSWERED_OTHERWISE } from './probes';
 import { STATEMENT_CASES, type StatementCase } from './statement-cases';
 
@@ -36,6 +37,13 @@ function statementOf(d: Dialect, c: StatementCase, team1: boolean) {
   return assembleStatement(compiled, { relation: team1 ? `team1_${table}` : table, teamId: 1, limit: compiled.limit ?? 100, offset: compiled.offset ?? 0, dialect: d });
 }
 
+/** An EventsQuery (PostHog's UI) as storage would run it, as events-query.test.ts builds it for DuckDB. */
+function eventsQueryOf(d: Dialect, c: EventsQueryCase, relation: string) {
+  const context = { displayNameProperties: ['email', 'name', 'username'], testAccountFilters: [], personDistinctIds: null, ...c.context };
+  const compiled = compileEventsQuery(c.input, NOW, context, d);
+  return assembleStatement(compiled.statement, { relation, teamId: 1, limit: compiled.limit ?? 100, offset: compiled.offset, dialect: d });
+}
+
 const answered = CASES.filter((c) => !c.error && (c.rows || c.uuids));
 const expected = (c: QueryCase) => c.rows ?? (c.uuids ?? []).map((u) => [u]);
 
@@ -53,6 +61,12 @@ describe.each([
     const rows = runChdbRows(session, dialect, statementOf(dialect, c, false));
     expect(rows).toEqual(c.rows!);
     expect(runChdbRows(session, dialect, statementOf(dialect, c, true))).toEqual(rows);
+  });
+
+  test.each(EVENTS_QUERY_CASES.filter((c) => c.rows && !(c.name in skipped)).map((c) => [c.name, c] as const))('EventsQuery: %s', (_case, c) => {
+    const rows = runChdbRows(session, dialect, eventsQueryOf(dialect, c, 'events'));
+    expect(rows).toEqual(c.rows!);
+    expect(runChdbRows(session, dialect, eventsQueryOf(dialect, c, 'team1_events'))).toEqual(rows);
   });
 
   test('the cases left out are cases', () => {
