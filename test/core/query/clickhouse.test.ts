@@ -122,7 +122,8 @@ describe('injection probes in both spellings', () => {
         outcomes.ran++;
         for (const dialect of [CLICKHOUSE, CLICKHOUSE_18]) {
           const rows = runChdbRows(session, dialect, statementIn(dialect, c, 'events'));
-          expect(runChdbRows(session, dialect, statementIn(dialect, c, 'team1_events'))).toEqual(rows);
+          // Over team 1's rows alone where values are written into the text (bound ones cannot reach it).
+          if (dialect === CLICKHOUSE_18) expect(runChdbRows(session, dialect, statementIn(dialect, c, 'team1_events'))).toEqual(rows);
           if (!c.select) for (const [uuid] of rows) expect(team1.has(uuid as string)).toBe(true);
           const key = JSON.stringify([c.select, c.where]);
           // Floats compared to 12 digits: the engines sum in different orders.
