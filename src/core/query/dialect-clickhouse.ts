@@ -85,10 +85,9 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
   const call = (name: string, ...args: SqlFragment[]) => sql`${trusted(name)}(${joinSql(args, ', ')})`;
   const json = jsonFunctions(features.jsonExtract, bind, call);
   const { datetime64 } = features;
-  // Best effort reads far more than DuckDB's TIMESTAMPTZ cast (18.16 takes '10' for a time), so
-  // only text that starts as a date is parsed.
-  // Other text is parsed as 'x', which is NULL: `if(…, parsed, NULL)` trips 18.16 over nested
-  // Nullables, and 18.16 reads '' as 2000-01-01.
+  // Best effort reads far more than DuckDB's TIMESTAMPTZ cast (18.16 takes '10' for a time), so only
+  // text that starts as a date is parsed; other text is parsed as 'x', which is NULL (`if(…, NULL)`
+  // trips 18.16 over nested Nullables, and 18.16 reads '' as 2000-01-01).
   const tryDatetime = (x: SqlFragment) => {
     const dateLike = sql`if(match(${x}, '^\\\\d{4}-\\\\d{1,2}-\\\\d{1,2}'), ${x}, 'x')`;
     return datetime64 ? sql`parseDateTime64BestEffortOrNull(${dateLike}, 6, 'UTC')` : sql`parseDateTimeBestEffortOrNull(${dateLike}, 'UTC')`;
