@@ -10,10 +10,10 @@ import {
 } from './types';
 
 /**
- * Compiles one expression tree to SQL in a dialect (DuckDB unless told). `strict` says whether the result must be an exact
- * boolean (select lists, operands of NOT and of comparisons) or may let NULL stand for false
- * (positive WHERE positions, where it reads better and filters push down). One instance per
- * expression: it carries that expression's interval budget and aggregate nesting.
+ * Compiles one expression tree to SQL in a dialect (DuckDB unless told). `strict` says whether the
+ * result must be an exact boolean (select lists, operands of NOT and of comparisons) or may let
+ * NULL stand for false (positive WHERE positions, where it reads better and filters push down).
+ * One instance per expression: it carries that expression's interval budget and aggregate nesting.
  */
 /** What a statement adds to the names an expression may use. */
 export interface NameScope {
