@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { chdbPath } from './chdb';
 import { freePort, launchWatched } from './watchdog';
 
 /**
@@ -29,6 +30,32 @@ export const testDatabaseName = () => `hogbase_test_${process.pid}_${++databases
 export async function clickhouseServerUrl(): Promise<string> {
   const port = await (server ??= startServer());
   return `clickhouse://default@127.0.0.1:${port}/${testDatabaseName()}`;
+}
+
+/** A new, empty database on the run's 18.16 server, spoken to over HTTP (tests of the SQL itself). */
+export interface ClickHouseServer {
+  /** Runs one statement in the database; the body as text, or throws with the server's message. */
+  query(sql: string, settings?: Record<string, string>): Promise<string>;
+  /** Drops the database (the server runs on for the other tests). */
+  stop(): Promise<void>;
+}
+
+export async function startClickHouseServer(): Promise<ClickHouseServer> {
+  const port = await (server ??= startServer());
+  const database = testDatabaseName();
+  const send = async (sql: string, settings: Record<string, string>) => {
+    const response = await fetch(`http://127.0.0.1:${port}/?${new URLSearchParams(settings)}`, { method: 'POST', body: sql });
+    const text = await response.text();
+    if (!response.ok) throw new Error(text.trim());
+    return text;
+  };
+  await send(`CREATE DATABASE ${database}`, {});
+  return {
+    query: (sql, settings = {}) => send(sql, { database, ...settings }),
+    stop: async () => {
+      await send(`DROP DATABASE IF EXISTS ${database}`, {});
+    },
+  };
 }
 
 const config = (dir: string, http: number, tcp: number) => `<?xml version="1.0"?>
@@ -94,15 +121,11 @@ async function startServer(): Promise<number> {
 
 let chdb: Promise<import('@clickhouse/client').ClickHouseClient> | null = null;
 
-/** This process's chDB (modern ClickHouse in process) as a `@clickhouse/client` client; never closed (one per process). */
+/** This process's chDB (modern ClickHouse in process, see chdb.ts) as a `@clickhouse/client` client; never closed. */
 export function chdbClient(): Promise<import('@clickhouse/client').ClickHouseClient> {
   chdb ??= (async () => {
     const [{ createClient }, { createChdbConnection }] = await Promise.all([import('@clickhouse/client'), import('chdb/connection')]);
-    const dir = mkdtempSync(join(tmpdir(), 'hogbase-chdb-'));
-    // Nothing runs when bun test ends: a watchdog (with nothing to watch but time) removes the
-    // directory once this process is gone.
-    launchWatched({ name: 'chdb', dir, argv: ['sleep', '86400'], log: '/dev/null', signal: 'KILL' });
-    return createClient({ connection: createChdbConnection({ path: join(dir, 'data') }) } as never);
+    return createClient({ connection: createChdbConnection({ path: chdbPath() }) } as never);
   })();
   return chdb;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { Session } from 'chdb';
+import type { Session } from 'chdb';
+import { chdbSession } from '../../helpers/chdb';
 import { compileProperty } from '../../../src/core/cohorts/compile-property';
 import type { CohortGroup, PropertyCondition } from '../../../src/core/cohorts/types';
 import { CLICKHOUSE, CLICKHOUSE_18, DUCKDB, type Dialect, type QueryParam } from '../../../src/core/query';
@@ -43,7 +44,7 @@ describe('each person operator in each dialect', () => {
 
 let session: Session;
 beforeAll(() => {
-  session = new Session();
+  session = chdbSession();
   for (const statement of cohortFixtureStatements("DateTime64(6, 'UTC')")) session.query(statement);
 });
 afterAll(() => session.close());

@@ -1,4 +1,5 @@
-import { Session } from 'chdb';
+import type { Session } from 'chdb';
+import { chdbSession } from '../../helpers/chdb';
 import { HOT_PROPERTIES, hotValuesOf } from '../../../src/core/events/columns';
 import {
   assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type Dialect, type SqlFragment,
@@ -49,7 +50,7 @@ export function fixtureStatements(datetime64: boolean): string[] {
 
 /** The fixture in chDB (ClickHouse 26.7 in process). */
 export function openChdbFixture(): Session {
-  const session = new Session();
+  const session = chdbSession();
   for (const statement of fixtureStatements(true)) session.query(statement);
   return session;
 }
