@@ -1,23 +1,25 @@
 import { Readable } from 'node:stream';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { AppError } from '../../errors';
-import { featuresOf, type ClickHouseFeatures } from './features';
-import type { ChStatement } from './statement';
+import { clickhouseDialect, clickhouseFeatures, type ClickHouseFeatures, type Dialect, type SqlFragment } from '../../core/query';
 
 /**
  * One ClickHouse database over its HTTP interface (`@clickhouse/client`), for the events when
- * EVENTS_STORE names one. Statements come as `ChStatement`s (values bound, see statement.ts); the
- * server's version decides the three spellings that differ on 18.16 (features.ts). Whatever the
+ * EVENTS_STORE names one. Statements come as fragments built with `dialect` (values bound), which
+ * the server's version chose (the three spellings that differ on 18.16, core/query's ClickHouse
+ * dialect) and which renders them for the client. Whatever the
  * server or the connection answers as an error leaves this module as an `AppError`: nothing of
  * ClickHouse's messages reaches the API.
  */
 export interface ClickHouse {
   readonly version: string;
   readonly features: ClickHouseFeatures;
+  /** How statements for this server are written: values bound with `dialect.bind`. */
+  readonly dialect: Dialect;
   /** A table of this database, qualified (chDB's client is bound to no database). */
   table(name: string): string;
-  query<T = Record<string, unknown>>(statement: ChStatement): Promise<T[]>;
-  command(statement: ChStatement): Promise<void>;
+  query<T = Record<string, unknown>>(statement: SqlFragment): Promise<T[]>;
+  command(statement: SqlFragment): Promise<void>;
   /**
    * `INSERT INTO table (columns) FORMAT TabSeparated` (the table as `table()` gives it) with `rows` as its data: one INSERT, which
    * ClickHouse writes as one block per partition.
@@ -118,14 +120,25 @@ export async function openClickHouse(source: ClickHouseTarget | { client: ClickH
     await run(() => client.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}` }));
   }
   const [{ version }] = await queryText<{ version: string }>('SELECT version() AS version', {});
+  const features = clickhouseFeatures(version!);
+  const dialect = clickhouseDialect(features);
+  const rendered = (statement: SqlFragment) => {
+    const { sql, params } = dialect.render(statement);
+    return { sql, params: params as Record<string, unknown> };
+  };
   return {
     version: version!,
-    features: featuresOf(version!),
+    features,
+    dialect,
     table: (name) => `${database}.${name}`,
-    query: <T>(statement: ChStatement) => queryText<T>(statement.sql, statement.params),
+    query: <T>(statement: SqlFragment) => {
+      const { sql, params } = rendered(statement);
+      return queryText<T>(sql, params);
+    },
     command: (statement) =>
       run(async () => {
-        await client.command({ query: statement.sql, ...(Object.keys(statement.params).length ? { query_params: statement.params } : {}) });
+        const { sql, params } = rendered(statement);
+        await client.command({ query: sql, ...(Object.keys(params).length ? { query_params: params } : {}) });
       }),
     insertTabSeparated: (table, columns, rows) =>
       run(async () => {

@@ -1,8 +1,7 @@
 import type { StoredEventRow } from '../../core/events/columns';
 import { FIELD, NULL_MARK, PERSON_SLOT, QUOTE } from '../events/wal-format';
+import { sql, trusted, type ClickHouseFeatures, type SqlFragment } from '../../core/query';
 import type { ClickHouse } from './client';
-import type { ClickHouseFeatures } from './features';
-import { ChParams, chLiteral } from './statement';
 
 /**
  * Events into and out of ClickHouse's `events` table (schema.ts). Rows arrive as the event
@@ -83,16 +82,16 @@ export const tsvField = (value: string | null): string =>
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
 /** Epoch milliseconds as the server's time column(s): `YYYY-MM-DD hh:mm:ss.ffffff`, or on 18.16 the seconds and the milliseconds. */
-function timeFields(ms: number, f: Pick<ClickHouseFeatures, 'dateTime64'>): string {
+function timeFields(ms: number, f: Pick<ClickHouseFeatures, 'datetime64'>): string {
   const d = new Date(ms);
   const seconds = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)} ${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
   const millis = ((ms % 1000) + 1000) % 1000;
-  return f.dateTime64 ? `${seconds}.${pad(millis, 3)}000` : `${seconds}\t${millis}`;
+  return f.datetime64 ? `${seconds}.${pad(millis, 3)}000` : `${seconds}\t${millis}`;
 }
 
 /** The table's columns in the order `tabSeparatedRows` writes them. */
-export function insertColumns(f: Pick<ClickHouseFeatures, 'dateTime64'>): string[] {
-  const time = (name: string) => (f.dateTime64 ? [name] : [name, `${name}_ms`]);
+export function insertColumns(f: Pick<ClickHouseFeatures, 'datetime64'>): string[] {
+  const time = (name: string) => (f.datetime64 ? [name] : [name, `${name}_ms`]);
   return ['uuid', 'team_id', 'event', 'distinct_id', 'person_id', ...time('timestamp'), ...time('created_at'), 'elements_chain', 'mat_browser', 'mat_os', 'mat_current_url', 'mat_session_id', 'properties', '_seg'];
 }
 
@@ -103,7 +102,7 @@ const CHUNK_ROWS = 4096;
  * Processed log text (frame headers and blank lines skipped) as TabSeparated rows in
  * `insertColumns` order, in chunks; `seg` is the load's watermark, kept with each row.
  */
-export function* tabSeparatedRows(text: string, seg: number, f: Pick<ClickHouseFeatures, 'dateTime64'>): Generator<string> {
+export function* tabSeparatedRows(text: string, seg: number, f: Pick<ClickHouseFeatures, 'datetime64'>): Generator<string> {
   let chunk = '';
   let rows = 0;
   for (const v of records(text)) {
@@ -131,7 +130,7 @@ export async function insertProcessed(ch: ClickHouse, text: string, seg: number)
 /** An event as read back (times in epoch milliseconds). */
 export type ClickHouseEventRow = Omit<StoredEventRow, 'hot'>;
 
-const msOf = (column: string, f: ClickHouseFeatures) => (f.dateTime64 ? `toUnixTimestamp64Milli(${column})` : `(toUnixTimestamp(${column}) * 1000 + ${column}_ms)`);
+const msOf = (column: string, f: ClickHouseFeatures) => trusted(f.datetime64 ? `toUnixTimestamp64Milli(${column})` : `(toUnixTimestamp(${column}) * 1000 + ${column}_ms)`);
 
 /** Position after which a page continues: the last row's time and uuid. */
 export interface EventCursor {
@@ -142,21 +141,23 @@ export interface EventCursor {
 /** A project's newest events first (ties by uuid, descending), after `before` when given. */
 export async function newestEvents(ch: ClickHouse, teamId: number, options: { limit: number; before?: EventCursor }): Promise<ClickHouseEventRow[]> {
   const f = ch.features;
-  const p = new ChParams(f);
+  const bind = ch.dialect.bind;
   const ts = msOf('timestamp', f);
-  const conditions = [`team_id = ${p.bind(teamId, 'Int64')}`];
+  const conditions: SqlFragment[] = [sql`team_id = ${bind(teamId)}`];
   if (options.before) {
-    const at = p.bind(options.before.timestamp, 'Int64');
-    const seconds = p.bind(Math.floor(options.before.timestamp / 1000), 'Int64');
+    const at = bind(options.before.timestamp);
     // The seconds bound lets the primary key skip what is newer; the exact order is (time, uuid).
-    conditions.push(`timestamp <= toDateTime(${seconds}, 'UTC')`, `(${ts} < ${at} OR (${ts} = ${at} AND toString(uuid) < ${p.bind(options.before.uuid, 'String')}))`);
+    conditions.push(
+      sql`timestamp <= toDateTime(${bind(Math.floor(options.before.timestamp / 1000))}, 'UTC')`,
+      sql`(${ts} < ${at} OR (${ts} = ${at} AND toString(uuid) < ${bind(options.before.uuid)}))`,
+    );
   }
-  const order = f.dateTime64 ? 'timestamp DESC, uuid DESC' : 'timestamp DESC, timestamp_ms DESC, uuid DESC';
+  const where = conditions.reduce((all, c) => sql`${all} AND ${c}`);
+  const order = trusted(f.datetime64 ? 'timestamp DESC, uuid DESC' : 'timestamp DESC, timestamp_ms DESC, uuid DESC');
+  if (!Number.isSafeInteger(options.limit) || options.limit < 0) throw new RangeError('a limit is a non-negative integer');
   const rows = await ch.query<Record<string, string | number | null>>(
-    p.statement(
-      `SELECT toString(uuid) AS uuid, team_id, event, distinct_id, toString(person_id) AS person_id, properties, ${ts} AS ts, ${msOf('created_at', f)} AS created, elements_chain
-       FROM ${ch.table('events')} FINAL WHERE ${conditions.join(' AND ')} ORDER BY ${order} LIMIT ${chLiteral(options.limit, 'Int64')}`,
-    ),
+    sql`SELECT toString(uuid) AS uuid, team_id, event, distinct_id, toString(person_id) AS person_id, properties, ${ts} AS ts, ${msOf('created_at', f)} AS created, elements_chain
+        FROM ${trusted(ch.table('events'))} FINAL WHERE ${where} ORDER BY ${order} LIMIT ${trusted(String(options.limit))}`,
   );
   return rows.map((r) => ({
     uuid: String(r.uuid),
@@ -173,7 +174,6 @@ export async function newestEvents(ch: ClickHouse, teamId: number, options: { li
 
 /** How many events a project has (each uuid once). */
 export async function countEvents(ch: ClickHouse, teamId: number): Promise<number> {
-  const p = new ChParams(ch.features);
-  const [row] = await ch.query<{ n: string | number }>(p.statement(`SELECT count() AS n FROM ${ch.table('events')} FINAL WHERE team_id = ${p.bind(teamId, 'Int64')}`));
+  const [row] = await ch.query<{ n: string | number }>(sql`SELECT count() AS n FROM ${trusted(ch.table('events'))} FINAL WHERE team_id = ${ch.dialect.bind(teamId)}`);
   return Number(row?.n ?? 0);
 }

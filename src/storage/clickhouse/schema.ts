@@ -1,6 +1,5 @@
+import { sql, trusted, type ClickHouseFeatures } from '../../core/query';
 import type { ClickHouse } from './client';
-import type { ClickHouseFeatures } from './features';
-import { ChParams } from './statement';
 
 /**
  * The events table, PostHog-like: one row per event, partitioned by month, ordered by project
@@ -11,7 +10,7 @@ import { ChParams } from './statement';
  * `timestamp_ms`/`created_at_ms` the milliseconds.
  */
 function eventsTableDdl(f: ClickHouseFeatures, table: string): string {
-  const time = (name: string) => (f.dateTime64 ? `${name} DateTime64(6, 'UTC')` : `${name} DateTime('UTC'), ${name}_ms UInt16`);
+  const time = (name: string) => (f.datetime64 ? `${name} DateTime64(6, 'UTC')` : `${name} DateTime('UTC'), ${name}_ms UInt16`);
   return `CREATE TABLE IF NOT EXISTS ${table} (
     uuid UUID,
     team_id Int64,
@@ -29,21 +28,20 @@ function eventsTableDdl(f: ClickHouseFeatures, table: string): string {
     _seg Int64
   ) ENGINE = ReplacingMergeTree
   PARTITION BY toYYYYMM(timestamp)
-  ORDER BY (team_id, toDate(timestamp), timestamp, ${f.dateTime64 ? '' : 'timestamp_ms, '}uuid)`;
+  ORDER BY (team_id, toDate(timestamp), timestamp, ${f.datetime64 ? '' : 'timestamp_ms, '}uuid)`;
 }
 
 /** Versioned steps, applied once each in order; each must be safe to run again (no locks across servers). */
 const MIGRATIONS: ReadonlyArray<(ch: ClickHouse) => string> = [(ch) => eventsTableDdl(ch.features, ch.table('events'))];
 
 export async function migrateClickHouse(ch: ClickHouse): Promise<void> {
-  const none = new ChParams(ch.features);
-  await ch.command(none.statement(`CREATE TABLE IF NOT EXISTS ${ch.table('hogbase_migrations')} (version UInt32, applied_at DateTime) ENGINE = MergeTree ORDER BY version`));
-  const applied = new Set((await ch.query<{ version: number | string }>(none.statement(`SELECT version FROM ${ch.table('hogbase_migrations')}`))).map((r) => Number(r.version)));
+  const migrations = trusted(ch.table('hogbase_migrations'));
+  await ch.command(sql`CREATE TABLE IF NOT EXISTS ${migrations} (version UInt32, applied_at DateTime) ENGINE = MergeTree ORDER BY version`);
+  const applied = new Set((await ch.query<{ version: number | string }>(sql`SELECT version FROM ${migrations}`)).map((r) => Number(r.version)));
   for (const [i, step] of MIGRATIONS.entries()) {
     const version = i + 1;
     if (applied.has(version)) continue;
-    await ch.command(none.statement(step(ch)));
-    const p = new ChParams(ch.features);
-    await ch.command(p.statement(`INSERT INTO ${ch.table('hogbase_migrations')} (version, applied_at) SELECT ${p.bind(version, 'Int64')}, now()`));
+    await ch.command(trusted(step(ch)));
+    await ch.command(sql`INSERT INTO ${migrations} (version, applied_at) SELECT ${ch.dialect.bind(version)}, now()`);
   }
 }

@@ -3,9 +3,7 @@ import type { StoredEventRow } from '../../../src/core/events/columns';
 import { AppError } from '../../../src/errors';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../../../src/storage/clickhouse/client';
 import { countEvents, insertProcessed, newestEvents, records, type ClickHouseEventRow } from '../../../src/storage/clickhouse/events-table';
-import { featuresOf } from '../../../src/storage/clickhouse/features';
 import { migrateClickHouse } from '../../../src/storage/clickhouse/schema';
-import { chLiteral } from '../../../src/storage/clickhouse/statement';
 import { encodePlacedLines } from '../../../src/storage/events/wal-format';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../../helpers/clickhouse';
 
@@ -49,7 +47,7 @@ for (const engine of engines) {
 
     test('the version decides the three switches; migrating again changes nothing', async () => {
       const modern = !ch.version.startsWith('18.');
-      expect(ch.features).toEqual({ dateTime64: modern, jsonExtract: modern, queryParams: modern });
+      expect(ch.features).toEqual({ datetime64: modern, jsonExtract: modern, queryParams: modern });
       await migrateClickHouse(ch);
       expect(await countEvents(ch, 1)).toBe(0);
     });
@@ -119,19 +117,6 @@ describe('ClickHouse statements and settings (no server)', () => {
     ]) {
       expect(() => parseClickHouseUrl(bad!)).toThrow(new AppError('invalid_input', message!));
     }
-  });
-
-  test('versions', () => {
-    expect(featuresOf('18.16.1')).toEqual({ dateTime64: false, jsonExtract: false, queryParams: false });
-    expect(featuresOf('26.7.2.1')).toEqual({ dateTime64: true, jsonExtract: true, queryParams: true });
-  });
-
-  test('literals for a server without query parameters', () => {
-    expect(chLiteral("it's \\ here", 'String')).toBe("'it\\'s \\\\ here'");
-    expect(chLiteral(-42, 'Int64')).toBe('-42');
-    expect(chLiteral(1.5, 'Float64')).toBe('1.5');
-    expect(() => chLiteral(1.5, 'Int64')).toThrow(new AppError('invalid_input', 'Not a Int64 value.'));
-    expect(() => chLiteral(Number.NaN, 'Float64')).toThrow(new AppError('invalid_input', 'Not a Float64 value.'));
   });
 
   test('processed lines split as DuckDB reads them', () => {
