@@ -297,6 +297,49 @@ describe('format=parquet', () => {
     expect(rows.map((r) => r.id)).toEqual(VISIBLE.map((e) => e.uuid));
   });
 
+  test('an export of several slices is one file: every row in order, each slice written on its own, the parts joined by a plain scan', async () => {
+    const g = await openEventsFixture();
+    try {
+      const base = Date.parse('2024-01-05T00:00:00Z');
+      // ~6 hours of events: a `limit` ending inside the fifth hour makes two slices (the hours
+      // before it, then the hour it cuts), as a long export makes many.
+      const events = Array.from({ length: 3000 }, (_, i) => ({
+        event: 'bulk',
+        distinct_id: `d${i % 7}`,
+        timestamp: new Date(base + i * 7_000),
+        properties: { i },
+        uuid: uuidv7(base + i),
+      }));
+      for (let i = 0; i < events.length; i += 1000) await g.ingest(g.t.account.project.apiToken, events.slice(i, i + 1000));
+      const newestFirst = [...events].reverse();
+      const exported = async (query: Record<string, string>) => {
+        const res = await g.t.call('GET', g.path({ format: 'parquet', event: 'bulk', ...query }));
+        expect(res.status).toBe(200);
+        return (await readParquet(new Uint8Array(await res.arrayBuffer()), 'id')).rows.map((r) => r.id);
+      };
+      const check = async () => {
+        const { statements, restore } = recordStatements(g);
+        try {
+          expect(await exported({ limit: '2500' })).toEqual(newestFirst.slice(0, 2500).map((e) => e.uuid));
+          const copies = statements.filter((s) => s.startsWith('COPY'));
+          expect(copies.length).toBe(3);
+          // The last COPY writes the file sent, from the parts, without a sort.
+          expect(copies[2]).toMatch(/read_parquet\(\[.*-part-0\.parquet', .*-part-1\.parquet'\]\)/);
+          expect(copies[2]).not.toMatch(/ORDER BY/);
+          expect(await exported({ limit: '2500', orderBy: '["timestamp"]' })).toEqual([...newestFirst].reverse().slice(0, 2500).map((e) => e.uuid));
+          expect(await exported({})).toEqual(newestFirst.map((e) => e.uuid));
+        } finally {
+          restore();
+        }
+      };
+      await check(); // hot rows: each slice sorted
+      await g.t.deps.storage.events.compact();
+      await check(); // time-ordered files: each slice scanned
+    } finally {
+      await g.close();
+    }
+  });
+
   test('filters, limit, offset and order apply; nothing matching is an empty file with the same columns', async () => {
     const cut = await parquetOf({ limit: '2', offset: '1', orderBy: '["timestamp"]' });
     expect(cut.rows.map((r) => r.id)).toEqual([...VISIBLE].reverse().slice(1, 3).map((e) => e.uuid));

@@ -135,7 +135,14 @@ function sqlPath(path: string): string {
   return `'${path.replaceAll("'", "''")}'`;
 }
 
-const PARQUET_OPTIONS = 'FORMAT parquet, COMPRESSION zstd';
+/**
+ * Rows per row group of an exported file. DuckDB's writer holds a row group's rows until it is
+ * full, per thread and, to keep the rows in order, for several groups at once: at its default
+ * (122,880 rows of ~1 KB events) an export's memory passed DUCKDB_MEMORY_LIMIT, and writing was
+ * slower too (see bench/NOTES.md). zstd level 1, as the stored files (storage's PARQUET_WRITE_OPTIONS).
+ */
+const EXPORT_ROW_GROUP_ROWS = 8192;
+const PARQUET_OPTIONS = `FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE ${EXPORT_ROW_GROUP_ROWS}`;
 
 /** The columns of an events Parquet export: the timestamp typed, the properties as JSON text, the rest strings. */
 const PARQUET_EVENT_COLUMNS =
@@ -143,14 +150,38 @@ const PARQUET_EVENT_COLUMNS =
   'properties::VARCHAR AS properties, elements_chain::VARCHAR AS elements_chain';
 
 /**
- * An events Parquet export, written by DuckDB to `file` (zstd) in one statement: a Parquet file
- * has one footer, so it cannot be sent a slice at a time as CSV is; DuckDB sorts the export
- * (spilling to disk past its memory limit), and the server then streams the finished file.
+ * One slice of an events Parquet export, written by DuckDB to `file`: sorted in list order (a
+ * `limit` cuts it only with the uuid tie-break), or, with `scan`, read in the order of a relation
+ * already newest first (no sort). `compression` is the final file's zstd, or a fast codec for a
+ * part that `parquetConcatStatement` reads back once.
  */
-export function parquetEventsCopyStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number | null, file: string): SqlFragment {
-  const head = sql`SELECT ${trusted(PARQUET_EVENT_COLUMNS)} FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${bind(teamId)}`, where)} ORDER BY ${trusted(listOrder(order))}`;
-  const query = limit === null ? head : sql`${head} LIMIT ${bind(limit)}`;
-  return sql`COPY (${query}) TO ${trusted(sqlPath(file))} (${trusted(PARQUET_OPTIONS)})`;
+export function parquetSliceCopyStatement(
+  relation: string,
+  teamId: number,
+  where: SqlFragment,
+  sort: { order: Order; limit: number | null } | 'scan',
+  file: string,
+  compression: 'final' | 'part',
+): SqlFragment {
+  const rows = sql`SELECT ${trusted(PARQUET_EVENT_COLUMNS)} FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${bind(teamId)}`, where)}`;
+  const sorted = sort === 'scan' ? rows : sql`${rows} ORDER BY ${trusted(listOrder(sort.order))}`;
+  const query = sort === 'scan' || sort.limit === null ? sorted : sql`${sorted} LIMIT ${bind(sort.limit)}`;
+  return sql`COPY (${query}) TO ${trusted(sqlPath(file))} (${trusted(compression === 'final' ? PARQUET_OPTIONS : PARQUET_PART_OPTIONS)})`;
+}
+
+/**
+ * Part files are written once and read once, on the same disk: a fast codec costs less CPU than
+ * zstd on both sides.
+ */
+const PARQUET_PART_OPTIONS = `FORMAT parquet, COMPRESSION snappy, ROW_GROUP_SIZE ${EXPORT_ROW_GROUP_ROWS}`;
+
+/**
+ * The parts of an export, in their order, as one zstd file: a scan of the files in list order,
+ * which DuckDB keeps (insertion order), so the rows stay in export order with no sort, and
+ * memory stays at the writer's row groups however many rows the parts hold.
+ */
+export function parquetConcatStatement(parts: readonly string[], file: string): SqlFragment {
+  return sql`COPY (SELECT * FROM read_parquet([${trusted(parts.map(sqlPath).join(', '))}])) TO ${trusted(sqlPath(file))} (${trusted(PARQUET_OPTIONS)})`;
 }
 
 /** An events Parquet export with no rows: the same columns and types. */

@@ -17,8 +17,9 @@ import {
   HOUR_MS,
   hourlyCountsStatement,
   MAX_CSV_PROPERTY_KEYS,
-  parquetEventsCopyStatement,
+  parquetConcatStatement,
   parquetSelectCopyStatement,
+  parquetSliceCopyStatement,
   propertyKeysStatement,
 } from './export-queries';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
@@ -88,14 +89,15 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
 
 /**
  * `format=parquet`: DuckDB writes the whole export to a temporary file (zstd; see
- * `parquetEventsCopyStatement` for the columns, a select's own columns and types otherwise)
+ * `parquetSliceCopyStatement` for the columns, a select's own columns and types otherwise)
  * before the response starts, so its errors are ordinary statuses; the file is then sent in
  * chunks (memory stays that of one chunk) and removed once sent, or when the client goes away.
  */
 async function parquetChunks(ctx: ExportContext, req: ListRequest): Promise<AsyncGenerator<Uint8Array>> {
   const file = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}.parquet`);
   try {
-    await ctx.runner.rows(await parquetStatement(ctx, req, file), req.select.length ? 'select' : 'properties');
+    if (req.select.length) await ctx.runner.rows(await parquetSelectStatement(ctx, req, file), 'select');
+    else await writeEventsParquet(ctx, req, file);
   } catch (error) {
     await rm(file, { force: true });
     throw error;
@@ -103,28 +105,79 @@ async function parquetChunks(ctx: ExportContext, req: ListRequest): Promise<Asyn
   return fileChunks(file);
 }
 
-async function parquetStatement(ctx: ExportContext, req: ListRequest, file: string) {
-  if (req.select.length) {
-    const compiled = compileSelect(req.select, req.where, ctx.now);
-    const scope = await listScope(ctx, req, selectFragment(compiled));
-    const query = assembleEventsQuery({
-      // Nothing matches (e.g. an unknown person): no rows, still the select's columns and types.
-      relation: await relationFor(ctx, scope?.person ?? true, req.afterMs, req.beforeMs),
-      teamId: ctx.teamId,
-      filters: scope ? scope.where : sql`false`,
-      select: compiled,
-      orderBy: selectOrder(compiled, req),
-      limit: req.limit ?? Number.MAX_SAFE_INTEGER,
-      offset: req.offset,
-    });
-    return parquetSelectCopyStatement(query, compiled.aliases, compiled.columns, await definedTypes(ctx, compiled), file);
-  }
+async function parquetSelectStatement(ctx: ExportContext, req: ListRequest, file: string) {
+  const compiled = compileSelect(req.select, req.where, ctx.now);
+  const scope = await listScope(ctx, req, selectFragment(compiled));
+  const query = assembleEventsQuery({
+    // Nothing matches (e.g. an unknown person): no rows, still the select's columns and types.
+    relation: await relationFor(ctx, scope?.person ?? true, req.afterMs, req.beforeMs),
+    teamId: ctx.teamId,
+    filters: scope ? scope.where : sql`false`,
+    select: compiled,
+    orderBy: selectOrder(compiled, req),
+    limit: req.limit ?? Number.MAX_SAFE_INTEGER,
+    offset: req.offset,
+  });
+  return parquetSelectCopyStatement(query, compiled.aliases, compiled.columns, await definedTypes(ctx, compiled), file);
+}
+
+/**
+ * An events Parquet export, planned in slices of time as the CSV export is. A Parquet file has one
+ * footer, so the slices cannot be sent one by one. Slices over time-ordered files need no sort,
+ * and consecutive ones are read as one scan; the others are sorted by DuckDB one at a time. One
+ * such part is written straight to the file sent; several are each written to a part file, and
+ * one scan of the parts in order writes the file sent. Memory stays at a slice and the writer's
+ * row groups however many rows the export has (one COPY sorting everything at once ran out of
+ * DUCKDB_MEMORY_LIMIT).
+ */
+async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: string): Promise<void> {
   const base = await listScope(ctx, req);
-  const scope = base && (await startingPoint(ctx, req, base));
-  if (!scope) return emptyParquetEventsStatement(file);
-  await ctx.flushPersons();
-  const window = listWindow(req);
-  return parquetEventsCopyStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where, req.order, req.limit, file);
+  const scope = base && req.limit !== 0 ? await startingPoint(ctx, req, base) : null;
+  const slices = scope ? await planExport(ctx, req, scope, req.limit) : [];
+  if (!scope || slices.length === 0) {
+    await ctx.runner.rows(emptyParquetEventsStatement(file));
+    return;
+  }
+  if (scope.person) await ctx.flushPersons();
+  const parts = await parquetParts(ctx, scope, req.order, slices);
+  const write = async (part: ParquetPart, to: string, compression: 'final' | 'part') => {
+    const relation = part.scan ?? (await relationFor(ctx, scope.person, part.slice.from, part.slice.to));
+    const sort = part.scan ? 'scan' : { order: req.order, limit: part.slice.limit };
+    await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, scope.where, sort, to, compression), 'properties');
+  };
+  if (parts.length === 1) return write(parts[0] as ParquetPart, file, 'final');
+  const files = parts.map((_, i) => file.replace(/\.parquet$/, `-part-${i}.parquet`));
+  try {
+    for (let i = 0; i < parts.length; i++) await write(parts[i] as ParquetPart, files[i] as string, 'part');
+    await ctx.runner.rows(parquetConcatStatement(files, file), 'properties');
+  } finally {
+    await Promise.all(files.map((f) => rm(f, { force: true })));
+  }
+}
+
+/** A run of an export's slices written by one statement: a scan of time-ordered rows, or a sorted slice. */
+interface ParquetPart {
+  slice: Slice;
+  scan: string | null;
+}
+
+/** The slices as parts: consecutive slices that scan time-ordered rows joined into one (see `newestFirstRelation`). */
+async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<ParquetPart[]> {
+  const parts: ParquetPart[] = [];
+  for (const slice of slices) {
+    const last = parts[parts.length - 1];
+    if (last?.scan && slice.limit === null) {
+      // Newest first, so the slice lies just below the part: joined, they must still be one order.
+      const joined = { from: slice.from, to: last.slice.to, limit: null };
+      const scan = await newestFirstRelation(ctx, scope, order, joined);
+      if (scan) {
+        parts[parts.length - 1] = { slice: joined, scan };
+        continue;
+      }
+    }
+    parts.push({ slice, scan: await newestFirstRelation(ctx, scope, order, slice) });
+  }
+  return parts;
 }
 
 /**
