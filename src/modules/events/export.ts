@@ -25,7 +25,7 @@ import {
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { findKeys, frozenBefore, link, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
-import { afterKey, allOf, asEvents, type Order } from './queries';
+import { afterKey, allOf, asEvents, upToKey, type Order } from './queries';
 
 export interface ExportContext extends ListContext {
   logger: Logger;
@@ -139,11 +139,12 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
     return;
   }
   if (scope.person) await ctx.flushPersons();
-  const parts = await parquetParts(ctx, scope, req.order, slices);
+  const cut = await cutByKey(ctx, scope, req.order, slices);
+  const parts = await parquetParts(ctx, cut.scope, req.order, cut.slices);
   const write = async (part: ParquetPart, to: string, compression: 'final' | 'part') => {
     const relation = part.scan ?? (await relationFor(ctx, scope.person, part.slice.from, part.slice.to));
     const sort = part.scan ? 'scan' : { order: req.order, limit: part.slice.limit };
-    await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, scope.where, sort, to, compression), 'properties');
+    await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, cut.scope.where, sort, to, compression), 'properties');
   };
   if (parts.length === 1) return write(parts[0] as ParquetPart, file, 'final');
   const files = parts.map((_, i) => file.replace(/\.parquet$/, `-part-${i}.parquet`));
@@ -153,6 +154,20 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
   } finally {
     await Promise.all(files.map((f) => rm(f, { force: true })));
   }
+}
+
+/**
+ * The slice a `limit` cuts, as a condition instead of a sort: the rows up to the last one
+ * exported, whose key is read first (the narrow columns of that slice, sorted). A newest-first
+ * export of time-ordered files then stays one scan, with no part files to join. Rows of equal
+ * time come in the files' order, as in the CSV export's scanned slices.
+ */
+async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<{ scope: Scope; slices: readonly Slice[] }> {
+  const cut = slices[slices.length - 1];
+  if (!cut || cut.limit === null || order !== 'DESC' || scope.person) return { scope, slices };
+  const last = (await findKeys(ctx, scope, order, { bottom: cut.from, top: cut.to }, cut.limit))[cut.limit - 1];
+  if (!last) return { scope, slices };
+  return { scope: { ...scope, where: allOf(scope.where, upToKey(last, order)) }, slices: [...slices.slice(0, -1), { ...cut, limit: null }] };
 }
 
 /** A run of an export's slices written by one statement: a scan of time-ordered rows, or a sorted slice. */

@@ -48,6 +48,12 @@ export function afterKey(key: EventKey, order: Order): SqlFragment {
   return sql`timestamp ${cmp} ${ts(key.ms)} OR (timestamp = ${ts(key.ms)} AND uuid ${cmp} ${bind(key.uuid)})`;
 }
 
+/** Rows up to `key` in the list order, `key` included: what `afterKey` leaves out. */
+export function upToKey(key: EventKey, order: Order): SqlFragment {
+  const cmp = trusted(order === 'DESC' ? '>' : '<');
+  return sql`timestamp ${cmp} ${ts(key.ms)} OR (timestamp = ${ts(key.ms)} AND uuid ${cmp}= ${bind(key.uuid)})`;
+}
+
 export function distinctIdIn(ids: readonly string[]): SqlFragment {
   return sql`distinct_id IN (${joinSql(ids.map((id) => bind(id)), ', ')})`;
 }
