@@ -25,7 +25,7 @@ import {
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { findKeys, frozenBefore, link, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
-import { afterKey, allOf, asEvents, upToKey, type Order } from './queries';
+import { afterKey, allOf, asEvents, keyAtStatement, upToKey, type Order } from './queries';
 
 export interface ExportContext extends ListContext {
   logger: Logger;
@@ -158,15 +158,18 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
 
 /**
  * The slice a `limit` cuts, as a condition instead of a sort: the rows up to the last one
- * exported, whose key is read first (the narrow columns of that slice, sorted). A newest-first
+ * exported, whose key is read first (DuckDB ranks the slice's narrow columns and returns that one
+ * row, however many rows the limit leaves in the slice). A newest-first
  * export of time-ordered files then stays one scan, with no part files to join. Rows of equal
  * time come in the files' order, as in the CSV export's scanned slices.
  */
 async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<{ scope: Scope; slices: readonly Slice[] }> {
   const cut = slices[slices.length - 1];
   if (!cut || cut.limit === null || order !== 'DESC' || scope.person) return { scope, slices };
-  const last = (await findKeys(ctx, scope, order, { bottom: cut.from, top: cut.to }, cut.limit))[cut.limit - 1];
-  if (!last) return { scope, slices };
+  const relation = await relationFor(ctx, false, cut.from, cut.to);
+  const [row] = await ctx.runner.rows(keyAtStatement(relation, ctx.teamId, scope.where, order, cut.limit), 'properties');
+  if (!row) return { scope, slices };
+  const last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };
   return { scope: { ...scope, where: allOf(scope.where, upToKey(last, order)) }, slices: [...slices.slice(0, -1), { ...cut, limit: null }] };
 }
 

@@ -64,6 +64,11 @@ export function keysStatement(relation: string, teamId: number, where: SqlFragme
   return assembleEventsQuery({ relation, teamId, filters: where, columns, orderBy: listOrder(order), limit });
 }
 
+/** The key of the `position`-th row (1-based) in list order: one row, whatever the position. */
+export function keyAtStatement(relation: string, teamId: number, where: SqlFragment, order: Order, position: number): SqlFragment {
+  return assembleEventsQuery({ relation, teamId, filters: where, columns: ['uuid', 'timestamp'], orderBy: listOrder(order), limit: 1, offset: position - 1 });
+}
+
 export const EVENT_ROW_COLUMNS = ['uuid', 'event', 'distinct_id', 'properties', 'timestamp', 'elements_chain'] as const;
 
 /** A list's first `limit` whole rows in one statement (a person's list; see `personRows`). */
