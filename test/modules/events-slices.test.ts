@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { planSlices } from '../../src/modules/events/export';
+import { planSlices } from '../../src/modules/events/export-plan';
 
 const H = 3_600_000;
 const buckets = [

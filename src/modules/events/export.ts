@@ -2,40 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect, sql, type CompiledSelect } from '../../core/query';
-import type { PropertyType } from '../../core/ingest/property-type';
+import { assembleEventsQuery, compileSelect } from '../../core/query';
 import { csvRecord, duckdbCsvField, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
-import type { Row } from '../../storage/db';
 import type { PersonObject } from './event-object';
 import { countListing } from './count';
-import {
-  csvSliceCopyStatement,
-  csvSliceScanStatement,
-  emptyParquetEventsStatement,
-  HOUR_MS,
-  hourlyCountsStatement,
-  MAX_CSV_PROPERTY_KEYS,
-  parquetConcatStatement,
-  parquetSelectCopyStatement,
-  parquetSliceCopyStatement,
-  propertyKeysStatement,
-} from './export-queries';
+import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement } from './export-queries';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
-import { findKeys, frozenBefore, link, listScope, listWindow, relationFor, selectFragment, selectOrder, selectRow, type ListContext, type Scope } from './list';
+import { parquetChunks } from './export-parquet';
+import { FILE_CHUNK, newestFirstRelation, planExport, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { frozenBefore, link, listScope, relationFor, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
-import { afterKey, allOf, asEvents, keyAtStatement, upToKey, type Order } from './queries';
+import { asEvents, type Order } from './queries';
 
-export interface ExportContext extends ListContext {
-  logger: Logger;
-}
+export type { ExportContext } from './export-plan';
 
-/** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */
-const SLICE_ROWS = 100_000;
-/** The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written. */
-const FIRST_SLICE_ROWS = 25_000;
-const FILE_CHUNK = 1 << 20;
 const encoder = new TextEncoder();
 
 /**
@@ -87,143 +69,6 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   return jsonSlices(ctx, scope, req.order, slices, req.limit, (slice) => newestFirstRelation(ctx, scope, req.order, slice), { last: null, more: false }, true);
 }
 
-/**
- * `format=parquet`: DuckDB writes the whole export to a temporary file (zstd; see
- * `parquetSliceCopyStatement` for the columns, a select's own columns and types otherwise)
- * before the response starts, so its errors are ordinary statuses; the file is then sent in
- * chunks (memory stays that of one chunk) and removed once sent, or when the client goes away.
- */
-async function parquetChunks(ctx: ExportContext, req: ListRequest): Promise<AsyncGenerator<Uint8Array>> {
-  const file = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}.parquet`);
-  try {
-    if (req.select.length) await ctx.runner.rows(await parquetSelectStatement(ctx, req, file), 'select');
-    else await writeEventsParquet(ctx, req, file);
-  } catch (error) {
-    await rm(file, { force: true });
-    throw error;
-  }
-  return fileChunks(file);
-}
-
-async function parquetSelectStatement(ctx: ExportContext, req: ListRequest, file: string) {
-  const compiled = compileSelect(req.select, req.where, ctx.now);
-  const scope = await listScope(ctx, req, selectFragment(compiled));
-  const query = assembleEventsQuery({
-    // Nothing matches (e.g. an unknown person): no rows, still the select's columns and types.
-    relation: await relationFor(ctx, scope?.person ?? true, req.afterMs, req.beforeMs),
-    teamId: ctx.teamId,
-    filters: scope ? scope.where : sql`false`,
-    select: compiled,
-    orderBy: selectOrder(compiled, req),
-    limit: req.limit ?? Number.MAX_SAFE_INTEGER,
-    offset: req.offset,
-  });
-  return parquetSelectCopyStatement(query, compiled.aliases, compiled.columns, await definedTypes(ctx, compiled), file);
-}
-
-/**
- * An events Parquet export, planned in slices of time as the CSV export is. A Parquet file has one
- * footer, so the slices cannot be sent one by one. Slices over time-ordered files need no sort,
- * and consecutive ones are read as one scan; the others are sorted by DuckDB one at a time. One
- * such part is written straight to the file sent; several are each written to a part file, and
- * one scan of the parts in order writes the file sent. Memory stays at a slice and the writer's
- * row groups however many rows the export has (one COPY sorting everything at once ran out of
- * DUCKDB_MEMORY_LIMIT).
- */
-async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: string): Promise<void> {
-  const base = await listScope(ctx, req);
-  const scope = base && req.limit !== 0 ? await startingPoint(ctx, req, base) : null;
-  const slices = scope ? await planExport(ctx, req, scope, req.limit) : [];
-  if (!scope || slices.length === 0) {
-    await ctx.runner.rows(emptyParquetEventsStatement(file));
-    return;
-  }
-  if (scope.person) await ctx.flushPersons();
-  const cut = await cutByKey(ctx, scope, req.order, slices);
-  const parts = await parquetParts(ctx, cut.scope, req.order, cut.slices);
-  const write = async (part: ParquetPart, to: string, compression: 'final' | 'part') => {
-    const relation = part.scan ?? (await relationFor(ctx, scope.person, part.slice.from, part.slice.to));
-    const sort = part.scan ? 'scan' : { order: req.order, limit: part.slice.limit };
-    await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, cut.scope.where, sort, to, compression), 'properties');
-  };
-  if (parts.length === 1) return write(parts[0] as ParquetPart, file, 'final');
-  const files = parts.map((_, i) => file.replace(/\.parquet$/, `-part-${i}.parquet`));
-  try {
-    for (let i = 0; i < parts.length; i++) await write(parts[i] as ParquetPart, files[i] as string, 'part');
-    await ctx.runner.rows(parquetConcatStatement(files, file), 'properties');
-  } finally {
-    await Promise.all(files.map((f) => rm(f, { force: true })));
-  }
-}
-
-/**
- * The slice a `limit` cuts, as a condition instead of a sort: the rows up to the last one
- * exported, whose key is read first (DuckDB ranks the slice's narrow columns and returns that one
- * row, however many rows the limit leaves in the slice). A newest-first
- * export of time-ordered files then stays one scan, with no part files to join. Rows of equal
- * time come in the files' order, as in the CSV export's scanned slices.
- */
-async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<{ scope: Scope; slices: readonly Slice[] }> {
-  const cut = slices[slices.length - 1];
-  if (!cut || cut.limit === null || order !== 'DESC' || scope.person) return { scope, slices };
-  const relation = await relationFor(ctx, false, cut.from, cut.to);
-  const [row] = await ctx.runner.rows(keyAtStatement(relation, ctx.teamId, scope.where, order, cut.limit), 'properties');
-  if (!row) return { scope, slices };
-  const last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };
-  return { scope: { ...scope, where: allOf(scope.where, upToKey(last, order)) }, slices: [...slices.slice(0, -1), { ...cut, limit: null }] };
-}
-
-/** A run of an export's slices written by one statement: a scan of time-ordered rows, or a sorted slice. */
-interface ParquetPart {
-  slice: Slice;
-  scan: string | null;
-}
-
-/** The slices as parts: consecutive slices that scan time-ordered rows joined into one (see `newestFirstRelation`). */
-async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<ParquetPart[]> {
-  const parts: ParquetPart[] = [];
-  for (const slice of slices) {
-    const last = parts[parts.length - 1];
-    if (last?.scan && slice.limit === null) {
-      // Newest first, so the slice lies just below the part: joined, they must still be one order.
-      const joined = { from: slice.from, to: last.slice.to, limit: null };
-      const scan = await newestFirstRelation(ctx, scope, order, joined);
-      if (scan) {
-        parts[parts.length - 1] = { slice: joined, scan };
-        continue;
-      }
-    }
-    parts.push({ slice, scan: await newestFirstRelation(ctx, scope, order, slice) });
-  }
-  return parts;
-}
-
-/**
- * Per selected column, the type the definition of the property it reads gives it (`properties.X`
- * or `person.properties.X` as stored; null for any other expression or an untyped property):
- * what a Parquet reader gets as the column's type.
- */
-async function definedTypes(ctx: ExportContext, compiled: CompiledSelect): Promise<Array<PropertyType | null>> {
-  const keys = (kind: 'event' | 'person') => [...new Set(compiled.properties.flatMap((p) => (p?.kind === kind ? [p.key] : [])))];
-  const [event, person] = await Promise.all([ctx.propertyTypes('event', keys('event')), ctx.propertyTypes('person', keys('person'))]);
-  return compiled.properties.map((p) => (p ? ((p.kind === 'event' ? event : person).get(p.key) ?? null) : null));
-}
-
-/** A file's bytes in chunks, the file removed afterwards (sent, failed or cancelled). */
-async function* fileChunks(file: string): AsyncGenerator<Uint8Array> {
-  try {
-    const blob = Bun.file(file);
-    for (let at = 0; at < blob.size; ) {
-      const chunk = new Uint8Array(await blob.slice(at, at + FILE_CHUNK).arrayBuffer());
-      if (chunk.length === 0) throw new Error('an export file shrank while it was read');
-      at += chunk.length;
-      yield chunk;
-    }
-  } finally {
-    await rm(file, { force: true });
-  }
-}
-
 function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>(
     {
@@ -244,61 +89,6 @@ function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableS
     },
     { highWaterMark: 1 },
   );
-}
-
-export interface Slice {
-  from: number;
-  to: number;
-  limit: number | null;
-}
-
-/**
- * Group hourly buckets (in export order) into slices of about `target` rows, up to `limit` rows.
- * The first slices are smaller (`first`, then doubling up to `target`): nothing is sent until the
- * first slice is written, so a small one starts the body sooner. The hour where `limit` is reached
- * ends the plan as a slice of its own, with the rows still needed.
- */
-export function planSlices(
-  buckets: Array<{ bucket: number; n: number }>,
-  window: { bottom: number | null; top: number },
-  order: Order,
-  limit: number | null,
-  target = SLICE_ROWS,
-  first = target,
-): Slice[] {
-  const sorted = [...buckets].sort((a, b) => (order === 'DESC' ? b.bucket - a.bucket : a.bucket - b.bucket));
-  const slices: Slice[] = [];
-  let current: { lo: number; hi: number; rows: number } | null = null;
-  let total = 0;
-  const close = (final: boolean) => {
-    if (!current) return;
-    slices.push({ from: Math.max(current.lo, window.bottom ?? current.lo), to: Math.min(current.hi, window.top), limit: final && limit !== null ? current.rows - (total - limit) : null });
-    current = null;
-  };
-  for (const b of sorted) {
-    const lo = b.bucket;
-    const hi = b.bucket + HOUR_MS;
-    if (limit !== null && total + b.n >= limit) {
-      // The hour the limit cuts is a slice of its own: only it needs the sort a cut needs.
-      close(false);
-      current = { lo, hi, rows: b.n };
-      total += b.n;
-      close(true);
-      return slices;
-    }
-    current = current ? { lo: Math.min(current.lo, lo), hi: Math.max(current.hi, hi), rows: current.rows + b.n } : { lo, hi, rows: b.n };
-    total += b.n;
-    if (current.rows >= Math.min(target, first * 2 ** slices.length)) close(false);
-  }
-  close(false);
-  return slices;
-}
-
-/** The slices of an export's rows: up to `limit` of them, from the scope's starting point. */
-async function planExport(ctx: ExportContext, req: ListRequest, scope: Scope, limit: number | null): Promise<Slice[]> {
-  const window = await exportWindow(ctx, { ...req, limit }, scope);
-  const counts = await ctx.runner.rows(hourlyCountsStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where), 'properties');
-  return planSlices(counts.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n) })), window, req.order, limit, SLICE_ROWS, FIRST_SLICE_ROWS);
 }
 
 async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<AsyncGenerator<Uint8Array>> {
@@ -372,36 +162,6 @@ async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: S
   }
   await scan(asEvents(relation.parts(rest, true)));
   return keys;
-}
-
-/**
- * The window an export reads: the listing's, with its lower bound raised, for a newest-first
- * export of `limit` rows filtered by nothing but time, to the oldest of the newest whole files
- * (counted from the manifest) that hold that many rows: the rows it exports all lie above. The
- * hourly count that plans the slices then reads days instead of the whole history.
- */
-async function exportWindow(ctx: ExportContext, req: ListRequest, scope: Scope): Promise<{ bottom: number | null; top: number }> {
-  const window = listWindow(req);
-  if (req.order !== 'DESC' || req.limit === null || req.cursor || req.offset > 0 || scope.person || scope.conditions.sql.trim() !== '') return window;
-  const relation = await ctx.runner.relation(ctx.teamId, { ...(window.bottom === null ? {} : { from: window.bottom }), to: window.top });
-  let rows = 0;
-  for (const f of [...relation.files].sort((a, b) => b.minTs - a.minTs)) {
-    if (f.maxTs >= window.top - 1) continue;
-    if (window.bottom !== null && f.minTs <= window.bottom) break;
-    rows += f.rows;
-    if (rows >= req.limit) return { bottom: f.minTs, top: window.top };
-  }
-  return window;
-}
-
-/** `offset` (and `cursor`) of an export: continue after the offset-th row of the listing. */
-async function startingPoint(ctx: ExportContext, req: ListRequest, scope: Scope): Promise<Scope | null> {
-  const cursor = req.cursor ? afterKey(req.cursor, req.order) : null;
-  const where = allOf(scope.where, cursor);
-  if (req.offset === 0) return { ...scope, where };
-  const keys = await findKeys(ctx, { ...scope, where }, req.order, listWindow(req), req.offset);
-  const last = keys[req.offset - 1];
-  return last ? { ...scope, where: allOf(where, afterKey(last, req.order)) } : null;
 }
 
 async function* emptyCsv(): AsyncGenerator<Uint8Array> {
@@ -490,18 +250,6 @@ async function* sliceBytes(written: Written, splice: (chunk: Uint8Array) => { by
     size = FILE_CHUNK;
     yield bytes;
   }
-}
-
-/**
- * The slice's rows as a relation already newest first, when an export slice can be read without
- * a sort: a newest-first export, no LIMIT cutting the slice (that needs the uuid tie-break), no
- * person join (a join gives up the order), and storage able to give the rows in that order (its
- * `newestFirstRelation`). Null otherwise: then DuckDB sorts the slice.
- */
-async function newestFirstRelation(ctx: ExportContext, scope: Scope, order: Order, slice: Slice): Promise<string | null> {
-  if (order !== 'DESC' || slice.limit !== null || scope.person) return null;
-  const scan = await ctx.runner.newestFirst(ctx.teamId, { from: slice.from, to: slice.to });
-  return scan ? asEvents(scan) : null;
 }
 
 /**
