@@ -1,8 +1,10 @@
+import { afterAll, beforeAll } from 'bun:test';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import {
   assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment,
 } from '../../../src/core/query';
 import { HOT_PROPERTIES } from '../../../src/core/events/columns';
+import { AppError } from '../../../src/errors';
 import { FIXTURE_EVENTS, FIXTURE_PERSONS, NOW, type QueryCase } from './cases';
 
 /**
@@ -67,4 +69,34 @@ function plain(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
   if (value instanceof Date) return value.toISOString();
   return value;
+}
+
+/** A compile error as the API would give it (kind, status, attr, detail), or 'no error'. */
+export function errorOf(compile: () => unknown): unknown {
+  try {
+    compile();
+  } catch (error) {
+    return error instanceof AppError ? { kind: error.kind, status: error.status, attr: error.attr, detail: error.detail } : error;
+  }
+  return 'no error';
+}
+
+/**
+ * The fixture database for a suite, with `state()` (its tables, events and, with `persons`, its
+ * persons) and `snapshot()` (that state when it was opened): a statement must never change it.
+ */
+export function fixtureForSuite(options: { persons: boolean }) {
+  let db: DuckDBConnection;
+  let snapshot: unknown[][];
+  const state = async () => [
+    ...(await runRows(db, { sql: 'SELECT table_name, table_type FROM information_schema.tables ORDER BY table_name', params: [] })),
+    ...(await runRows(db, { sql: 'SELECT * FROM events ORDER BY uuid', params: [] })),
+    ...(options.persons ? await runRows(db, { sql: 'SELECT * FROM persons ORDER BY id', params: [] }) : []),
+  ];
+  beforeAll(async () => {
+    db = await openFixture();
+    snapshot = await state();
+  });
+  afterAll(() => db.closeSync());
+  return { db: () => db, state, snapshot: () => snapshot };
 }

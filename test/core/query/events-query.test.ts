@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { describe, expect, test } from 'bun:test';
 import { assembleStatement, compileEventsQuery } from '../../../src/core/query';
-import { AppError } from '../../../src/errors';
 import { FIXTURE_EVENTS, NOW } from './cases';
-import { openFixture, runRows } from './duckdb-fixture';
+import { AppError } from '../../../src/errors';
+import { errorOf as errorOfCompile, fixtureForSuite, runRows } from './duckdb-fixture';
 import { EVENTS_QUERY_CASES, type EventsQueryCase } from './events-query-cases';
 
 const CONTEXT = { displayNameProperties: ['email', 'name', 'username'], testAccountFilters: [], personDistinctIds: null };
@@ -15,26 +14,8 @@ function statementFor(c: EventsQueryCase, relation = 'events') {
   return { compiled, statement: assembleStatement(compiled.statement, { relation, teamId: 1, limit, offset: compiled.offset }) };
 }
 
-function errorOf(c: EventsQueryCase): unknown {
-  try {
-    statementFor(c);
-  } catch (error) {
-    return error instanceof AppError ? { kind: error.kind, status: error.status, attr: error.attr, detail: error.detail } : error;
-  }
-  return 'no error';
-}
-
-let db: DuckDBConnection;
-let snapshot: unknown[][];
-const databaseState = async () => [
-  ...(await runRows(db, { sql: 'SELECT table_name, table_type FROM information_schema.tables ORDER BY table_name', params: [] })),
-  ...(await runRows(db, { sql: 'SELECT * FROM events ORDER BY uuid', params: [] })),
-];
-beforeAll(async () => {
-  db = await openFixture();
-  snapshot = await databaseState();
-});
-afterAll(() => db.closeSync());
+const errorOf = (c: EventsQueryCase) => errorOfCompile(() => statementFor(c));
+const fixture = fixtureForSuite({ persons: false });
 
 const named = (cases: EventsQueryCase[]) => cases.map((c) => [c.name, c] as const);
 
@@ -54,10 +35,10 @@ describe('compiled EventsQueries', () => {
 
 describe('each EventsQuery on the fixture', () => {
   test.each(named(EVENTS_QUERY_CASES.filter((c) => c.rows)))('%s', async (_name, c) => {
-    const rows = await runRows(db, statementFor(c).statement);
+    const rows = await runRows(fixture.db(), statementFor(c).statement);
     expect(rows).toEqual(c.rows!);
     // The same statement over team 1's rows alone: any difference would be another team's data.
-    expect(await runRows(db, statementFor(c, 'team1_events').statement)).toEqual(rows);
+    expect(await runRows(fixture.db(), statementFor(c, 'team1_events').statement)).toEqual(rows);
   });
 
   test('every case has a known answer, statement or error', () => {
@@ -78,12 +59,12 @@ describe('injection probes', () => {
       return;
     }
     expect(c.error).toBeUndefined();
-    const rows = await runRows(db, statement);
-    expect(await runRows(db, statementFor(c, 'team1_events').statement)).toEqual(rows);
+    const rows = await runRows(fixture.db(), statement);
+    expect(await runRows(fixture.db(), statementFor(c, 'team1_events').statement)).toEqual(rows);
     for (const [first] of rows) if (typeof first === 'string' && /^[ex]\d$/.test(first)) expect(team1.has(first)).toBe(true);
   });
 
   test('the database is unchanged', async () => {
-    expect(await databaseState()).toEqual(snapshot);
+    expect(await fixture.state()).toEqual(fixture.snapshot());
   });
 });

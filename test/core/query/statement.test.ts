@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { describe, expect, test } from 'bun:test';
 import { assembleStatement, compileStatement } from '../../../src/core/query';
-import { AppError } from '../../../src/errors';
 import { FIXTURE_EVENTS, FIXTURE_PERSONS, NOW } from './cases';
-import { openFixture, runRows } from './duckdb-fixture';
+import { AppError } from '../../../src/errors';
+import { errorOf as errorOfCompile, fixtureForSuite, runRows } from './duckdb-fixture';
 import { STATEMENT_CASES, type StatementCase } from './statement-cases';
 
 /**
@@ -17,27 +16,8 @@ function statementFor(c: StatementCase, over: 'exact' | 'all' | 'team1' = 'all')
   return { compiled, statement: assembleStatement(compiled, { relation, teamId: 1, limit: compiled.limit ?? 100, offset: compiled.offset ?? 0 }) };
 }
 
-function errorOf(c: StatementCase): unknown {
-  try {
-    statementFor(c);
-  } catch (error) {
-    return error instanceof AppError ? { kind: error.kind, status: error.status, attr: error.attr, detail: error.detail } : error;
-  }
-  return 'no error';
-}
-
-let db: DuckDBConnection;
-let snapshot: unknown[][];
-const databaseState = async () => [
-  ...(await runRows(db, { sql: 'SELECT table_name, table_type FROM information_schema.tables ORDER BY table_name', params: [] })),
-  ...(await runRows(db, { sql: 'SELECT * FROM events ORDER BY uuid', params: [] })),
-  ...(await runRows(db, { sql: 'SELECT * FROM persons ORDER BY id', params: [] })),
-];
-beforeAll(async () => {
-  db = await openFixture();
-  snapshot = await databaseState();
-});
-afterAll(() => db.closeSync());
+const errorOf = (c: StatementCase) => errorOfCompile(() => statementFor(c));
+const fixture = fixtureForSuite({ persons: true });
 
 const named = (cases: StatementCase[]) => cases.map((c) => [c.name, c] as const);
 
@@ -56,10 +36,10 @@ describe('compiled statements', () => {
 
 describe('each statement on the fixture', () => {
   test.each(named(STATEMENT_CASES.filter((c) => c.rows)))('%s', async (_name, c) => {
-    const rows = await runRows(db, statementFor(c).statement);
+    const rows = await runRows(fixture.db(), statementFor(c).statement);
     expect(rows).toEqual(c.rows!);
     // The same statement over team 1's rows alone: any difference would be another team's data.
-    expect(await runRows(db, statementFor(c, 'team1').statement)).toEqual(rows);
+    expect(await runRows(fixture.db(), statementFor(c, 'team1').statement)).toEqual(rows);
   });
 
   test('every case has a known answer or error', () => {
@@ -80,12 +60,12 @@ describe('injection probes', () => {
       return;
     }
     expect(c.error).toBeUndefined();
-    const rows = await runRows(db, statement);
-    expect(await runRows(db, statementFor(c, 'team1').statement)).toEqual(rows);
+    const rows = await runRows(fixture.db(), statement);
+    expect(await runRows(fixture.db(), statementFor(c, 'team1').statement)).toEqual(rows);
     for (const [first] of rows) if (typeof first === 'string' && /^[expq]\d$/.test(first)) expect(team1.has(first)).toBe(true);
   });
 
   test('the database is unchanged', async () => {
-    expect(await databaseState()).toEqual(snapshot);
+    expect(await fixture.state()).toEqual(fixture.snapshot());
   });
 });
