@@ -17,6 +17,10 @@ import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, 
 import type { Logger } from '../logger';
 import { writeBackup, type BackupSummary } from './backup';
 import { createPersonErasure, type PersonErasure } from './erasure';
+import type { CompiledStatement } from '../core/query';
+import type { Row } from './db';
+import type { QueryRunner } from './events/runner';
+import { statementRows } from './events/statements';
 
 export { DatabaseLockedError } from './db';
 export { NewerDatabaseError } from './migrations';
@@ -31,6 +35,7 @@ export type { DeadLetter } from './events/dead-letters';
 export { listDeadLetters, replayDeadLetters };
 export type * from './persons/types';
 export { eventsWithPersons, personsRelation } from './persons/relations';
+export { STATEMENT_DIALECT } from './events/statements';
 export type { SeenTracker } from './seen/seen-tracker';
 export type * from './flags/types';
 export type * from './invites/types';
@@ -57,6 +62,11 @@ export interface Storage {
   eventsSource: EventsSourceRef;
   /** Events: the durable write path (group-committed log → DuckDB → Parquet) and one relation to read. */
   events: EventStore;
+  /**
+   * A compiled HogQL statement over a project's events or persons (compiled for
+   * `STATEMENT_DIALECT`), run under the request's runner: `limit` rows at most (see statements.ts).
+   */
+  statementRows(teamId: number, compiled: CompiledStatement, page: { limit: number; offset: number }, runner: QueryRunner): Promise<Row[]>;
   /** A project by its API token (cached; invalidated by every project change made here). */
   projectByToken(token: string): Promise<Project | null>;
   /** Change a project's name or settings; a change of its retention applies within a minute, not at the next hourly run. */
@@ -181,6 +191,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     cohorts,
     eventsSource,
     events: store,
+    statementRows: (teamId, compiled, page, runner) => statementRows({ events: store, persons }, runner, teamId, compiled, page),
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),
     async backup(dir) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { AppError } from '../../src/errors';
-import { QueryRunner } from '../../src/modules/events/runner';
+import { QueryRunner } from '../../src/storage/events/runner';
 import type { EventStore } from '../../src/storage/events';
 import { errorOf } from '../helpers/test-app';
 import { B_EVENT, C_EVENT, openEventsFixture, type EventsFixture } from './events-fixture';

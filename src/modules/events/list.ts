@@ -8,7 +8,7 @@ import { countListing, type FileCounts } from './count';
 import {
   afterKey, allOf, asEvents, keysStatement, needsPersonProperties, pageRowsStatement, rowsByKeysStatement, withPersonProperties, type EventKey, type Order,
 } from './queries';
-import type { QueryRunner } from './runner';
+import type { QueryRunner } from '../../storage/events/runner';
 
 /** What a list query needs besides the request: the runner, the team and lookups it can call. */
 export interface ListContext {

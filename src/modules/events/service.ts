@@ -9,7 +9,7 @@ import { listEvents, selectEvents, type EventsPage, type ListContext, type Selec
 import { parseListRequest, type ListQueryInput } from './params';
 import { lookupPerson } from '../persons/service';
 import { asEvents, distinctIdIn, eventByIdStatement, valuesStatement } from './queries';
-import { QueryRunner } from './runner';
+import { QueryRunner } from '../../storage/events/runner';
 
 /** Values listed by `/events/values/` and the window they are read from (PostHog: recent values). */
 export const VALUES_LIMIT = 100;

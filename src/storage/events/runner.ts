@@ -1,10 +1,11 @@
 import { observe, type Histogram } from '../../core/metrics/histogram';
 import { queryTimeout, type SqlFragment } from '../../core/query';
-import type { Row } from '../../storage/db';
-import type { EventStore, EventsRelation, RelationOptions, TimeRange } from '../../storage/events';
+import type { Row } from '../db';
+import type { EventsRelation, TimeRange } from './relation';
+import type { EventStore, RelationOptions } from './types';
 
 /**
- * How the events API runs its statements on the event store: every statement under the time
+ * How a request's statements run on the event store: every statement under the time
  * limit (the store gives its engine's errors as API errors, naming `attr`). A statement past its time
  * limit is answered with 504 at once; aborting its signal makes the store interrupt it on its
  * connection, so it stops using the CPU and the reader too.
