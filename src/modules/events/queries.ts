@@ -1,7 +1,8 @@
 import { assembleEventsQuery, bind, joinSql, readsPersonColumns, sql, trusted, type SqlFragment } from '../../core/query';
 import { eventsWithPersons } from '../../storage';
-import { hotColumnFor } from '../../core/events/columns';
-import { jsonPointer } from '../../core/query';
+import { EVENT_ROW_COLUMNS } from '../../storage/events/lookups';
+
+export { EVENT_ROW_COLUMNS };
 
 /**
  * The SQL of the events API, built from storage's events relation (trusted text: a subquery of
@@ -69,7 +70,6 @@ export function keyAtStatement(relation: string, teamId: number, where: SqlFragm
   return assembleEventsQuery({ relation, teamId, filters: where, columns: ['uuid', 'timestamp'], orderBy: listOrder(order), limit: 1, offset: position - 1 });
 }
 
-export const EVENT_ROW_COLUMNS = ['uuid', 'event', 'distinct_id', 'properties', 'timestamp', 'elements_chain'] as const;
 
 /** A list's first `limit` whole rows in one statement (a person's list; see `personRows`). */
 export function pageRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number): SqlFragment {
@@ -90,51 +90,4 @@ export function rowsByKeysStatement(relation: string, teamId: number, keys: read
     times.map(ts),
     ', ',
   )}) AND uuid IN (${joinSql(keys.map((k) => bind(k.uuid)), ', ')})${byId}`;
-}
-
-export function eventByIdStatement(relation: string, teamId: number, uuid: string): SqlFragment {
-  return sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND uuid = ${bind(uuid)} LIMIT 1`;
-}
-
-/** Events PostHog leaves out of `key=custom_event`. */
-export const BUILT_IN_EVENTS = ['$autocapture', '$pageview', '$identify', '$pageleave', '$screen'];
-
-export interface ValuesQuery {
-  key: string;
-  /** Most events read (newest first is not needed: any recent sample ranks the common values). */
-  scanLimit: number;
-  /** Case-insensitive substring of the value. */
-  value?: string | null;
-  eventNames: readonly string[];
-  limit: number;
-}
-
-/**
- * `/events/values/`: the distinct values of one property, most frequent first. A JSON list
- * contributes its elements; booleans read `true`/`false`, other non-strings their JSON text.
- * A hot property reads its materialized column and skips the JSON entirely.
- */
-export function valuesStatement(relation: string, teamId: number, q: ValuesQuery): SqlFragment {
-  const scope = allOf(
-    sql`team_id = ${bind(teamId)}`,
-    q.eventNames.length ? sql`event IN (${joinSql(q.eventNames.map((e) => bind(e)), ', ')})` : null,
-  );
-  // The scan is bounded: DuckDB stops reading once `scanLimit` matching events are in.
-  const capped = (inner: SqlFragment) => sql`SELECT * FROM (${inner} LIMIT ${bind(q.scanLimit)})`;
-  let names: SqlFragment;
-  if (q.key === 'custom_event') {
-    const builtIn = joinSql(BUILT_IN_EVENTS.map((e) => bind(e)), ', ');
-    names = capped(sql`SELECT event AS name FROM ${trusted(relation)} WHERE ${scope} AND event NOT IN (${builtIn})`);
-  } else {
-    const hot = hotColumnFor(q.key);
-    if (hot) names = capped(sql`SELECT ${trusted(hot)} AS name FROM ${trusted(relation)} WHERE ${scope} AND ${trusted(hot)} IS NOT NULL`);
-    else {
-      const value = sql`json_extract(properties, ${bind(jsonPointer([q.key]))})`;
-      const items = sql`unnest(CASE WHEN json_type(v) = 'ARRAY' THEN json_extract(v, '$[*]') ELSE [v] END)`;
-      const values = capped(sql`SELECT v FROM (SELECT ${value} AS v FROM ${trusted(relation)} WHERE ${scope}) WHERE v IS NOT NULL`);
-      names = sql`SELECT json_extract_string(item, '$') AS name FROM (SELECT ${items} AS item FROM (${values}))`;
-    }
-  }
-  const contains = q.value ? sql` AND strpos(lower(name), lower(${bind(q.value)})) > 0` : trusted('');
-  return sql`SELECT name, count(*) AS n FROM (${names}) WHERE name IS NOT NULL${contains} GROUP BY name ORDER BY n DESC, name ASC LIMIT ${bind(q.limit)}`;
 }

@@ -8,7 +8,8 @@ import { exportEvents } from './export';
 import { listEvents, selectEvents, type EventsPage, type ListContext, type SelectPage } from './list';
 import { parseListRequest, type ListQueryInput } from './params';
 import { lookupPerson } from '../persons/service';
-import { asEvents, distinctIdIn, eventByIdStatement, valuesStatement } from './queries';
+import { distinctIdIn } from './queries';
+import { eventById, propertyValues } from '../../storage/events/lookups';
 import { QueryRunner } from '../../storage/events/runner';
 
 /** Values listed by `/events/values/` and the window they are read from (PostHog: recent values). */
@@ -100,11 +101,7 @@ export function createEventsService(deps: Deps) {
       const uuid = normalizeUuid(id);
       if (!uuid) throw new AppError('invalid_input', 'Invalid UUID', 'id');
       const runner = newRunner();
-      const find = async (range?: { from: number; to: number }) => {
-        const relation = asEvents((await runner.relation(teamId, range)).sql);
-        const [row] = await runner.rows(eventByIdStatement(relation, teamId, uuid));
-        return row;
-      };
+      const find = (range?: { from: number; to: number }) => eventById(runner, teamId, uuid, range);
       const created = uuidV7Time(uuid);
       const row = (created !== null ? await find({ from: created - UUID_TIME_SLACK_MS, to: created + UUID_TIME_SLACK_MS }) : undefined) ?? (await find());
       if (!row) throw new AppError('not_found', `No events exist for event UUID ${uuid}`);
@@ -122,10 +119,13 @@ export function createEventsService(deps: Deps) {
       const eventNames = (query.event_name ?? []).filter((e) => e !== '');
       recordUsage(teamId, eventNames);
       const now = deps.now().getTime();
-      const runner = newRunner();
-      const relation = asEvents((await runner.relation(teamId, { from: now - VALUES_WINDOW_MS, to: now + 5_000 })).sql);
-      const rows = await runner.rows(valuesStatement(relation, teamId, { key: query.key, value: query.value, eventNames, limit: VALUES_LIMIT, scanLimit: VALUES_SCAN_LIMIT }), 'key');
-      return rows.map((r) => ({ name: String(r.name) }));
+      const values = await propertyValues(
+        newRunner(),
+        teamId,
+        { key: query.key, value: query.value, eventNames, limit: VALUES_LIMIT, scanLimit: VALUES_SCAN_LIMIT },
+        { from: now - VALUES_WINDOW_MS, to: now + 5_000 },
+      );
+      return values.map((name) => ({ name }));
     },
   };
 }
