@@ -8,13 +8,26 @@ import { isGroup, needsEvents, type BehavioralLeaf, type CohortGroup, type Cohor
 
 /**
  * A cohort definition → one query listing the matching persons (`person_uuid`), parameterized
- * throughout. The project scope is bound outside the definition (`p.team_id = ?`), and every
- * table name and column comes from this file, never from the definition.
+ * throughout. The project scope is bound outside the definition (`p.team_id = ?`); the relations
+ * read are named by storage (`CohortRelations`), the columns here, never by the definition.
  */
+
+/** What the compiled query reads, as storage names it (trusted text, never a request's). */
+export interface CohortRelations {
+  /** Persons: uuid, team_id, properties, created_at. */
+  persons: string;
+  /** team_id, distinct_id, person_uuid. */
+  distinctIds: string;
+  /** Members of each cohort version: cohort_id, person_uuid, version. */
+  members: string;
+  /** Cohorts: id, team_id, version (the current one). */
+  cohorts: string;
+}
 
 export interface CompileContext {
   teamId: number;
   now: Date;
+  relations: CohortRelations;
   /**
    * The events relation, parenthesized, with the columns team_id, event, distinct_id, timestamp
    * (UTC) and properties (JSON). Needed only by behavioural conditions.
@@ -40,13 +53,13 @@ function compileBehavioral(leaf: BehavioralLeaf, ctx: CompileContext): SqlFragme
     leaf.value === 'performed_event_multiple'
       ? sql` GROUP BY pdi.person_uuid HAVING count(*) ${trusted(COUNT_OPS[leaf.operator ?? 'gte'])} ${d.bind(leaf.operator_value ?? 1)}`
       : trusted('');
-  return sql`p.uuid IN (SELECT pdi.person_uuid FROM cohort_events e JOIN person_distinct_ids pdi ON pdi.team_id = ${d.bind(ctx.teamId)} AND pdi.distinct_id = e.distinct_id WHERE ${where}${having})`;
+  return sql`p.uuid IN (SELECT pdi.person_uuid FROM cohort_events e JOIN ${trusted(ctx.relations.distinctIds)} pdi ON pdi.team_id = ${d.bind(ctx.teamId)} AND pdi.distinct_id = e.distinct_id WHERE ${where}${having})`;
 }
 
-/** Membership of another cohort is its current version in `cohort_people`. */
+/** Membership of another cohort is its current version among the members. */
 function compileCohortRef(id: number, ctx: CompileContext): SqlFragment {
   const { bind } = ctx.dialect ?? DUCKDB;
-  return sql`p.uuid IN (SELECT cp.person_uuid FROM cohort_people cp JOIN cohorts c ON c.id = cp.cohort_id AND c.version = cp.version WHERE c.id = ${bind(id)} AND c.team_id = ${bind(ctx.teamId)})`;
+  return sql`p.uuid IN (SELECT cp.person_uuid FROM ${trusted(ctx.relations.members)} cp JOIN ${trusted(ctx.relations.cohorts)} c ON c.id = cp.cohort_id AND c.version = cp.version WHERE c.id = ${bind(id)} AND c.team_id = ${bind(ctx.teamId)})`;
 }
 
 export function compileNode(node: CohortNode, ctx: CompileContext): SqlFragment {
@@ -67,7 +80,7 @@ export function compileNode(node: CohortNode, ctx: CompileContext): SqlFragment 
 export function compileCohortQuery(definition: CohortGroup, ctx: CompileContext): SqlFragment {
   const { bind } = ctx.dialect ?? DUCKDB;
   const where = compileNode(definition, ctx);
-  const body = sql`SELECT p.uuid AS person_uuid FROM persons p WHERE p.team_id = ${bind(ctx.teamId)} AND ${where}`;
+  const body = sql`SELECT p.uuid AS person_uuid FROM ${trusted(ctx.relations.persons)} p WHERE p.team_id = ${bind(ctx.teamId)} AND ${where}`;
   if (!needsEvents(definition)) return body;
   if (!ctx.events) throw new AppError('unavailable', 'Events are not available to calculate behavioural cohorts.');
   return sql`WITH cohort_events AS (SELECT team_id, event, distinct_id, timestamp, properties FROM ${ctx.events} AS ev WHERE team_id = ${bind(ctx.teamId)}) ${body}`;

@@ -1,10 +1,13 @@
-import { compileCohortQuery } from '../../core/cohorts/compile-cohort';
+import { compileCohortQuery, type CohortRelations } from '../../core/cohorts/compile-cohort';
 import { cohortDefinition } from '../../core/cohorts/definition';
 import { needsEvents, type SqlFragment } from '../../core/cohorts/types';
 import type { Database, SqlParam } from '../db';
 import type { EventsSourceRef } from '../definitions/events-source';
 import { toCohort } from './cohort-rows';
 import type { CohortStore } from './types';
+
+/** The DuckDB tables a cohort's calculation reads (the persons' copy beside the events). */
+const COHORT_RELATIONS: CohortRelations = { persons: 'persons', distinctIds: 'person_distinct_ids', members: 'cohort_people', cohorts: 'cohorts' };
 
 /**
  * Background membership calculation. One run per cohort at a time: a request while a run is in
@@ -38,7 +41,7 @@ export function createCohortCalculator(db: Database, events: EventsSourceRef): C
     await events.syncPersons?.(cohort.teamId);
     const definition = cohortDefinition(cohort.filters, cohort.groups);
     const relation = needsEvents(definition) ? await eventsRelation(cohort.teamId) : undefined;
-    const query = compileCohortQuery(definition, { teamId: cohort.teamId, now, events: relation });
+    const query = compileCohortQuery(definition, { teamId: cohort.teamId, now, events: relation, relations: COHORT_RELATIONS });
     const version = Math.max(cohort.version, cohort.pendingVersion ?? 0) + 1;
     await db.run('UPDATE cohorts SET pending_version = ? WHERE id = ?', [version, id]);
     try {

@@ -1,4 +1,7 @@
-import { compileCohortQuery } from '../../../src/core/cohorts/compile-cohort';
+import { compileCohortQuery, type CohortRelations } from '../../../src/core/cohorts/compile-cohort';
+
+/** The fixture's tables, named as storage names its own. */
+const RELATIONS: CohortRelations = { persons: 'persons', distinctIds: 'person_distinct_ids', members: 'cohort_people', cohorts: 'cohorts' };
 import type { CohortGroup } from '../../../src/core/cohorts/types';
 import { sql, type Dialect } from '../../../src/core/query';
 import { EVENTS, NOW, PERSONS, TEAM } from './fixture';
@@ -26,7 +29,7 @@ export function cohortFixtureStatements(time: string): string[] {
 /** The statement listing a definition's members, rendered, ordered by label. */
 export function membersQuery(d: Dialect, definition: CohortGroup, teamId = TEAM) {
   const events = sql`(SELECT * FROM test_events WHERE team_id = ${d.bind(teamId)})`;
-  const query = d.render(compileCohortQuery(definition, { teamId, now: NOW, events, dialect: d }));
+  const query = d.render(compileCohortQuery(definition, { relations: RELATIONS, teamId, now: NOW, events, dialect: d }));
   return { sql: `SELECT person_uuid FROM (${query.sql}) ORDER BY person_uuid`, params: query.params };
 }
 

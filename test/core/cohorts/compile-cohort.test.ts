@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { compileCohortQuery } from '../../../src/core/cohorts/compile-cohort';
+import { compileCohortQuery, type CohortRelations } from '../../../src/core/cohorts/compile-cohort';
+
+/** The fixture's tables, named as storage names its own. */
+const RELATIONS: CohortRelations = { persons: 'persons', distinctIds: 'person_distinct_ids', members: 'cohort_people', cohorts: 'cohorts' };
 import { jsonPointer } from '../../../src/core/cohorts/compile-property';
 import { cohortDefinition } from '../../../src/core/cohorts/definition';
 import { parseFilters } from '../../../src/core/cohorts/parse-definition';
@@ -14,7 +17,7 @@ afterAll(() => fx.close());
 
 describe('compiled SQL', () => {
   test('a person property: bound JSON-pointer path and values, scope outside the definition', () => {
-    expect(compileCohortQuery(all(person('email', 'exact', 'A@x.com')), { teamId: 7, now: NOW })).toEqual({
+    expect(compileCohortQuery(all(person('email', 'exact', 'A@x.com')), { relations: RELATIONS, teamId: 7, now: NOW })).toEqual({
       sql:
         'SELECT p.uuid AS person_uuid FROM persons p WHERE p.team_id = ? AND ((json_exists(p.properties, ?) AND ' +
         "coalesce(lower(coalesce(json_extract_string(p.properties, ?), 'null')) IN (?), false)))",
@@ -24,7 +27,7 @@ describe('compiled SQL', () => {
 
   test('a behavioural condition reads the events relation once, through a CTE', () => {
     const events = { sql: '(SELECT * FROM ev WHERE team_id = ?)', params: [7] };
-    expect(compileCohortQuery(all(performed('$pageview', 7)), { teamId: 7, now: NOW, events })).toEqual({
+    expect(compileCohortQuery(all(performed('$pageview', 7)), { relations: RELATIONS, teamId: 7, now: NOW, events })).toEqual({
       sql:
         'WITH cohort_events AS (SELECT team_id, event, distinct_id, timestamp, properties FROM (SELECT * FROM ev WHERE team_id = ?) AS ev WHERE team_id = ?) ' +
         'SELECT p.uuid AS person_uuid FROM persons p WHERE p.team_id = ? AND (p.uuid IN (SELECT pdi.person_uuid FROM cohort_events e JOIN person_distinct_ids pdi ' +
@@ -34,7 +37,7 @@ describe('compiled SQL', () => {
   });
 
   test('a behavioural condition without an events relation cannot be calculated', () => {
-    expect(() => compileCohortQuery(all(performed('$pageview', 7)), { teamId: 1, now: NOW })).toThrow('Events are not available');
+    expect(() => compileCohortQuery(all(performed('$pageview', 7)), { relations: RELATIONS, teamId: 1, now: NOW })).toThrow('Events are not available');
   });
 
   test.each([
@@ -98,7 +101,7 @@ describe('injection probes never reach the SQL text', () => {
     const filters = [person(probe, 'exact', 'alice@example.com'), person('email', 'exact', probe), performed(probe, 30)];
     for (const filter of filters) {
       const definition = all(filter);
-      const query = compileCohortQuery(definition, { teamId: TEAM, now: NOW, events: fx.events });
+      const query = compileCohortQuery(definition, { relations: RELATIONS, teamId: TEAM, now: NOW, events: fx.events });
       expect(query.sql).not.toContain(probe);
       expect(await fx.members(definition)).toEqual([]);
     }

@@ -1,7 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileCohortQuery } from '../../../src/core/cohorts/compile-cohort';
+import { compileCohortQuery, type CohortRelations } from '../../../src/core/cohorts/compile-cohort';
+
+/** The fixture's tables, named as storage names its own. */
+const RELATIONS: CohortRelations = { persons: 'persons', distinctIds: 'person_distinct_ids', members: 'cohort_people', cohorts: 'cohorts' };
 import type { CohortGroup, SqlFragment } from '../../../src/core/cohorts/types';
 import { openDatabase, type Database } from '../../../src/storage/db';
 import { migrate } from '../../../src/storage/migrations';
@@ -78,7 +81,7 @@ export async function openFixture(): Promise<Fixture> {
     labels,
     events,
     async members(definition, teamId = TEAM) {
-      const query = compileCohortQuery(definition, { teamId, now: NOW, events: { ...events, params: [teamId] } });
+      const query = compileCohortQuery(definition, { relations: RELATIONS, teamId, now: NOW, events: { ...events, params: [teamId] } });
       const rows = await db.query<{ person_uuid: string }>(`SELECT person_uuid::VARCHAR AS person_uuid FROM (${query.sql})`, query.params);
       return rows.map((r) => labels.get(r.person_uuid)!).sort();
     },
