@@ -7,7 +7,7 @@ import { csvRecord, duckdbCsvField, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, s
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
 import type { PersonObject } from './event-object';
-import { countListing } from './count';
+import { countListing } from '../../storage/events/counts';
 import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement } from './export-queries';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';

@@ -4,7 +4,7 @@ import { AppError } from '../../errors';
 import type { Row } from '../../storage/db';
 import { selectValue, toEventObject, type EventObject, type PersonObject } from './event-object';
 import { formatCursor, type ListRequest } from './params';
-import { countListing, type FileCounts } from './count';
+import { countListing, type FileCounts } from '../../storage/events/counts';
 import {
   afterKey, allOf, asEvents, keysStatement, needsPersonProperties, pageRowsStatement, rowsByKeysStatement, withPersonProperties, type EventKey, type Order,
 } from './queries';

@@ -3,7 +3,7 @@ import { normalizeUuid } from '../../core/ids/uuid';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import { personObject, toEventObject, type EventObject, type PersonObject } from './event-object';
-import { FileCounts } from './count';
+import { FileCounts } from '../../storage/events/counts';
 import { exportEvents } from './export';
 import { listEvents, selectEvents, type EventsPage, type ListContext, type SelectPage } from './list';
 import { parseListRequest, type ListQueryInput } from './params';

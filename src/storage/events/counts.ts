@@ -1,8 +1,30 @@
-import { bind, sql, trusted, type SqlFragment } from '../../core/query';
-import type { RelationFile } from '../../storage/events/relation';
-import type { ListContext, Scope } from './list';
-import type { ListRequest } from './params';
-import { allOf, asEvents, withPersonProperties } from './queries';
+import { bind, joinSql, sql, trusted, type SqlFragment } from '../../core/query';
+import { eventsWithPersons } from '../persons/relations';
+import type { RelationFile } from './relation';
+import type { QueryRunner } from './runner';
+
+/** What a count reads: the project, the request's runner, and the counts remembered across requests. */
+export interface CountContext {
+  runner: QueryRunner;
+  teamId: number;
+  counts: FileCounts;
+}
+
+/** The listing's conditions: with the time bounds (`where`) and without them (`conditions`); `person` when they read person columns. */
+export interface CountScope {
+  where: SqlFragment;
+  conditions: SqlFragment;
+  person: boolean;
+}
+
+/** The listing's exclusive time bounds (epoch ms). */
+export interface CountBounds {
+  afterMs: number | null;
+  beforeMs: number;
+}
+
+const allOf = (...fragments: SqlFragment[]): SqlFragment => joinSql(fragments.filter((f) => f.sql.trim() !== '').map((f) => sql`(${f})`), ' AND ');
+const asEvents = (relation: string) => `${relation} AS events`;
 
 /**
  * Counts of a listing's conditions per Parquet file. A file never changes once it is part of the
@@ -33,7 +55,7 @@ const conditionsKey = (f: SqlFragment): string => `${f.sql}\n${JSON.stringify(f.
  * on either side (the manifest keeps milliseconds; a bound may carry microseconds), so the bounds
  * hold for each of its rows and the file can be counted without them.
  */
-const insideBounds = (f: RelationFile, req: ListRequest): boolean => (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
+const insideBounds = (f: RelationFile, req: CountBounds): boolean => (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
 
 /**
  * The listing's total. Files wholly inside the bounds are counted from the manifest when nothing
@@ -41,7 +63,7 @@ const insideBounds = (f: RelationFile, req: ListRequest): boolean => (req.afterM
  * hot rows and the files a bound cuts through are scanned with the full conditions every time.
  * Person-property conditions read the persons tables, which change: those are always scanned.
  */
-export async function countListing(ctx: ListContext, scope: Scope, req: ListRequest): Promise<number> {
+export async function countListing(ctx: CountContext, scope: CountScope, req: CountBounds): Promise<number> {
   const relation = await ctx.runner.relation(ctx.teamId, { ...(req.afterMs === null ? {} : { from: req.afterMs }), to: req.beforeMs });
   const filtered = scope.conditions.sql.trim() !== '';
   const key = filtered && !scope.person ? conditionsKey(scope.conditions) : null;
@@ -59,7 +81,7 @@ export async function countListing(ctx: ListContext, scope: Scope, req: ListRequ
   }
   const team = sql`team_id = ${bind(ctx.teamId)}`;
   const rest = (async () => {
-    const from = asEvents(scope.person ? withPersonProperties(relation.parts(scanned, true), ctx.teamId) : relation.parts(scanned, true));
+    const from = asEvents(scope.person ? eventsWithPersons(relation.parts(scanned, true), ctx.teamId) : relation.parts(scanned, true));
     const [row] = await ctx.runner.rows(sql`SELECT count(team_id) AS count FROM ${trusted(from)} WHERE ${allOf(team, scope.where)}`, 'properties');
     return Number(row?.count ?? 0);
   })();
