@@ -170,11 +170,20 @@ function normalizeRow(row: Record<string, unknown>): Row {
 }
 
 /** What the engine's buffer manager holds in memory, and what it spilled to its temporary directory (bytes). */
-export async function memoryUsage(db: Database): Promise<{ usedBytes: number; spilledBytes: number }> {
-  const [row] = await db.query<{ used: number | null; spilled: number | null }>(
-    'SELECT sum(memory_usage_bytes) AS used, sum(temporary_storage_bytes) AS spilled FROM duckdb_memory()',
+export async function memoryUsage(db: Database): Promise<{ usedBytes: number; spilledBytes: number; limitBytes: number }> {
+  const [row] = await db.query<{ used: number | null; spilled: number | null; cap: string }>(
+    "SELECT sum(memory_usage_bytes) AS used, sum(temporary_storage_bytes) AS spilled, current_setting('memory_limit') AS cap FROM duckdb_memory()",
   );
-  return { usedBytes: Number(row?.used ?? 0), spilledBytes: Number(row?.spilled ?? 0) };
+  return { usedBytes: Number(row?.used ?? 0), spilledBytes: Number(row?.spilled ?? 0), limitBytes: parseByteSize(String(row?.cap ?? '')) };
+}
+
+const UNITS: Record<string, number> = { bytes: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 };
+
+/** DuckDB's rendering of a size setting ("488.2 MiB") in bytes, to the precision it shows; NaN when unreadable. */
+function parseByteSize(text: string): number {
+  const m = /^([\d.]+)\s*(\w+)$/.exec(text.trim());
+  const unit = m ? UNITS[m[2]] : undefined;
+  return m && unit ? Math.round(Number(m[1]) * unit) : Number.NaN;
 }
 
 /** Translate a DuckDB constraint failure into the API's `unique` error; rethrow anything else. */
