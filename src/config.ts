@@ -31,7 +31,7 @@ export const ConfigSchema = t.Object({
   INGEST_PARSE_THREADS: Int(1, 0, 16, 'Worker threads that decode, parse, normalize and encode large capture bodies (16 KiB and up) off the main thread. 0: the main thread does.'),
   MAX_BODY_BYTES: Int(20 * 1024 * 1024, 1024, 1024 * 1024 * 1024, 'Largest accepted request body on the public endpoints, also after decompression (bytes).'),
   DUCKDB_MEMORY_LIMIT: t.String({
-    default: '512MB',
+    default: '1GB',
     pattern: '^\\d+(\\.\\d+)?\\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$',
     examples: ['1GB', '512MB', '4GiB'],
     description: "DuckDB's memory cap (e.g. 2GB); beyond it, queries and compaction spill to DATA_DIR/tmp. The server's resident size is about this plus 0.5 GB under a sustained load.",

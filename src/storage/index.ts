@@ -98,7 +98,7 @@ export interface StorageOptions {
    * by every server process that names it; absent: in the DuckDB database in `dataDir`.
    */
   metaStore?: string;
-  /** DuckDB's memory cap (default 512MB, as the config's); over it, work spills to `<dataDir>/tmp`. */
+  /** DuckDB's memory cap (default 1GB, as the config's); over it, work spills to `<dataDir>/tmp`. */
   memoryLimit?: string;
   durability?: Durability;
   logger?: Logger;
@@ -127,7 +127,7 @@ export const DATABASE_FILE = 'analytics.duckdb';
  * and the parser thread's heaps, buffers outside DuckDB) held about 0.5 GB beside it, so this
  * keeps the whole process near 1 GB (see bench/NOTES.md).
  */
-export const DEFAULT_MEMORY_LIMIT = '512MB';
+export const DEFAULT_MEMORY_LIMIT = '1GB';
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   await mkdir(options.dataDir, { recursive: true });
