@@ -1,5 +1,5 @@
 import type { StoredEventRow } from '../../core/events/columns';
-import { FIELD, NULL_MARK, PERSON_SLOT, QUOTE } from '../events/wal-format';
+import { PERSON_SLOT, readRecords } from '../events/wal-format';
 import { sql, trusted, type ClickHouseFeatures, type SqlFragment } from '../../core/query';
 import type { ClickHouse } from './client';
 
@@ -12,65 +12,6 @@ import type { ClickHouse } from './client';
 
 /** Fields of a processed record, in its order (wal-format's `WAL_COLUMNS`). */
 const LINE_FIELDS = 13;
-
-/**
- * The records of processed log text, each as its fields: U+001F between fields, a newline after
- * the record, U+001E around a field holding control characters (newlines included; doubled
- * inside), U+0015 alone for NULL. Frame headers (U+001D) and blank lines are skipped.
- */
-export function* records(text: string): Generator<Array<string | null>> {
-  let i = 0;
-  const n = text.length;
-  while (i < n) {
-    const first = text.charCodeAt(i);
-    if (first === 0x0a) {
-      i++;
-      continue;
-    }
-    if (first === 0x1d) {
-      const end = text.indexOf('\n', i);
-      i = end < 0 ? n : end + 1;
-      continue;
-    }
-    const fields: Array<string | null> = [];
-    for (;;) {
-      let value: string;
-      if (text[i] === QUOTE) {
-        value = '';
-        let j = i + 1;
-        for (;;) {
-          const end = text.indexOf(QUOTE, j);
-          if (end < 0) throw new Error('an unterminated quoted field in processed log text');
-          value += text.slice(j, end);
-          if (text[end + 1] === QUOTE) {
-            value += QUOTE;
-            j = end + 2;
-            continue;
-          }
-          i = end + 1;
-          break;
-        }
-        fields.push(value);
-      } else {
-        let end = i;
-        while (end < n) {
-          const c = text.charCodeAt(end);
-          if (c === 0x1f || c === 0x0a) break;
-          end++;
-        }
-        value = text.slice(i, end);
-        fields.push(value === NULL_MARK ? null : value);
-        i = end;
-      }
-      if (i >= n || text.charCodeAt(i) === 0x0a) {
-        i++;
-        break;
-      }
-      i++; // the field separator
-    }
-    yield fields;
-  }
-}
 
 const TSV_SPECIAL = /[\\\t\n\r\0]/;
 const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0' };
@@ -105,7 +46,7 @@ const CHUNK_ROWS = 4096;
 export function* tabSeparatedRows(text: string, seg: number, f: Pick<ClickHouseFeatures, 'datetime64'>): Generator<string> {
   let chunk = '';
   let rows = 0;
-  for (const v of records(text)) {
+  for (const v of readRecords(text)) {
     if (v.length !== LINE_FIELDS) throw new Error(`a processed record has ${v.length} fields, not ${LINE_FIELDS}`);
     const [uuid, team, event, distinctId, person, ts, created, chain, browser, os, url, session, properties] = v;
     const personId = person === null || person === PERSON_SLOT ? null : person;

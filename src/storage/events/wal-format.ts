@@ -359,6 +359,66 @@ function indexOfMagic(data: Uint8Array, from: number): number {
   return rows < 0 ? intake : intake < 0 ? rows : Math.min(rows, intake);
 }
 
+/**
+ * The records of log or processed text read back in JavaScript (the inverse of the encoders
+ * above, for engines that do not load this format themselves), each as its fields: U+001F between fields, a newline after
+ * the record, U+001E around a field holding control characters (newlines included; doubled
+ * inside), U+0015 alone for NULL. Frame headers (U+001D) and blank lines are skipped.
+ */
+export function* readRecords(text: string): Generator<Array<string | null>> {
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const first = text.charCodeAt(i);
+    if (first === 0x0a) {
+      i++;
+      continue;
+    }
+    if (first === 0x1d) {
+      const end = text.indexOf('\n', i);
+      i = end < 0 ? n : end + 1;
+      continue;
+    }
+    const fields: Array<string | null> = [];
+    for (;;) {
+      let value: string;
+      if (text[i] === QUOTE) {
+        value = '';
+        let j = i + 1;
+        for (;;) {
+          const end = text.indexOf(QUOTE, j);
+          if (end < 0) throw new Error('an unterminated quoted field in processed log text');
+          value += text.slice(j, end);
+          if (text[end + 1] === QUOTE) {
+            value += QUOTE;
+            j = end + 2;
+            continue;
+          }
+          i = end + 1;
+          break;
+        }
+        fields.push(value);
+      } else {
+        let end = i;
+        while (end < n) {
+          const c = text.charCodeAt(end);
+          if (c === 0x1f || c === 0x0a) break;
+          end++;
+        }
+        value = text.slice(i, end);
+        fields.push(value === NULL_MARK ? null : value);
+        i = end;
+      }
+      if (i >= n || text.charCodeAt(i) === 0x0a) {
+        i++;
+        break;
+      }
+      i++; // the field separator
+    }
+    yield fields;
+  }
+}
+
 /** SQL string literal (file paths we build ourselves from numeric ids; quotes doubled anyway). */
 export const sqlString = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 

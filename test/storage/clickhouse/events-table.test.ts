@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { StoredEventRow } from '../../../src/core/events/columns';
 import { AppError } from '../../../src/errors';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../../../src/storage/clickhouse/client';
-import { countEvents, insertProcessed, newestEvents, records, type ClickHouseEventRow } from '../../../src/storage/clickhouse/events-table';
+import { countEvents, insertProcessed, newestEvents, type ClickHouseEventRow } from '../../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../../src/storage/clickhouse/schema';
-import { encodePlacedLines } from '../../../src/storage/events/wal-format';
+import { encodePlacedLines, readRecords } from '../../../src/storage/events/wal-format';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../../helpers/clickhouse';
 
 const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
@@ -119,8 +119,11 @@ describe('ClickHouse statements and settings (no server)', () => {
     }
   });
 
-  test('processed lines split as DuckDB reads them', () => {
-    expect([...records('a\x1f\x15\x1f\x1eq\x1e\x1eu\nx\x1e\x1fz\n\x1dW1 9 0 1\n\nb\x1f\x1e\x1e\n')]).toEqual([['a', null, 'q\x1eu\nx', 'z'], ['b', '']]);
+  test('log records read back in JavaScript as DuckDB reads them, and as the encoder wrote them', () => {
+    expect([...readRecords('a\x1f\x15\x1f\x1eq\x1e\x1eu\nx\x1e\x1fz\n\x1dW1 9 0 1\n\nb\x1f\x1e\x1e\n')]).toEqual([['a', null, 'q\x1eu\nx', 'z'], ['b', '']]);
+    const odd = row(7, { event: 'a\x1eb\nc', distinctId: '\x15', personId: null, elementsChain: '\x1f' });
+    const [fields] = [...readRecords(lines([odd]))];
+    expect([fields![0], fields![2], fields![3], fields![7]]).toEqual([odd.uuid, odd.event, odd.distinctId, odd.elementsChain]);
   });
 
   test('a server that does not answer is a 503 with Retry-After, naming no engine', async () => {
