@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from 'bun:test';
+import { afterAll, beforeAll, expect } from 'bun:test';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import {
   assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment,
@@ -99,4 +99,30 @@ export function fixtureForSuite(options: { persons: boolean }) {
   });
   afterAll(() => db.closeSync());
   return { db: () => db, state, snapshot: () => snapshot };
+}
+
+/**
+ * An injection probe: refused with a 400 (and then the case expects an error), or run with the
+ * same rows over every team's relation as over team 1's alone, every id it returns team 1's.
+ */
+export async function checkProbe(
+  db: DuckDBConnection,
+  c: { error?: unknown },
+  statements: () => { all: SqlFragment; team1: SqlFragment },
+  team1Ids: ReadonlySet<string>,
+  idPattern: RegExp,
+): Promise<void> {
+  let built;
+  try {
+    built = statements();
+  } catch (error) {
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).status).toBe(400);
+    expect(c.error).toBeDefined();
+    return;
+  }
+  expect(c.error).toBeUndefined();
+  const rows = await runRows(db, built.all);
+  expect(await runRows(db, built.team1)).toEqual(rows);
+  for (const [first] of rows) if (typeof first === 'string' && idPattern.test(first)) expect(team1Ids.has(first)).toBe(true);
 }
