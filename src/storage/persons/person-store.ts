@@ -136,29 +136,49 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
   const hasPending = (teamId: number) =>
     [...dirtyPersons.values()].includes(teamId) || [...dirtyDistinctIds.values()].some((v) => v.teamId === teamId) || [...dirtyGroups.values()].some((v) => v.teamId === teamId);
 
+  /**
+   * Runs in turn with flushes (in `flushing`'s place): a flush under way has committed before the
+   * home is read, and none starts while memory is patched, so what is read is never older than
+   * what this process wrote. A project being loaded is loaded first (the load may have read the
+   * rows before the change).
+   */
   async function refresh(teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) {
+    if (teamId !== null) await loading.get(teamId)?.catch(() => undefined);
+    while (flushing) await flushing.catch(() => undefined);
+    const run = patchFromHome(teamId, keys);
+    const turn: Promise<void> = run
+      .catch(() => undefined)
+      .finally(() => {
+        if (flushing === turn) flushing = null;
+      });
+    flushing = turn;
+    return run;
+  }
+
+  async function patchFromHome(teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) {
     if (teamId === null || keys === null) {
-      // A flush under way writes what memory holds: a project is dropped only after it, and only
-      // when nothing of it waits for the next one.
-      await flushing?.catch(() => undefined);
+      // Only a project nothing of which waits for the next flush is dropped.
       for (const id of teamId === null ? [...teams.keys()] : [teamId]) if (!hasPending(id)) teams.delete(id);
       return;
     }
-    if (!teams.has(teamId) || !home?.loadSome) return;
-    const rows = await home.loadSome(teamId, keys.persons, keys.distinctIds);
+    if (!teams.has(teamId)) return;
+    const rows = await home!.loadSome(teamId, keys.persons, keys.distinctIds);
     const t = teams.get(teamId);
     if (!t) return;
     const fresh = new Map(rows.persons.map((r) => [r.uuid, r]));
     const touchedPersons = new Map<string, number>();
     for (const uuid of new Set([...keys.persons, ...fresh.keys()])) {
-      if (dirtyPersons.has(uuid)) continue;
       const row = fresh.get(uuid);
       const held = t.persons.get(uuid);
+      // A person deleted (or merged away) elsewhere stays deleted, whatever this process changed
+      // of them since: its next flush must not write them back.
       if (!row) {
+        dirtyPersons.delete(uuid);
         if (!held) continue;
         t.persons.delete(uuid);
         for (const d of held.distinctIds) if (t.byDistinctId.get(d) === held) t.byDistinctId.delete(d);
-      } else if (held) Object.assign(held, { id: row.id, properties: row.properties, isIdentified: row.isIdentified, createdAt: row.createdAt });
+      } else if (dirtyPersons.has(uuid)) continue;
+      else if (held) Object.assign(held, { id: row.id, properties: row.properties, isIdentified: row.isIdentified, createdAt: row.createdAt });
       else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
       touchedPersons.set(uuid, teamId);
     }
@@ -191,7 +211,7 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
     });
   }
 
-  home?.onChange?.((teamId, keys) => {
+  home?.onChange((teamId, keys) => {
     refresh(teamId, keys).catch(() => {
       // Not read again: the project is dropped (unless changes of its wait), and loaded whole when next needed.
       if (teamId !== null && !hasPending(teamId)) teams.delete(teamId);

@@ -95,7 +95,7 @@ export interface PersonHome {
    * uuids and distinct ids changed, or is null when any of the project's may have; `teamId` null:
    * any project's (changes may have been missed).
    */
-  onChange?(listener: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void): void;
+  onChange(listener: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void): void;
   /** Those persons, and the persons those distinct ids point to now (an absent one is gone). */
-  loadSome?(teamId: number, personUuids: readonly string[], distinctIds: readonly string[]): Promise<PersonRows>;
+  loadSome(teamId: number, personUuids: readonly string[], distinctIds: readonly string[]): Promise<PersonRows>;
 }

@@ -139,9 +139,20 @@ forEachEngine('person store', (engine) => {
         theirs.processEvent(1, ev('$identify', 'user-x', { anonDistinctId: 'anon-x' }));
         await settle();
         expect(persons().findByDistinctId(1, 'anon-x')?.uuid).toBe(persons().findByDistinctId(1, 'user-x')?.uuid);
-        await theirs.deletePerson(1, theirs.findByDistinctId(1, 'user-y')!.uuid);
+        // Deleted there while changed here and not flushed yet: the deletion wins, here and in the home.
+        const y = persons().findByDistinctId(1, 'user-y')!.uuid;
+        persons().setProperties(1, y, { late: true });
+        await theirs.deletePerson(1, y);
         await eventually(() => persons().findByDistinctId(1, 'user-y'), (p) => p === null);
         expect(persons().findByDistinctId(1, 'user-y')).toBeNull();
+        await persons().flush();
+        const third = await opened.another();
+        try {
+          await third.stores.persons.ensureLoaded(1);
+          expect(third.stores.persons.findByUuid(1, y)).toBeNull();
+        } finally {
+          await third.close();
+        }
         expect(mirror()).toEqual(snapshot(theirs, 1).persons);
         expect(persons().findByDistinctId(1, 'kept')?.properties).toMatchObject({ mine: true });
       } finally {
