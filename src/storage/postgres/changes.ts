@@ -24,6 +24,35 @@ export interface Change {
 /** PostgreSQL refuses a notification payload of 8,000 bytes or more. */
 const MAX_PAYLOAD = 7_900;
 
+/**
+ * A change's keys as notifications that each fit the payload limit (a large flush names
+ * thousands of persons: other processes read those again instead of the whole project). A
+ * key too long for any notification alone sends the change without keys: the project is read
+ * again whole.
+ */
+function keyPayloads(base: object, keys: { persons: string[]; distinctIds: string[] }): string[] {
+  const room = MAX_PAYLOAD - Buffer.byteLength(JSON.stringify({ ...base, p: [], d: [] }));
+  const out: string[] = [];
+  let p: string[] = [];
+  let d: string[] = [];
+  let used = 0;
+  const emit = () => {
+    if (p.length || d.length) out.push(JSON.stringify({ ...base, p, d }));
+    p = [];
+    d = [];
+    used = 0;
+  };
+  for (const [list, key] of [...keys.persons.map((k) => ['p', k] as const), ...keys.distinctIds.map((k) => ['d', k] as const)]) {
+    const size = Buffer.byteLength(JSON.stringify(key)) + 1;
+    if (size > room) return [JSON.stringify(base)];
+    if (used + size > room) emit();
+    (list === 'p' ? p : d).push(key);
+    used += size;
+  }
+  emit();
+  return out.length ? out : [JSON.stringify({ ...base, p: [], d: [] })];
+}
+
 export interface Changes {
   publish(tx: PgTx, change: Change): Promise<void>;
   /** Changes made by other processes (never this one's own). */
@@ -54,10 +83,8 @@ export async function listenForChanges(pg: Pg, onError: (error: unknown) => void
   return {
     async publish(tx, change) {
       const base = { o: origin, k: change.kind, t: change.teamId, i: change.id };
-      let payload = change.keys ? JSON.stringify({ ...base, p: change.keys.persons, d: change.keys.distinctIds }) : JSON.stringify(base);
-      // Too many keys for one notification: the whole project is read again.
-      if (Buffer.byteLength(payload) >= MAX_PAYLOAD) payload = JSON.stringify(base);
-      await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+      const payloads = change.keys ? keyPayloads(base, change.keys) : [JSON.stringify(base)];
+      for (const payload of payloads) await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
     },
     subscribe(kind, listener) {
       listeners.set(kind, [...(listeners.get(kind) ?? []), listener]);

@@ -18,7 +18,7 @@ export async function migratePostgres(pg: Pg, migrations: Migration[] = postgres
       'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
     );
     const recorded = await tx.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version');
-    const known = new Set(postgresMigrations.map((m) => m.version));
+    const known = new Set(migrations.map((m) => m.version));
     const unknown = recorded.filter((r) => !known.has(Number(r.version))).map((r) => ({ version: Number(r.version), name: String(r.name) }));
     if (unknown.length) throw new NewerDatabaseError(unknown);
     const done = new Set(recorded.map((r) => Number(r.version)));

@@ -71,7 +71,7 @@ export const postgresMigrations: Migration[] = [
     version: 250,
     name: 'persons',
     statements: [
-      // Ids are handed out in blocks (postgres/person-ids.ts), so a person gets its id in memory
+      // Ids are handed out in blocks (person-home.ts), so a person gets its id in memory
       // at once, and two server processes never hand out the same one.
       `CREATE SEQUENCE person_id_seq`,
       `CREATE TABLE persons (

@@ -133,6 +133,11 @@ forEachEngine('person store', (engine) => {
         // New persons, a $set, a merge of two persons, then a deletion, each made by the other process.
         for (const e of [ev('$pageview', 'anon-x', { set: { plan: 'free' } }), ev('$pageview', 'user-x'), ev('$pageview', 'user-y', { set: { n: 1 } })]) theirs.processEvent(1, e);
         await settle();
+        // A flush of many persons is announced in several notifications naming them: this process
+        // patches them in and keeps the project loaded (without the names it would drop it).
+        for (let i = 0; i < 600; i++) theirs.processEvent(1, ev('$pageview', `many-${i}`));
+        await settle();
+        expect(persons().isLoaded(1)).toBe(true);
         theirs.processEvent(1, ev('$set', 'anon-x', { set: { plan: 'pro' } }));
         await settle();
         expect(persons().findByDistinctId(1, 'anon-x')?.properties.plan).toBe('pro');
