@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { CLICKHOUSE_18 } from '../../../src/core/query';
-import { clickhouseServerAvailable, startClickHouseServer, type ClickHouseServer } from '../../helpers/clickhouse';
+import { CLICKHOUSE_SKIP_REASON, clickhouseServerAvailable, startClickHouseServer, type ClickHouseServer } from '../../helpers/clickhouse';
 import { all, PERSON_CASES } from './cases';
 import { cohortFixtureStatements, membersQuery } from './clickhouse-fixture';
 import { OTHER_TEAM } from './fixture';
@@ -18,7 +18,7 @@ async function members(definition: Parameters<typeof membersQuery>[1], teamId?: 
   return text.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { person_uuid: string }).person_uuid);
 }
 
-describe.skipIf(!clickhouseServerAvailable)('ClickHouse 18.16 server: the persons DuckDB gives', () => {
+describe.skipIf(!clickhouseServerAvailable)(`ClickHouse 18.16 server: the persons DuckDB gives${clickhouseServerAvailable ? '' : ` (skipped: ${CLICKHOUSE_SKIP_REASON})`}`, () => {
   beforeAll(async () => {
     server = await startClickHouseServer();
     for (const statement of cohortFixtureStatements("DateTime('UTC')")) await server.query(statement);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { assembleStatement, CLICKHOUSE_18, compileEventsQuery, compileStatement, type SqlFragment } from '../../../src/core/query';
-import { clickhouseServerAvailable, startClickHouseServer, type ClickHouseServer } from '../../helpers/clickhouse';
+import { CLICKHOUSE_SKIP_REASON, clickhouseServerAvailable, startClickHouseServer, type ClickHouseServer } from '../../helpers/clickhouse';
 import { AppError } from '../../../src/errors';
 import { CASES, FIXTURE_EVENTS, NOW, type QueryCase } from './cases';
 import { fixtureStatements, OUTPUT_SETTINGS, plainRows, statementIn } from './clickhouse-fixture';
@@ -46,7 +46,7 @@ const answered = CASES.filter((c) => !c.error && (c.rows || c.uuids));
 const expected = (c: QueryCase) => c.rows ?? (c.uuids ?? []).map((u) => [u]);
 const kept = <T extends { name: string }>(cases: T[]) => cases.filter((c) => !(c.name in SECONDS_ONLY)).map((c) => [c.name, c] as const);
 
-describe.skipIf(!clickhouseServerAvailable)('ClickHouse 18.16 server', () => {
+describe.skipIf(!clickhouseServerAvailable)(`ClickHouse 18.16 server${clickhouseServerAvailable ? '' : ` (skipped: ${CLICKHOUSE_SKIP_REASON})`}`, () => {
   beforeAll(async () => {
     server = await startClickHouseServer();
     expect(await server.query('SELECT version()')).toStartWith('18.16.');

@@ -128,7 +128,7 @@ forEachEngine('cohort store', (engine) => {
         expect(await there().cohortIdsForPerson(1, uuidOf(1, 'alice'))).toEqual(new Set([pro.id]));
         await cohorts().updateCohort(1, pro.id, { name: 'Free', filters: FREE });
         expect((await there().getCohort(1, pro.id))?.name).toBe('Free');
-        await eventually(() => there().cohortIdsForPerson(1, uuidOf(1, 'carol')), (ids) => ids.has(pro.id));
+        expect(await eventually(() => there().cohortIdsForPerson(1, uuidOf(1, 'carol')), (ids) => ids.has(pro.id))).toEqual(new Set([pro.id]));
         expect(await there().cohortIdsForPerson(1, uuidOf(1, 'alice'))).toEqual(new Set());
         await cohorts().updateCohort(1, pro.id, { deleted: true });
         expect(await eventually(() => there().cohortIdsForPerson(1, uuidOf(1, 'carol')), (ids) => ids.size === 0)).toEqual(new Set());

@@ -120,7 +120,7 @@ forEachEngine('flag store', (engine) => {
         // Hash keys too: the other process's first value is the one both keep.
         expect(await flags().hashKeyOverrides(1)).toEqual(new Map());
         await other.stores.flags.addHashKeyOverrides(1, PERSON, { remote: 'theirs' });
-        await eventually(() => flags().cachedHashKeyOverrides(1), (h) => h === undefined);
+        expect(await eventually(() => flags().cachedHashKeyOverrides(1), (h) => h === undefined)).toBeUndefined();
         await flags().addHashKeyOverrides(1, PERSON, { remote: 'mine' });
         expect(await flags().hashKeyOverrides(1)).toEqual(new Map([[PERSON, { remote: 'theirs' }]]));
         await other.stores.flags.deleteTeam(1);
