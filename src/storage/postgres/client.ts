@@ -107,6 +107,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** PostgreSQL rejects a malformed uuid where DuckDB's TRY_CAST gives NULL: ids from a URL are checked first. */
 export const isUuid = (value: string) => UUID.test(value);
 
+/** An id no `integer` column can hold: PostgreSQL refuses it where DuckDB finds nothing, so it is answered as not found first. */
+export const impossibleId = (id: number) => !Number.isSafeInteger(id) || id < 1 || id > 2_147_483_647;
+
 /**
  * A statement written with `?` placeholders (the conditions both engines share, e.g. the
  * definitions' filters) with PostgreSQL's `$1, $2, …` instead; quoted text is left as it is.

@@ -4,7 +4,7 @@ import { createCohortCalculator } from '../cohorts/cohort-calculator';
 import { createCohortCopies, type CohortDefinition, type CohortState } from '../cohorts/cohort-copies';
 import { createCohortMembers } from '../cohorts/cohort-members';
 import type { Cohort, CohortInput, CohortStore } from '../cohorts/types';
-import { Params, type Pg } from './client';
+import { Params, type Pg, impossibleId } from './client';
 import type { Changes } from './changes';
 
 /**
@@ -44,7 +44,6 @@ const COLUMN_OF: Record<keyof CohortInput, [string, (value: unknown) => unknown,
   isStatic: ['is_static', (v) => Boolean(v), ''],
 };
 
-const impossibleId = (id: number) => !Number.isSafeInteger(id) || id < 1 || id > 2_147_483_647;
 const calculable = (d: CohortDefinition) => !d.isStatic && !d.deleted;
 
 export interface PostgresCohortStore extends CohortStore {

@@ -1,7 +1,7 @@
 import { AppError } from '../../errors';
 import { DUPLICATE_FLAG_KEY, FLAG_PATCH_COLUMNS, toFlag } from '../flags/flag-rows';
 import type { FlagRows } from '../flags/types';
-import { isUniqueViolation, isUuid, Params, type Pg, type PgTx } from './client';
+import { isUniqueViolation, isUuid, Params, type Pg, type PgTx, impossibleId } from './client';
 import type { Changes } from './changes';
 
 /**
@@ -13,7 +13,6 @@ import type { Changes } from './changes';
 
 const COLUMNS = `id, team_id, key, name, filters::text AS filters, active, deleted, ensure_experience_continuity, created_by, created_at, updated_at, version`;
 
-const impossibleId = (id: number) => !Number.isSafeInteger(id) || id < 1 || id > 2_147_483_647;
 
 /** PostHog frees a key held only by soft-deleted flags by hard-deleting them, then checks live ones. */
 async function claimKey(tx: PgTx, teamId: number, key: string, exceptId: number) {

@@ -2,7 +2,7 @@ import { hashSecret, maskSecret, newPersonalApiKey, newProjectToken, uuidv4 } fr
 import { slugify, toKey, toOrganization, toProject, toUser } from '../management/management-store';
 import { MEMBERSHIP_LEVEL, type ManagementStore, type ProjectSettings } from '../management/types';
 import { AppError } from '../../errors';
-import { isUuid, translateUniqueViolation, type Pg, type PgTx } from './client';
+import { isUuid, translateUniqueViolation, type Pg, type PgTx, impossibleId } from './client';
 import type { Changes } from './changes';
 
 /**
@@ -17,8 +17,6 @@ const ORGANIZATION_COLUMNS = 'o.id::text AS id, o.name, o.slug, o.created_at, o.
 
 /** Organization ids as bound uuids: a malformed one matches nothing (as DuckDB's TRY_CAST). */
 const uuids = (ids: readonly string[]) => ids.filter(isUuid);
-/** A project id from a URL that no row can have (PostgreSQL would refuse it as an integer). */
-const impossibleId = (id: number) => !Number.isSafeInteger(id) || id < 1 || id > 2_147_483_647;
 
 export function createPostgresManagementStore(pg: Pg, changes: Changes): ManagementStore {
   const write = <T>(fn: (tx: PgTx) => Promise<T>) =>

@@ -1,21 +1,10 @@
-import { chunks, type SeenRows } from '../seen/seen-rows';
+import { chunks, loadKnownRows, type SeenRows } from '../seen/seen-rows';
 import type { Pg } from './client';
 
 /** The seen tracker's writes in PostgreSQL: each kind of row as arrays, many rows a statement. */
 export function createPostgresSeenRows(pg: Pg): SeenRows {
   return {
-    async loadKnown() {
-      const events = await pg.query<{ team_id: number; name: string; last_seen_at: Date | null }>('SELECT team_id, name, last_seen_at FROM event_definitions');
-      const properties = await pg.query<{ team_id: number; kind: string; name: string; typed: boolean }>(
-        'SELECT team_id, kind, name, property_type IS NOT NULL AS typed FROM property_definitions',
-      );
-      const pairs = await pg.query<{ team_id: number; event: string; property: string }>('SELECT team_id, event, property FROM event_properties');
-      return {
-        events: events.map((r) => ({ teamId: r.team_id, name: r.name, lastSeen: r.last_seen_at?.getTime() ?? 0 })),
-        properties: properties.map((r) => ({ teamId: r.team_id, kind: r.kind, name: r.name, typed: r.typed })),
-        pairs: pairs.map((r) => ({ teamId: r.team_id, event: r.event, property: r.property })),
-      };
-    },
+    loadKnown: () => loadKnownRows(pg),
 
     async write(batch, now) {
       await pg.transaction(async (tx) => {

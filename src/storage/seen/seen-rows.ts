@@ -29,23 +29,26 @@ export function* chunks<T>(items: readonly T[], size = ROWS_PER_STATEMENT): Gene
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
 
+/** What the tracker knows at start, read the same way from either engine (the statements take no parameters). */
+export async function loadKnownRows(q: { query<T>(sql: string): Promise<T[]> }) {
+  const events = await q.query<{ team_id: number; name: string; last_seen_at: Date | null }>('SELECT team_id, name, last_seen_at FROM event_definitions');
+  const properties = await q.query<{ team_id: number; kind: string; name: string; typed: boolean }>(
+    'SELECT team_id, kind, name, property_type IS NOT NULL AS typed FROM property_definitions',
+  );
+  const pairs = await q.query<{ team_id: number; event: string; property: string }>('SELECT team_id, event, property FROM event_properties');
+  return {
+    events: events.map((r) => ({ teamId: Number(r.team_id), name: r.name, lastSeen: r.last_seen_at?.getTime() ?? 0 })),
+    properties: properties.map((r) => ({ teamId: Number(r.team_id), kind: r.kind, name: r.name, typed: r.typed })),
+    pairs: pairs.map((r) => ({ teamId: Number(r.team_id), event: r.event, property: r.property })),
+  };
+}
+
 /** `(?, ?, …), (?, ?, …)`: `rows` groups of `width` parameters. */
 const placeholders = (rows: number, width: number): string => Array(rows).fill(`(${Array(width).fill('?').join(', ')})`).join(', ');
 
 export function createSeenRows(db: Database): SeenRows {
   return {
-    async loadKnown() {
-      const events = await db.query<{ team_id: number; name: string; last_seen_at: Date | null }>('SELECT team_id, name, last_seen_at FROM event_definitions');
-      const properties = await db.query<{ team_id: number; kind: string; name: string; typed: boolean }>(
-        'SELECT team_id, kind, name, property_type IS NOT NULL AS typed FROM property_definitions',
-      );
-      const pairs = await db.query<{ team_id: number; event: string; property: string }>('SELECT team_id, event, property FROM event_properties');
-      return {
-        events: events.map((r) => ({ teamId: r.team_id, name: r.name, lastSeen: r.last_seen_at?.getTime() ?? 0 })),
-        properties: properties.map((r) => ({ teamId: r.team_id, kind: r.kind, name: r.name, typed: r.typed })),
-        pairs: pairs.map((r) => ({ teamId: r.team_id, event: r.event, property: r.property })),
-      };
-    },
+    loadKnown: () => loadKnownRows(db),
 
     async write(batch, now) {
       // Many rows a statement: one statement a row kept the write connection (every load behind
