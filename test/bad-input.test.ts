@@ -88,6 +88,35 @@ describe('malformed batch entries: 400 with the error body, nothing of the reque
   });
 });
 
+describe('lone surrogates: JSON escapes JavaScript accepts and DuckDB does not are stored as U+FFFD', () => {
+  // `\\ud800` alone is valid JSON to JSON.parse but not to DuckDB's JSON reader: such an event
+  // was answered 200 and then dead-lettered by the load (and its person's flush refused).
+  const lone = (name: string, i: number) => ({
+    event: name,
+    distinct_id: `lone-${name}`,
+    properties: { i, text: 'a\ud800b', ['key\udc00']: 1, nested: { list: ['\udbff', 'ok \ud83d\ude00'] }, $set: { nick: 'x\udfffy' } },
+  });
+  const expected = (i: number) => ({ i, text: 'a\ufffdb', ['key\ufffd']: 1, nested: { list: ['\ufffd', 'ok \ud83d\ude00'] } });
+
+  test.each([
+    ['a small body (prepared on the main thread)', 1],
+    ['a batch of 5,000 (prepared in the parser thread)', 5_000],
+  ] as const)('%s: 200, every event stored with U+FFFD, its person too, nothing dead-lettered', async (_kind, n) => {
+    const name = `lone-${crypto.randomUUID()}`;
+    const body = JSON.stringify({ api_key: TEST_KEYS.project, batch: Array.from({ length: n }, (_, i) => lone(name, i)) });
+    expect(body).toContain('\\ud800');
+    expect(await post('/batch/', body)).toEqual({ status: 200, body: '{"status":1}' });
+    expect(await storedCount(name)).toBe(n);
+    const listed = await api(`/api/projects/1/events/?event=${encodeURIComponent(name)}&limit=1&properties=${encodeURIComponent(JSON.stringify([{ key: 'i', value: 0, operator: 'exact' }]))}`);
+    const { $set, ...props } = listed.body.results[0].properties;
+    expect(props).toMatchObject(expected(0));
+    expect($set).toEqual({ nick: 'x\ufffdy' });
+    const person = await api(`/api/projects/1/persons/?distinct_id=${encodeURIComponent(`lone-${name}`)}`);
+    expect(person.body.results.map((p: { properties: Record<string, unknown> }) => p.properties.nick)).toEqual(['x\ufffdy']);
+    expect(await listDeadLetters(server.dataDir)).toEqual([]);
+  });
+});
+
 describe('a compression hint that lies: the bytes win', () => {
   test('posthog-js ?compression=gzip-js with a form body of base64 JSON (data=) is stored', async () => {
     const name = `lying-hint-${crypto.randomUUID()}`;

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { gzipSync } from 'node:zlib';
 import * as LZString from 'lz-string';
 import { MB, bytes, decode, gzipBombOfZeros, lz64BombOfA, thrown } from './helpers';
+import { parseJson } from '../../../src/core/ingest/decode-payload';
 
 const EVENT = { event: 'my-event', properties: { distinct_id: 'u1', prop: '💻 Writing code' } };
 const BATCH = { api_key: 'phc_T', batch: [{ type: 'capture', event: 'user signed up', distinct_id: '2' }] };
@@ -147,5 +148,20 @@ describe('decodePayload: the output cap is a 413, reached fast and with flat mem
   test('base64 of a gzip bomb', () => {
     const body = `data=${encodeURIComponent(b64(gzipBombOfZeros(64)))}`;
     expect(thrown(() => decode(bytes(body), { contentType: form, maxBytes: 4 * MB }))).toEqual(tooLarge(4 * MB));
+  });
+});
+
+describe('parseJson: lone surrogates become U+FFFD (UTF-8 and DuckDB JSON cannot hold them)', () => {
+  test('in values, keys, arrays and nested objects; pairs, escaped backslashes and key order kept', () => {
+    const text = '{"a":"x\\ud800y","k\\udc00":["\\udbff",1,{"d":"\\uDFFF"}],"pair":"\\ud83d\\ude00","slash":"\\\\ud800","__proto__":"\\ud800","z":null}';
+    const parsed = parseJson(text) as Record<string, unknown>;
+    expect(JSON.stringify(parsed)).toBe('{"a":"x\ufffdy","k\ufffd":["\ufffd",1,{"d":"\ufffd"}],"pair":"😀","slash":"\\\\ud800","__proto__":"\ufffd","z":null}');
+    expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
+    expect(Object.keys(parsed)).toEqual(['a', 'k\ufffd', 'pair', 'slash', '__proto__', 'z']);
+  });
+
+  test('text without such an escape is parsed as JSON.parse does', () => {
+    const text = '{"a":"\\u00e9\\n","b":[1,2.5,true,null],"c":{"d":"😀"}}';
+    expect(parseJson(text)).toEqual(JSON.parse(text));
   });
 });
