@@ -23,6 +23,6 @@ export function createRowApplier(persons: PersonStore, seen: SeenTracker) {
       }
       seen.recordSummary(ctx.teamId, prepared.seen);
     }
-    return { teamId: ctx.teamId, lines: prepared.lines, rows: prepared.rows, uuids: prepared.uuids, span: prepared.span, dropped: prepared.dropped };
+    return { teamId: ctx.teamId, lines: prepared.lines, rows: prepared.rows, uuids: prepared.uuids, span: prepared.span, dropped: prepared.dropped, propertyKeys: prepared.propertyKeys };
   };
 }

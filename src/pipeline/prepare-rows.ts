@@ -29,6 +29,8 @@ export interface PreparedRows {
   dropped: Partial<Record<DropReason | LimitDrop, number>>;
   /** Whether `$ip` was left out (the project anonymizes addresses). */
   anonymizeIps: boolean;
+  /** The top-level property keys of the rows by UTC day of their timestamp (`EncodedRows.propertyKeys`). */
+  propertyKeys: Array<[day: number, keys: readonly string[]]>;
 }
 
 /** What preparing reads of a request: all of its context but the project (the key is checked later). */
@@ -51,6 +53,10 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
   const dropped: PreparedRows['dropped'] = {};
   let lo = Infinity;
   let hi = -Infinity;
+  // The rows' keys by day: the request's own list while every row falls on one day (the usual
+  // case), one set per day from the first row of another day on.
+  let firstDay = NaN;
+  let byDay: Map<number, Set<string>> | null = null;
   for (const raw of events) {
     const result = normalizeEvent(raw as RawEvent, context);
     if (!('ok' in result)) {
@@ -82,6 +88,14 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     if (seenAt === undefined || e.timestamp > seenAt) lastSeen.set(e.event, e.timestamp);
     let keys = keysByEvent.get(e.event);
     if (keys === undefined) keysByEvent.set(e.event, (keys = new EventKeys()));
+    const day = Math.floor(e.timestamp / DAY_MS);
+    if (rows.length === 1) firstDay = day;
+    else if (byDay === null && day !== firstDay) byDay = new Map([[firstDay, new Set(properties.names)]]);
+    if (byDay !== null) {
+      let set = byDay.get(day);
+      if (set === undefined) byDay.set(day, (set = new Set()));
+      for (const name in e.properties) set.add(name);
+    }
     properties.note(e.properties);
     keys.note(e.properties);
     personProperties.note(e.set);
@@ -105,8 +119,11 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     },
     dropped,
     anonymizeIps: ctx.anonymizeIps,
+    propertyKeys: byDay ? Array.from(byDay, ([day, set]) => [day, [...set]]) : rows.length ? [[firstDay, properties.names]] : [],
   };
 }
+
+const DAY_MS = 86_400_000;
 
 /**
  * Each key once, in the order first seen. Most requests carry one event, whose keys are unique

@@ -2,7 +2,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Database } from '../db';
 import { writeDeadLetter } from './dead-letters';
 import { fileList, registerFiles, writeParquet, type ParquetFile } from './parquet';
-import { FIELD, NULL_MARK, QUOTE, readWalSql, WAL_COLUMNS, WAL_TO_EVENT_SELECT } from './wal-format';
+import type { PropertyKeysByDay } from './processed-copy';
+import { FIELD, NULL_MARK, QUOTE, readWalSql, WAL_COLUMNS, WAL_TO_EVENT_SELECT, walToEventSelect } from './wal-format';
 
 /**
  * Loading WAL segments. DuckDB reads the segment files itself (its CSV reader), and the rows
@@ -31,6 +32,10 @@ export interface LoadOptions {
   prior: PriorRows;
   /** The store's clock: when the files written were made (their age counts for merges and the dedupe window). */
   now: () => number;
+  /** Every row came from the intake processor: properties need no check as JSON (`walToEventSelect`). */
+  checkedJson?: boolean;
+  /** The rows' property keys, known from processing: the files written are registered with them. */
+  propertyKeys?: PropertyKeysByDay;
 }
 
 /**
@@ -129,8 +134,10 @@ export async function loadSegments(db: Database, files: readonly string[], water
   // every reader connection (that would turn a slow export into 503s for ingestion).
   const written = await db.withWriter(async (c) => {
     const filter = (await countDuplicates(c, source, options.prior, options.root)) > 0;
-    const select = `SELECT ${WAL_TO_EVENT_SELECT}, CAST(make_timestamp(ts_ms * 1000) AS DATE) AS _day FROM ${dedupedSource(source, options.prior, options.root, filter)} ORDER BY team_id, ts_ms DESC`;
-    return writeParquet(c, options.root, select, `l${watermark}`, options.now);
+    const select = `SELECT ${walToEventSelect(options.checkedJson)}, CAST(make_timestamp(ts_ms * 1000) AS DATE) AS _day FROM ${dedupedSource(source, options.prior, options.root, filter)} ORDER BY team_id, ts_ms DESC`;
+    const files = await writeParquet(c, options.root, select, `l${watermark}`, options.now);
+    // Rows dropped as repeats may have had keys no kept row has: such files are listed from their rows.
+    return filter || !options.propertyKeys ? files : withKeys(files, options.propertyKeys);
   });
   await db.transaction(async (tx) => {
     await registerFiles(tx, written);
@@ -138,6 +145,16 @@ export async function loadSegments(db: Database, files: readonly string[], water
   });
   return { inserted: written.reduce((n, f) => n + f.rows, 0), files: written };
 }
+
+/** The files with the keys processing gave for their team-day (a file of a team-day it has none for is left to be listed). */
+function withKeys(files: readonly ParquetFile[], keys: PropertyKeysByDay): ParquetFile[] {
+  return files.map((f) => {
+    const set = keys.get(f.teamId)?.get(Date.parse(`${f.day}T00:00:00Z`) / DAY_MS);
+    return set ? { ...f, propertyKeys: [...set].sort() } : f;
+  });
+}
+
+const DAY_MS = 86_400_000;
 
 const GOOD_ROW =
   'uuid IS NOT NULL AND team_id IS NOT NULL AND ts_ms BETWEEN -62135596800000 AND 253402300799999 ' +

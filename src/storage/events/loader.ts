@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { oldestUuidGen, RecentUuids } from './recent-uuids';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
-import { newProcState, type ProcState } from './processed-copy';
+import { mergePropertyKeys, newProcState, type ProcState } from './processed-copy';
 import { ANY_TEAM } from './recovery';
 import { observe } from '../../core/metrics/histogram';
 import { MiB, type Counters, type Settings } from './settings';
@@ -290,6 +290,8 @@ export class SegmentLoader {
     seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat;
     seg.uuidGen = Math.min(seg.uuidGen ?? -Infinity, st.uuidGen);
     if (st.spans) seg.teams = new Map([...st.spans.keys()].map((team) => [team, 1]));
+    seg.propertyKeys = st.keys;
+    seg.checkedJson = !st.rowFrames;
   }
 
   private async deadLetterUnprocessed(seg: Queued, error: unknown): Promise<void> {
@@ -421,7 +423,14 @@ export class SegmentLoader {
     if (fresh) this.counters.freshLoads++;
     const prior = this.prior(batch, fresh);
     this.counters.priorFilesRead += prior.recent.length + prior.older.length;
-    return { toParquet: rows >= this.s.directMinRows, root: parquetRoot(this.s.dataDir), prior, now: this.s.now };
+    return {
+      toParquet: rows >= this.s.directMinRows,
+      root: parquetRoot(this.s.dataDir),
+      prior,
+      now: this.s.now,
+      checkedJson: batch.every((seg) => seg.checkedJson === true),
+      propertyKeys: mergePropertyKeys(batch.map((seg) => seg.propertyKeys)),
+    };
   }
 
   /**

@@ -73,6 +73,10 @@ export interface ProcState {
   mayRepeat: boolean;
   /** The oldest filter generation the rows made so far were added in (Infinity: none yet). */
   uuidGen: number;
+  /** The rows' property keys by team and day, while every request made so far gave them (see `EncodedRows.propertyKeys`). */
+  keys: PropertyKeysByDay | undefined;
+  /** A row frame was copied: its rows' properties were never checked as JSON. */
+  rowFrames: boolean;
   /** A request's rows, made by the intake processor. */
   add(rows: EncodedRows): void;
   /** A row frame of the segment (rows logged as they are), copied as it is. */
@@ -128,6 +132,8 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
     failed: [],
     mayRepeat: false,
     uuidGen: Infinity,
+    keys: new Map(),
+    rowFrames: false,
     add(rows) {
       if (rows.rows === 0) return;
       // Tested in log order, as processing goes: an earlier request's rows are in the filter.
@@ -141,6 +147,10 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
       partRows += rows.rows;
       partBytes += rows.lines.length;
       if (rows.span) noteSpan(rows.teamId, rows.span[0], rows.span[1]);
+      if (st.keys) {
+        if (rows.propertyKeys) addKeys(st.keys, rows.teamId, rows.propertyKeys);
+        else st.keys = undefined;
+      }
       if (partRows >= ROWS_PER_FRAME) flushParts();
     },
     addFrame(frame, rows) {
@@ -148,10 +158,35 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
       st.writer.append(frame);
       st.rows += rows;
       st.spans = undefined; // a row frame's times are not recorded here
+      st.keys = undefined;
+      st.rowFrames = true;
     },
     flush: flushParts,
   };
   return st;
+}
+
+/** Top-level property keys of rows, by team, then by UTC day (days since the epoch). */
+export type PropertyKeysByDay = Map<number, Map<number, Set<string>>>;
+
+function addKeys(into: PropertyKeysByDay, teamId: number, byDay: Iterable<readonly [number, Iterable<string>]>): void {
+  let days = into.get(teamId);
+  if (!days) into.set(teamId, (days = new Map()));
+  for (const [day, keys] of byDay) {
+    let set = days.get(day);
+    if (!set) days.set(day, (set = new Set()));
+    for (const k of keys) set.add(k);
+  }
+}
+
+/** The keys of several segments' rows together; undefined when one of them does not know its own. */
+export function mergePropertyKeys(parts: ReadonlyArray<PropertyKeysByDay | undefined>): PropertyKeysByDay | undefined {
+  const out: PropertyKeysByDay = new Map();
+  for (const part of parts) {
+    if (!part) return undefined;
+    for (const [teamId, days] of part) addKeys(out, teamId, days);
+  }
+  return out;
 }
 
 /** Rows per encoded frame of a processed copy. */

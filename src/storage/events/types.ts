@@ -36,7 +36,9 @@ export interface IntakeInput {
 /**
  * A request's rows as the intake processor hands them back: encoded as log lines
  * (`encodeRowLines`, person ids filled in), with their uuids (for the retry filter) and their
- * event-time span.
+ * event-time span. Their properties are JSON as `JSON.stringify` writes it of well-formed text
+ * (no lone surrogates): the load takes them as they are, where rows logged as rows (`append`)
+ * are checked as JSON.
  */
 export interface EncodedRows {
   teamId: number;
@@ -46,6 +48,13 @@ export interface EncodedRows {
   span: TimeSpan | null;
   /** Events of the request not made into rows, by reason (absent: none). */
   dropped?: Readonly<Record<string, number>>;
+  /**
+   * The top-level keys of the rows' properties, by UTC day (days since the epoch) of their
+   * timestamps: exactly the keys a row of that day has, as DuckDB's `json_keys` would list them.
+   * Given, the Parquet files a load writes from these rows are registered with their keys and
+   * need no pass over their rows to list them; absent, they are listed in the background.
+   */
+  propertyKeys?: ReadonlyArray<readonly [day: number, keys: readonly string[]]>;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, writev, writevSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { PropertyKeysByDay } from './processed-copy';
 import { encodeIntakeFrames, type IntakeParts } from './wal-format';
 import { promisify } from 'node:util';
 
@@ -55,6 +56,13 @@ export interface SealedSegment {
    * known yet (intake frames count once processed).
    */
   uuidGen?: number;
+  /** Its rows' property keys by team and day, when processing gave them all (see `EncodedRows.propertyKeys`). */
+  propertyKeys?: PropertyKeysByDay;
+  /**
+   * Every row of its processed copy came from the intake processor, whose properties are JSON
+   * DuckDB reads (see `EncodedRows`): the load takes them without checking each as JSON.
+   */
+  checkedJson?: boolean;
 }
 
 /** What an append may carry besides the frame. */

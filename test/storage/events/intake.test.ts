@@ -3,7 +3,7 @@ import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
 import { encodePlacedLines, type IntakeContext } from '../../../src/storage/events/wal-format';
-import type { EventStoreOptions } from '../../../src/storage/events';
+import { listDeadLetters, type EventStoreOptions } from '../../../src/storage/events';
 import { makeEvent, openHarness, saturate, uuidsOf, type Harness } from './helpers';
 
 /**
@@ -131,6 +131,17 @@ describe('intake', () => {
     await Promise.all(requests);
     expect(hh.store.stats().logWrites).toBe(1);
     expect(await uuidsOf(hh)).toEqual(Array.from({ length: 40 }, (_, n) => uuid(n)));
+  });
+
+  test('processed rows are loaded without a JSON check, a row frame beside them with one: its bad row is dead-lettered, the rest stored in Parquet', async () => {
+    h = await open({ bufferMaxAgeMs: 60_000, directMinRows: 1 });
+    await capture(h, rawEvents(0, 3));
+    await h.store.append([makeEvent(50, { properties: '{"broken": ' })]);
+    await capture(h, rawEvents(3, 2));
+    await h.store.flush();
+    expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
+    const letters = await listDeadLetters(h.dir);
+    expect(letters.map((l) => ({ source: l.source, rows: l.rows, message: l.errors?.[0].message }))).toEqual([{ source: 'rows', rows: 1, message: 'properties are not valid JSON' }]);
   });
 
   test('a segment of many frames (processed rows and logged row frames between them) is copied whole, in order, with each row its own data', async () => {
