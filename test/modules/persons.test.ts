@@ -151,6 +151,17 @@ describe('PATCH /persons/:id/', () => {
   });
 });
 
+describe('PATCH /persons/:id/ with lone surrogates', () => {
+  test('\\ud800 escapes alone are stored as U+FFFD, and the flush after them succeeds (it failed on every try before)', async () => {
+    const carol = person('carol');
+    const patched = await call('PATCH', `${URL}${carol.id}/`, { body: '{"properties":{"nick":"a\\ud800b","k\\udc00":["\\udbff"]}}' });
+    expect(patched.status).toBe(200);
+    expect(patched.body.properties).toEqual({ ...body('carol').properties, nick: 'a\ufffdb', 'k\ufffd': ['\ufffd'] });
+    await t.deps.storage.persons.flush();
+    expect(t.deps.storage.persons.pendingChanges()).toBe(0);
+  });
+});
+
 describe('after a restart', () => {
   test('a PATCHed person reads back from the table as the API showed it', async () => {
     const before = await call('GET', `${URL}${person('dave').id}/`);

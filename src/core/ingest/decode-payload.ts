@@ -10,6 +10,7 @@
  * (compression, base64, UTF-8, JSON) is a 400 `invalid_payload` whose detail starts like
  * PostHog's: `Malformed request data: ...`.
  */
+import { mayHoldLoneSurrogates, wellFormed } from './well-formed';
 import { isUtf8 } from 'node:buffer';
 import { gunzipSync } from 'node:zlib';
 import { AppError } from '../../errors';
@@ -212,7 +213,9 @@ function decodeUtf8(bytes: Uint8Array): string {
 /**
  * JSON as capture reads it; a 400 error when malformed. `NaN` and `Infinity` are not JSON and
  * are refused, as PostHog's Rust capture refuses them (serde): Django's json.loads took them,
- * but a value a client cannot send again as JSON is not stored as something else.
+ * but a value a client cannot send again as JSON is not stored as something else. Lone
+ * surrogates become U+FFFD (`wellFormed`): PostHog's capture (serde_json) answers 400 for the
+ * whole request instead; keeping the events is what our 200 promised.
  */
 export function parseJson(text: string): unknown {
   let value: unknown;
@@ -221,35 +224,7 @@ export function parseJson(text: string): unknown {
   } catch (error) {
     throw malformed(`Invalid JSON: ${(error as Error).message}`);
   }
-  return SURROGATE_ESCAPE.test(text) ? wellFormed(value) : value;
-}
-
-/**
- * A `\uD800`–`\uDFFF` escape: JSON.parse turns it into a lone surrogate unless it is half of a
- * pair. (Text decoded from UTF-8 holds none otherwise: the decoder replaces what is invalid.)
- */
-const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
-
-/**
- * Every string and key with its lone surrogates replaced by U+FFFD, as UTF-8 (what every store
- * keeps text in) has no way to write them: DuckDB's JSON refuses `"\ud800"`, so a property holding
- * one would fail the load of every row stored with it, and its person's flush. PostHog's capture
- * (serde_json) answers 400 for the whole request instead; keeping the events is what a 200 here
- * promised.
- */
-function wellFormed(value: unknown): unknown {
-  if (typeof value === 'string') return value.toWellFormed();
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) value[i] = wellFormed(value[i]);
-    return value;
-  }
-  if (value === null || typeof value !== 'object') return value;
-  const o = value as Record<string, unknown>;
-  const keys = Object.keys(o);
-  // fromEntries defines own properties, so a `__proto__` key stays a key.
-  if (!keys.every((k) => k.isWellFormed())) return Object.fromEntries(keys.map((k) => [k.toWellFormed(), wellFormed(o[k])]));
-  for (const k of keys) o[k] = wellFormed(o[k]);
-  return o;
+  return mayHoldLoneSurrogates(text) ? wellFormed(value) : value;
 }
 
 function readHints(query: URLSearchParams, form: URLSearchParams | null): PayloadHints {

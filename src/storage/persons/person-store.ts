@@ -1,3 +1,4 @@
+import { mayHoldLoneSurrogates, wellFormed } from '../../core/ingest/well-formed';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
@@ -319,8 +320,11 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
       keys.push(uuid);
       const p = from.get(teamId)?.persons.get(uuid);
       if (!p) continue;
+      let properties = JSON.stringify(p.properties);
+      // A lone surrogate would fail this flush and every one after it: replaced (in memory too).
+      if (mayHoldLoneSurrogates(properties)) properties = JSON.stringify((p.properties = wellFormed(p.properties) as typeof p.properties));
       rows.push(
-        `{"id":${p.id},"uuid":${JSON.stringify(p.uuid)},"team_id":${teamId},"properties":${JSON.stringify(p.properties)},` +
+        `{"id":${p.id},"uuid":${JSON.stringify(p.uuid)},"team_id":${teamId},"properties":${properties},` +
           `"is_identified":${p.isIdentified},"created_ms":${Math.round(p.createdAt)}}`,
       );
     }

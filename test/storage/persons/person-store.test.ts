@@ -152,3 +152,19 @@ describe('person store', () => {
     expect(n).toBe(1);
   });
 });
+
+describe('person store: lone surrogates', () => {
+  test('a property value or key holding one is flushed as U+FFFD (the flush failed on every try before), in memory as in the table', async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'lone', { set: { nick: 'a\ud800b', ['k\udc00']: ['\udbff', 'ok'] } }), '00000000-0000-4000-a000-0000000000ff');
+    await store.flush();
+    expect(store.pendingChanges()).toBe(0);
+    const expected = { nick: 'a\ufffdb', 'k\ufffd': ['\ufffd', 'ok'] };
+    const { $creator_event_uuid, ...properties } = store.findByDistinctId(1, 'lone')!.properties;
+    expect(properties).toEqual(expected);
+    const reloaded = createPersonStore(db);
+    await reloaded.ensureLoaded(1);
+    expect(reloaded.findByDistinctId(1, 'lone')!.properties).toEqual({ $creator_event_uuid, ...expected });
+  });
+});
