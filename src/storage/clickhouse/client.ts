@@ -24,7 +24,7 @@ export interface ClickHouse {
    * `INSERT INTO table (columns) FORMAT TabSeparated` (the table as `table()` gives it) with `rows` as its data: one INSERT, which
    * ClickHouse writes as one block per partition.
    */
-  insertTabSeparated(table: string, columns: readonly string[], rows: string | Iterable<string>): Promise<void>;
+  insertTabSeparated(table: string, columns: readonly string[], rows: string | Iterable<string> | AsyncIterable<string>): Promise<void>;
   close(): Promise<void>;
 }
 

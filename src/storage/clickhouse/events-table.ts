@@ -1,5 +1,6 @@
 import type { StoredEventRow } from '../../core/events/columns';
-import { PERSON_SLOT, readRecords } from '../events/wal-format';
+import { PERSON_SLOT, readRecords, readRowFrames } from '../events/wal-format';
+import type { EventSink } from '../events/types';
 import { sql, trusted, type ClickHouseFeatures, type SqlFragment } from '../../core/query';
 import type { ClickHouse } from './client';
 
@@ -66,6 +67,29 @@ export function* tabSeparatedRows(text: string, seg: number, f: Pick<ClickHouseF
 /** Load processed log text: one INSERT. Run again after a failure, it adds nothing a read sees twice (the table collapses equal rows). */
 export async function insertProcessed(ch: ClickHouse, text: string, seg: number): Promise<void> {
   await ch.insertTabSeparated(ch.table('events'), insertColumns(ch.features), tabSeparatedRows(text, seg, ch.features));
+}
+
+/**
+ * The embedded event store's loads into this table (`EventSink`): a batch's processed files read
+ * a frame at a time, as one INSERT. A batch inserted again (a retry, a replay after a crash) is
+ * read once: the table collapses equal rows.
+ */
+export function clickhouseSink(ch: ClickHouse): EventSink {
+  return {
+    async load(files, watermark) {
+      let rows = 0;
+      async function* chunks(): AsyncGenerator<string> {
+        for (const file of files) {
+          for await (const frame of readRowFrames(file)) {
+            rows += frame.rows;
+            yield* tabSeparatedRows(frame.text, watermark, ch.features);
+          }
+        }
+      }
+      await ch.insertTabSeparated(ch.table('events'), insertColumns(ch.features), chunks());
+      return rows;
+    },
+  };
 }
 
 /** An event as read back (times in epoch milliseconds). */

@@ -393,6 +393,8 @@ export class SegmentLoader {
       try {
         result = await this.loadFiles([seg], seg.id, seg.rows);
       } catch (error) {
+        // A sink's refusal is retried whole, then dead-lettered: salvaging rows is DuckDB's.
+        if (this.s.sink) throw error;
         this.s.log.warn('event segment refused, salvaging its rows', { segment: seg.id, error: String(error) });
         const salvaged = await salvageSegment(this.db, this.s.dataDir, { id: seg.id, path: seg.loadPath }, parquetRoot(this.s.dataDir), this.prior([seg]));
         if (salvaged.rejected > 0) this.counters.deadLetters++;
@@ -411,10 +413,15 @@ export class SegmentLoader {
   }
 
   /** Load the segments' rows (a batch whose requests all came to nothing only moves the watermark). */
-  private loadFiles(batch: readonly Queued[], watermark: number, rows: number): Promise<LoadResult> {
+  private async loadFiles(batch: readonly Queued[], watermark: number, rows: number): Promise<LoadResult> {
     const files = batch.filter((seg) => seg.rows > 0).map((seg) => seg.loadPath);
     if (files.length === 0) return markApplied(this.db, watermark).then(() => ({ inserted: 0, files: [] }));
-    return loadSegments(this.db, files, watermark, this.options(batch, rows));
+    if (!this.s.sink) return loadSegments(this.db, files, watermark, this.options(batch, rows));
+    // The sink's table reads a repeated row once, so its insert may come again (a crash before
+    // the watermark moves replays the batch): the watermark moves after it.
+    const inserted = await this.s.sink.load(files, watermark);
+    await markApplied(this.db, watermark);
+    return { inserted, files: [], sink: true };
   }
 
   /** Large loads go straight to Parquet; uuids are checked against the files a retry's original may be in. */
@@ -489,7 +496,7 @@ export class SegmentLoader {
     const watermark = batch[batch.length - 1].id;
     const uuidGen = oldestUuidGen(batch);
     this.tiers.addFiles(result.files.map((f) => ({ ...f, uuidGen })));
-    if (result.inserted > 0 && result.files.length === 0) {
+    if (result.inserted > 0 && result.files.length === 0 && !result.sink) {
       this.tiers.hot.push({ seg: watermark, rows: result.inserted, at: this.s.now() });
       this.tiers.hotGens.push({ seg: watermark, uuidGen });
     }

@@ -152,7 +152,8 @@ export const PARQUET_WRITE_OPTIONS = (rowGroupRows = ROW_GROUP_ROWS): string =>
  * `properties` is written as plain text, not with Parquet's JSON logical type: DuckDB reads a
  * JSON-typed column slower (every value is checked as it is read, the row groups a filter
  * leaves out included): counts, key lists, row fetches (see bench/NOTES.md). The rows were
- * valid JSON when loaded (the load casts them), and JSON functions read text as it is.
+ * valid JSON when loaded (the load casts them, or the intake processor made them: `EncodedRows`),
+ * and JSON functions read text as it is.
  */
 
 /**

@@ -1,7 +1,7 @@
 import { newHistogram } from '../../core/metrics/histogram';
 import type { MergePolicy } from './compaction';
 import type { PersonCopyPolicy } from './person-copies';
-import type { EventStoreLogger, EventStoreOptions, ProcessIntake } from './types';
+import type { EventSink, EventStoreLogger, EventStoreOptions, ProcessIntake } from './types';
 
 export const MiB = 1024 * 1024;
 
@@ -52,6 +52,7 @@ export interface Settings {
   retention: EventStoreOptions['retention'] | null;
   hooks: NonNullable<EventStoreOptions['hooks']>;
   intake: ProcessIntake | null;
+  sink: EventSink | null;
 }
 
 const silentLogger: EventStoreLogger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -94,6 +95,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     retention: o.retention ?? null,
     hooks: o.hooks ?? {},
     intake: o.intake ?? null,
+    sink: o.sink ?? null,
   };
 }
 

@@ -64,6 +64,18 @@ export interface EncodedRows {
  */
 export type ProcessIntake = (context: IntakeContext, events: unknown[] | null, text: string | null, prepared?: unknown) => Promise<EncodedRows>;
 
+/**
+ * An events table outside DuckDB that loads go to (ClickHouse: storage/clickhouse). Given a
+ * batch's processed files (log-format row frames, oldest first) it stores their rows and returns
+ * how many it was given. The same files given again (a retry after a failure whose outcome was
+ * unknown, a replay after a crash before the watermark moved) must add nothing a read sees
+ * twice: the event store's exactly-once rests on that, as it rests on DuckDB's transaction
+ * without a sink.
+ */
+export interface EventSink {
+  load(files: readonly string[], watermark: number): Promise<number>;
+}
+
 export type Durability = 'durable' | 'relaxed';
 
 export interface EventStoreLogger {
@@ -156,6 +168,8 @@ export interface EventStoreOptions {
   dedupeFilterRows?: number;
   /** Turns each logged capture request into rows, in log order: the pipeline (`src/pipeline`). Without it, intake frames cannot be loaded. */
   intake?: ProcessIntake;
+  /** Where loads go instead of DuckDB's hot table and Parquet files (an events table elsewhere: see `EventSink`). */
+  sink?: EventSink;
   /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
   hooks?: {
     beforeLoad?(segments: readonly SealedSegment[]): void | Promise<void>;

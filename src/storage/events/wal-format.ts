@@ -1,3 +1,4 @@
+import { open } from 'node:fs/promises';
 import { hotValuesOf, type HotValues, type StoredEventRow } from '../../core/events/columns';
 import { AppError } from '../../errors';
 
@@ -350,6 +351,37 @@ function readFrameAt(data: Uint8Array, p: number): { end: number; rows: number; 
   if (end > data.length) return null;
   if (Bun.hash.crc32(data.subarray(nl + 1, end)) !== parseInt(parts[1], 16)) return null;
   return { end, rows: Number(parts[2]), kind, payloadStart: nl + 1 };
+}
+
+/**
+ * The row frames of a log or processed file, read a block at a time (a file may hold hundreds of
+ * megabytes): each frame's lines as text, with its row count. Throws on a frame that does not
+ * check out (recovery cuts damaged tails before anything is loaded).
+ */
+export async function* readRowFrames(path: string, blockBytes = 8 * 1024 * 1024): AsyncGenerator<{ text: string; rows: number }> {
+  const file = await open(path, 'r');
+  try {
+    let pending = Buffer.alloc(0);
+    let position = 0;
+    for (;;) {
+      const block = Buffer.allocUnsafe(blockBytes);
+      const { bytesRead } = await file.read(block, 0, blockBytes, position);
+      position += bytesRead;
+      const data = pending.length ? Buffer.concat([pending, block.subarray(0, bytesRead)]) : block.subarray(0, bytesRead);
+      let p = 0;
+      for (let frame = readFrameAt(data, p); frame; frame = readFrameAt(data, p)) {
+        if (frame.kind === 'rows') yield { text: data.toString('utf8', frame.payloadStart, frame.end), rows: frame.rows };
+        p = frame.end;
+      }
+      pending = data.subarray(p);
+      if (bytesRead === 0) {
+        if (pending.some((b) => b !== 0)) throw new Error(`${path}: a frame at byte ${position - pending.length} does not check out`);
+        return;
+      }
+    }
+  } finally {
+    await file.close();
+  }
 }
 
 function indexOfMagic(data: Uint8Array, from: number): number {

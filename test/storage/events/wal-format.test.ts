@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hotValuesOf } from '../../../src/core/events/columns';
 import {
-  decodeIntakeFrame, encodeFrame, encodeIntakeFrames, encodeRowLines, fillPersonSlot, fillTeamSlot, frameHeader, intakeParts, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext,
+  decodeIntakeFrame, encodeFrame, encodeIntakeFrames, encodeRowLines, fillPersonSlot, fillTeamSlot, frameHeader, intakeParts, readRowFrames, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext,
 } from '../../../src/storage/events/wal-format';
 import { makeEvent } from './helpers';
 
@@ -204,5 +204,37 @@ describe('intake frames', () => {
     const scan = scanFrames(Buffer.concat([one, two.subarray(0, two.length - 3)]));
     expect(scan.frames.map((f) => f.kind)).toEqual(['intake']);
     expect(scan.damaged).toEqual([{ start: one.length, end: one.length + two.length - 3 }]);
+  });
+});
+
+describe('readRowFrames (a file read a block at a time)', () => {
+  test('frames spanning blocks come back whole and in order, intake frames skipped; a frame that does not check out throws', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'row-frames-'));
+    try {
+      const frames = [encodeFrame([makeEvent(1), makeEvent(2)]), encodeFrame([makeEvent(3)]), encodeFrame(Array.from({ length: 5 }, (_, i) => makeEvent(10 + i)))];
+      const intake = encodeIntakeFrame({ teamId: 1, receivedAt: 0, ip: null, anonymizeIps: false, sentAt: null, engage: false }, '{"event":"x"}', 1);
+      const file = join(dir, 'seg');
+      await writeFile(file, Buffer.concat([frames[0], intake, frames[1], frames[2]]));
+      for (const block of [7, 100, 1 << 20]) {
+        const read: Array<{ text: string; rows: number }> = [];
+        for await (const f of readRowFrames(file, block)) read.push(f);
+        expect(read.map((f) => f.rows)).toEqual([2, 1, 5]);
+        expect(read.map((f) => f.text).join('')).toBe(Buffer.concat([frames[0], frames[1], frames[2]].map((f) => f.subarray(f.indexOf(0x0a) + 1))).toString('utf8'));
+      }
+      const damaged = Buffer.concat([frames[0], frames[1]]);
+      damaged[damaged.length - 3] ^= 0xff;
+      await writeFile(file, damaged);
+      const got: number[] = [];
+      let error: unknown = null;
+      try {
+        for await (const f of readRowFrames(file, 64)) got.push(f.rows);
+      } catch (e) {
+        error = e;
+      }
+      expect(got).toEqual([2]);
+      expect(String(error)).toContain('does not check out');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
