@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test';
 import type { CohortInput } from '../../../src/storage/cohorts/types';
 import { personEvent } from '../../helpers/person-event';
-import { eventually, forEachEngine, type Opened } from './engines';
+import { createProjects, eventually, forEachEngine, type Opened } from './engines';
 
 const NOW = new Date('2024-05-01T10:00:00Z');
 const filtersOf = (...values: Record<string, unknown>[]) => ({ properties: { type: 'AND', values } });
@@ -21,6 +21,7 @@ forEachEngine('cohort store', (engine) => {
   let opened: Opened;
   beforeEach(async () => {
     opened = await engine.open();
+    await createProjects(opened.stores, 2);
     // Persons: alice and bob on pro in project 1, carol on free; dave on pro in project 2.
     const persons = opened.stores.persons;
     for (const [team, id, plan] of [[1, 'alice', 'pro'], [1, 'bob', 'pro'], [1, 'carol', 'free'], [2, 'dave', 'pro']] as const) {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test';
 import type { PropertyType } from '../../../src/core/ingest/property-type';
 import { createSeenTracker, type SeenSummary } from '../../../src/storage/seen/seen-tracker';
-import { forEachEngine, type Opened } from './engines';
+import { createProjects, forEachEngine, type Opened } from './engines';
 
 const DAY = 86_400_000;
 const T0 = Date.parse('2024-05-01T10:00:00Z');
@@ -18,6 +18,7 @@ forEachEngine('definitions store', (engine) => {
   let opened: Opened;
   beforeEach(async () => {
     opened = await engine.open();
+    await createProjects(opened.stores, 2);
   });
   afterEach(async () => {
     await opened.close();

@@ -23,6 +23,8 @@ export interface Opened {
   stores: MetaStores;
   /** The DuckDB database beside (the events side: persons' and cohorts' copies, members). */
   db: Database;
+  /** The PostgreSQL database's URL (META_STORE), to read its tables directly; undefined with DuckDB. */
+  metaStore?: string;
   /**
    * The same management data opened again by a restarted process (this one closed first). With
    * PostgreSQL, over a new, empty DuckDB directory: nothing the stores need is kept there.
@@ -57,6 +59,7 @@ async function openWith(metaStore: string | undefined, dir?: string): Promise<Op
   return {
     stores,
     db,
+    metaStore,
     async reopen() {
       await close();
       if (!metaStore) return openWith(undefined, dataDir);
@@ -86,6 +89,18 @@ export function forEachEngine(store: string, body: (engine: Engine) => void) {
     if (engine.skip) describe.skip(`${title} (skipped: ${engine.skip})`, () => body(engine));
     else describe(title, () => body(engine));
   }
+}
+
+/**
+ * Projects 1 … `count`, in one organization. The person, definitions and cohort contracts name
+ * their projects by number, and a flush writes nothing for a project that does not exist (with
+ * several processes on one PostgreSQL database, another may have deleted it).
+ */
+export async function createProjects(stores: MetaStores, count: number): Promise<void> {
+  const { organization, project } = await stores.management.createAccount({ email: 'contracts@example.com', organizationName: 'Contracts' });
+  const ids = [project.id];
+  while (ids.length < count) ids.push((await stores.management.createProject(organization.id, `Project ${ids.length + 1}`, {})).id);
+  if (ids.some((id, i) => id !== i + 1)) throw new Error(`the contracts name projects 1 … ${count}; these were made: ${ids.join(', ')}`);
 }
 
 /** Poll `check` until it holds (another process's change arrives within a moment), at most `ms`. */

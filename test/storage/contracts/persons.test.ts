@@ -2,7 +2,7 @@ import { afterEach, beforeEach, expect, test } from 'bun:test';
 import type { PersonEvent } from '../../../src/core/ingest/person-updates';
 import type { Person, PersonStore } from '../../../src/storage/persons/types';
 import { personEvent } from '../../helpers/person-event';
-import { eventually, forEachEngine, type Opened } from './engines';
+import { createProjects, eventually, forEachEngine, type Opened } from './engines';
 
 let n = 0;
 const ev = (event: string, distinctId: string, extra: Partial<PersonEvent> = {}): PersonEvent =>
@@ -31,6 +31,7 @@ forEachEngine('person store', (engine) => {
   let opened: Opened;
   beforeEach(async () => {
     opened = await engine.open();
+    await createProjects(opened.stores, 2);
   });
   afterEach(async () => {
     await opened.close();
