@@ -2,6 +2,7 @@ import { chunks } from '../seen/seen-rows';
 import type { PersonChanges, PersonHome } from '../persons/types';
 import type { Changes } from './changes';
 import { isUuid, type Pg, type PgTx } from './client';
+import { lockLiveProjects } from './live-projects';
 
 type PersonRow = { id: string; uuid: string; properties: string; is_identified: boolean; created_at: Date };
 
@@ -116,9 +117,16 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
       };
     },
 
-    async write(written) {
-      if (!written.persons.length && !written.distinctIds.length && !written.groups.length) return;
+    async write(changed) {
+      if (!changed.persons.length && !changed.distinctIds.length && !changed.groups.length) return;
       await pg.transaction(async (tx) => {
+        // Nothing of a project deleted meanwhile (by another process) is written back.
+        const live = await lockLiveProjects(tx, [...changed.persons, ...changed.distinctIds, ...changed.groups].map((c) => c.teamId));
+        const written: PersonChanges = {
+          persons: changed.persons.filter((c) => live.has(c.teamId)),
+          distinctIds: changed.distinctIds.filter((c) => live.has(c.teamId)),
+          groups: changed.groups.filter((c) => live.has(c.teamId)),
+        };
         await writePersons(tx, written.persons);
         await writeDistinctIds(tx, written.distinctIds);
         await writeGroups(tx, written.groups);

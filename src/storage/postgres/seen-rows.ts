@@ -1,13 +1,21 @@
 import { chunks, loadKnownRows, type SeenRows } from '../seen/seen-rows';
 import type { Pg } from './client';
+import { lockLiveProjects } from './live-projects';
 
 /** The seen tracker's writes in PostgreSQL: each kind of row as arrays, many rows a statement. */
 export function createPostgresSeenRows(pg: Pg): SeenRows {
   return {
     loadKnown: () => loadKnownRows(pg),
 
-    async write(batch, now) {
+    async write(seen, now) {
       await pg.transaction(async (tx) => {
+        // Nothing of a project deleted meanwhile (by another process) is written back.
+        const live = await lockLiveProjects(tx, [...seen.events, ...seen.properties, ...seen.pairs].map((r) => r.teamId));
+        const batch = {
+          events: seen.events.filter((e) => live.has(e.teamId)),
+          properties: seen.properties.filter((p) => live.has(p.teamId)),
+          pairs: seen.pairs.filter((p) => live.has(p.teamId)),
+        };
         for (const chunk of chunks(batch.events, 5_000)) {
           await tx.run(
             `INSERT INTO event_definitions (id, team_id, name, created_at, last_seen_at)
