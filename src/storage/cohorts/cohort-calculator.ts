@@ -3,7 +3,7 @@ import { cohortDefinition } from '../../core/cohorts/definition';
 import { needsEvents, type SqlFragment } from '../../core/cohorts/types';
 import type { Database, SqlParam } from '../db';
 import type { EventsSourceRef } from '../definitions/events-source';
-import { toCohort } from './cohort-rows';
+import { toCohort } from './cohort-columns';
 import type { CohortStore } from './types';
 
 /** The DuckDB tables a cohort's calculation reads (the persons' copy beside the events). */

@@ -1,9 +1,6 @@
 import type { Database, SqlParam } from '../db';
-import type { Cohort } from './types';
-
-/** What a user defines of a cohort; the rest of a `Cohort` is its calculation's state. */
-export type CohortDefinition = Pick<Cohort, 'id' | 'teamId' | 'name' | 'description' | 'groups' | 'filters' | 'deleted' | 'isStatic' | 'createdBy' | 'createdAt'>;
-export type CohortState = Omit<Cohort, keyof CohortDefinition>;
+import { toCohortState } from './cohort-columns';
+import type { CohortDefinition, CohortState } from './types';
 
 /**
  * When cohort definitions are kept in another engine (PostgreSQL), each is copied into DuckDB's
@@ -57,19 +54,7 @@ export function createCohortCopies(db: Database): CohortCopies {
         `SELECT id, is_calculating, last_calculation, errors_calculating, count, version, pending_version FROM cohorts WHERE id IN (${marks(ids.length)})`,
         ids,
       );
-      return new Map(
-        rows.map((r) => [
-          Number(r.id),
-          {
-            isCalculating: Boolean(r.is_calculating),
-            lastCalculation: (r.last_calculation as Date | null) ?? null,
-            errorsCalculating: Number(r.errors_calculating),
-            count: r.count == null ? null : Number(r.count),
-            version: Number(r.version),
-            pendingVersion: r.pending_version == null ? null : Number(r.pending_version),
-          },
-        ]),
-      );
+      return new Map(rows.map((r) => [Number(r.id), toCohortState(r)]));
     },
 
     async list() {

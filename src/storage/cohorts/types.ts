@@ -20,6 +20,10 @@ export interface Cohort {
   pendingVersion: number | null;
 }
 
+/** What a user defines of a cohort; the rest of a `Cohort` is its calculation's state. */
+export type CohortDefinition = Pick<Cohort, 'id' | 'teamId' | 'name' | 'description' | 'groups' | 'filters' | 'deleted' | 'isStatic' | 'createdBy' | 'createdAt'>;
+export type CohortState = Omit<Cohort, keyof CohortDefinition>;
+
 export interface CohortInput {
   name?: string | null;
   description?: string;

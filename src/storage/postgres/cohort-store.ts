@@ -1,10 +1,11 @@
-import type { Database, Row } from '../db';
+import type { Database } from '../db';
 import type { EventsSourceRef } from '../definitions/events-source';
 import { createCohortCalculator } from '../cohorts/cohort-calculator';
-import { createCohortCopies, type CohortDefinition, type CohortState } from '../cohorts/cohort-copies';
+import { cohortAssignments, toCohortDefinition } from '../cohorts/cohort-columns';
+import { createCohortCopies } from '../cohorts/cohort-copies';
 import { createCohortMembers } from '../cohorts/cohort-members';
-import type { Cohort, CohortInput, CohortStore } from '../cohorts/types';
-import { Params, type Pg, impossibleId } from './client';
+import type { Cohort, CohortDefinition, CohortState, CohortStore } from '../cohorts/types';
+import { numbered, type Pg, impossibleId } from './client';
 import type { Changes } from './changes';
 
 /**
@@ -18,31 +19,11 @@ import type { Changes } from './changes';
 
 const COLUMNS = 'id, team_id, name, description, groups::text AS groups, filters::text AS filters, deleted, is_static, created_by, created_at';
 
-const toDefinition = (r: Row): CohortDefinition => ({
-  id: Number(r.id),
-  teamId: Number(r.team_id),
-  name: (r.name as string | null) ?? null,
-  description: String(r.description ?? ''),
-  groups: (JSON.parse(String(r.groups)) as unknown[] | null) ?? [],
-  filters: r.filters == null ? null : (JSON.parse(String(r.filters)) as Record<string, unknown> | null),
-  deleted: Boolean(r.deleted),
-  isStatic: Boolean(r.is_static),
-  createdBy: r.created_by == null ? null : Number(r.created_by),
-  createdAt: r.created_at as Date,
-});
-
 /** A cohort whose copy is not made yet (made at the next read). */
 const NO_STATE: CohortState = { isCalculating: false, lastCalculation: null, errorsCalculating: 0, count: null, version: 0, pendingVersion: null };
 
-/** Input field → column and how its value is bound. */
-const COLUMN_OF: Record<keyof CohortInput, [string, (value: unknown) => unknown, string]> = {
-  name: ['name', (v) => v ?? null, ''],
-  description: ['description', (v) => String(v ?? ''), ''],
-  groups: ['groups', (v) => JSON.stringify(v ?? []), '::text::json'],
-  filters: ['filters', (v) => (v == null ? null : JSON.stringify(v)), '::text::json'],
-  deleted: ['deleted', (v) => Boolean(v), ''],
-  isStatic: ['is_static', (v) => Boolean(v), ''],
-};
+/** A column's placeholder: JSON is bound as text (a string bound as json would be a JSON string). */
+const placeholder = (column: string) => (column === 'groups' || column === 'filters' ? '?::text::json' : '?');
 
 const calculable = (d: CohortDefinition) => !d.isStatic && !d.deleted;
 
@@ -76,7 +57,7 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
   const definition = async (teamId: number | null, id: number) => {
     if (impossibleId(id)) return null;
     const rows = await pg.query(`SELECT ${COLUMNS} FROM cohorts WHERE id = $1 AND ($2::integer IS NULL OR team_id = $2)`, [id, teamId]);
-    return rows.length ? toDefinition(rows[0]) : null;
+    return rows.length ? toCohortDefinition(rows[0]) : null;
   };
 
   const getCohort = async (teamId: number, id: number) => {
@@ -96,7 +77,7 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
   };
 
   async function resync() {
-    const definitions = (await pg.query(`SELECT ${COLUMNS} FROM cohorts`)).map(toDefinition);
+    const definitions = (await pg.query(`SELECT ${COLUMNS} FROM cohorts`)).map(toCohortDefinition);
     const kept = new Set(definitions.map((d) => d.id));
     await copies.remove((await copies.list()).filter((c) => !kept.has(c.id)).map((c) => c.id));
     await copy(definitions);
@@ -118,22 +99,17 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
         page.limit,
         page.offset,
       ]);
-      return { count: Number(n), results: await withState(rows.map(toDefinition)) };
+      return { count: Number(n), results: await withState(rows.map(toCohortDefinition)) };
     },
 
     async createCohort(teamId, input, createdBy, now) {
-      const p = new Params();
-      const columns = ['team_id', 'created_by', 'created_at'];
-      const values = [p.add(teamId), p.add(createdBy), p.add(now)];
-      for (const key of Object.keys(COLUMN_OF) as Array<keyof CohortInput>) {
-        if (input[key] === undefined) continue;
-        const [column, encode, cast] = COLUMN_OF[key];
-        columns.push(column);
-        values.push(p.add(encode(input[key])) + cast);
-      }
+      const set = cohortAssignments(input);
+      const columns = ['team_id', 'created_by', 'created_at', ...set.map((a) => a.column)];
+      const marks = ['?', '?', '?', ...set.map((a) => placeholder(a.column))];
+      const insert = numbered(`INSERT INTO cohorts (${columns.join(', ')}) VALUES (${marks.join(', ')}) RETURNING ${COLUMNS}`);
       const d = await pg.transaction(async (tx) => {
-        const [row] = await tx.query(`INSERT INTO cohorts (${columns.join(', ')}) VALUES (${values.join(', ')}) RETURNING ${COLUMNS}`, p.values);
-        const created = toDefinition(row);
+        const [row] = await tx.query(insert, [teamId, createdBy, now, ...set.map((a) => a.value)]);
+        const created = toCohortDefinition(row);
         await changes.publish(tx, { kind: 'cohorts', teamId, id: created.id });
         return created;
       });
@@ -144,20 +120,18 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
     },
 
     async updateCohort(teamId, id, patch) {
-      const p = new Params();
-      const sets: string[] = [];
-      for (const key of Object.keys(COLUMN_OF) as Array<keyof CohortInput>) {
-        if (patch[key] === undefined) continue;
-        const [column, encode, cast] = COLUMN_OF[key];
-        sets.push(`${column} = ${p.add(encode(patch[key]))}${cast}`);
-      }
+      const set = cohortAssignments(patch);
+      const where = 'WHERE id = ? AND team_id = ?';
       const d = await pg.transaction(async (tx) => {
-        const where = `WHERE id = ${p.add(id)} AND team_id = ${p.add(teamId)}`;
-        const rows = sets.length
-          ? await tx.query(`UPDATE cohorts SET ${sets.join(', ')} ${where} RETURNING ${COLUMNS}`, p.values)
-          : await tx.query(`SELECT ${COLUMNS} FROM cohorts ${where}`, p.values);
+        const rows = set.length
+          ? await tx.query(numbered(`UPDATE cohorts SET ${set.map((a) => `${a.column} = ${placeholder(a.column)}`).join(', ')} ${where} RETURNING ${COLUMNS}`), [
+              ...set.map((a) => a.value),
+              id,
+              teamId,
+            ])
+          : await tx.query(numbered(`SELECT ${COLUMNS} FROM cohorts ${where}`), [id, teamId]);
         if (rows.length) await changes.publish(tx, { kind: 'cohorts', teamId, id });
-        return rows.length ? toDefinition(rows[0]) : null;
+        return rows.length ? toCohortDefinition(rows[0]) : null;
       });
       if (d) {
         await copies.write([d]);
