@@ -1,41 +1,6 @@
-import type { FlagFilters } from '../../core/flags/types';
-import { AppError } from '../../errors';
-import type { Database, Row, Tx } from '../db';
-import type { FlagPatch, FlagRows, StoredFlag } from './types';
-
-export const DUPLICATE_FLAG_KEY = 'There is already a feature flag with this key.';
-
-export const toFlag = (r: Row): StoredFlag => ({
-  id: Number(r.id),
-  teamId: Number(r.team_id),
-  key: r.key as string,
-  name: r.name as string,
-  filters: JSON.parse(r.filters as string) as FlagFilters,
-  active: r.active as boolean,
-  deleted: r.deleted as boolean,
-  ensure_experience_continuity: r.ensure_experience_continuity as boolean,
-  createdBy: r.created_by == null ? null : Number(r.created_by),
-  createdAt: r.created_at as Date,
-  updatedAt: r.updated_at as Date,
-  version: Number(r.version),
-});
-
-/** Patch field → column, and how its value is stored. */
-export const FLAG_PATCH_COLUMNS: Array<[keyof FlagPatch, string, (v: never) => unknown]> = [
-  ['key', 'key', (v: string) => v],
-  ['name', 'name', (v: string) => v],
-  ['filters', 'filters', (v: FlagFilters) => JSON.stringify(v)],
-  ['active', 'active', (v: boolean) => v],
-  ['deleted', 'deleted', (v: boolean) => v],
-  ['ensureExperienceContinuity', 'ensure_experience_continuity', (v: boolean) => v],
-];
-
-/** PostHog frees a key held only by soft-deleted flags by hard-deleting them, then checks live ones. */
-async function claimKey(tx: Tx, teamId: number, key: string, exceptId: number) {
-  await tx.run('DELETE FROM feature_flags WHERE team_id = ? AND key = ? AND deleted AND id <> ?', [teamId, key, exceptId]);
-  const taken = await tx.query('SELECT id FROM feature_flags WHERE team_id = ? AND key = ? AND NOT deleted AND id <> ?', [teamId, key, exceptId]);
-  if (taken.length) throw new AppError('unique', DUPLICATE_FLAG_KEY, 'key');
-}
+import type { Database } from '../db';
+import { claimFlagKey, FLAG_PATCH_COLUMNS, toFlag } from './flag-columns';
+import type { FlagRows } from './types';
 
 /** Flags and continuity hash keys in DuckDB (writes are serialized, so the key check in the transaction is enough). */
 export function createFlagRows(db: Database): FlagRows {
@@ -54,7 +19,7 @@ export function createFlagRows(db: Database): FlagRows {
 
     async create(teamId, flag, now) {
       const row = await db.transaction(async (tx) => {
-        await claimKey(tx, teamId, flag.key, -1);
+        await claimFlagKey(tx, teamId, flag.key, -1);
         const [inserted] = await tx.query(
           `INSERT INTO feature_flags (team_id, key, name, filters, active, deleted, ensure_experience_continuity, created_by, created_at, updated_at, version)
            VALUES (?, ?, ?, ?, ?, false, ?, ?, ?, ?, 1) RETURNING *`,
@@ -71,7 +36,7 @@ export function createFlagRows(db: Database): FlagRows {
         if (!current) return null;
         const key = patch.key ?? (current.key as string);
         const deleted = patch.deleted ?? (current.deleted as boolean);
-        if (!deleted) await claimKey(tx, teamId, key, id);
+        if (!deleted) await claimFlagKey(tx, teamId, key, id);
         const sets: string[] = ['updated_at = ?', 'version = version + 1'];
         const params: Array<string | number | boolean | Date | null> = [now];
         for (const [field, column, encode] of FLAG_PATCH_COLUMNS) {

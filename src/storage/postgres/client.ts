@@ -1,6 +1,6 @@
 import { SQL } from 'bun';
 import { AppError } from '../../errors';
-import type { Row, SqlParam } from '../db';
+import type { Row, SqlParam, Tx } from '../db';
 
 /**
  * One pool of connections to the PostgreSQL database that holds the management data (Bun's
@@ -131,3 +131,9 @@ export function numbered(sql: string): string {
   }
   return out;
 }
+
+/** A transaction that takes statements written with `?` placeholders (the ones both engines share). */
+export const questionMarks = (tx: PgTx): Tx => ({
+  query: <T>(sql: string, params?: readonly SqlParam[]) => tx.query<T>(numbered(sql), params),
+  run: (sql, params) => tx.run(numbered(sql), params),
+});

@@ -1,7 +1,7 @@
 import { AppError } from '../../errors';
-import { DUPLICATE_FLAG_KEY, FLAG_PATCH_COLUMNS, toFlag } from '../flags/flag-rows';
+import { claimFlagKey, DUPLICATE_FLAG_KEY, FLAG_PATCH_COLUMNS, toFlag } from '../flags/flag-columns';
 import type { FlagRows } from '../flags/types';
-import { isUniqueViolation, isUuid, Params, type Pg, type PgTx, impossibleId } from './client';
+import { isUniqueViolation, isUuid, Params, type Pg, impossibleId, questionMarks } from './client';
 import type { Changes } from './changes';
 
 /**
@@ -12,14 +12,6 @@ import type { Changes } from './changes';
  */
 
 const COLUMNS = `id, team_id, key, name, filters::text AS filters, active, deleted, ensure_experience_continuity, created_by, created_at, updated_at, version`;
-
-
-/** PostHog frees a key held only by soft-deleted flags by hard-deleting them, then checks live ones. */
-async function claimKey(tx: PgTx, teamId: number, key: string, exceptId: number) {
-  await tx.run('DELETE FROM feature_flags WHERE team_id = $1 AND key = $2 AND deleted AND id <> $3', [teamId, key, exceptId]);
-  const taken = await tx.query('SELECT id FROM feature_flags WHERE team_id = $1 AND key = $2 AND NOT deleted AND id <> $3', [teamId, key, exceptId]);
-  if (taken.length) throw new AppError('unique', DUPLICATE_FLAG_KEY, 'key');
-}
 
 const duplicateKey = (error: unknown): never => {
   if (isUniqueViolation(error)) throw new AppError('unique', DUPLICATE_FLAG_KEY, 'key');
@@ -43,7 +35,7 @@ export function createPostgresFlagRows(pg: Pg, changes: Changes): FlagRows {
     async create(teamId, flag, now) {
       const row = await pg
         .transaction(async (tx) => {
-          await claimKey(tx, teamId, flag.key, -1);
+          await claimFlagKey(questionMarks(tx), teamId, flag.key, -1);
           const [inserted] = await tx.query(
             `INSERT INTO feature_flags (team_id, key, name, filters, active, deleted, ensure_experience_continuity, created_by, created_at, updated_at, version)
              VALUES ($1, $2, $3, $4::text::json, $5, false, $6, $7, $8, $9, 1) RETURNING ${COLUMNS}`,
@@ -65,7 +57,7 @@ export function createPostgresFlagRows(pg: Pg, changes: Changes): FlagRows {
             id,
           ]);
           if (!current) return null;
-          if (!(patch.deleted ?? current.deleted)) await claimKey(tx, teamId, patch.key ?? current.key, id);
+          if (!(patch.deleted ?? current.deleted)) await claimFlagKey(questionMarks(tx), teamId, patch.key ?? current.key, id);
           const p = new Params();
           const sets = [`updated_at = ${p.add(now)}`, 'version = version + 1'];
           for (const [field, column, encode] of FLAG_PATCH_COLUMNS) {
