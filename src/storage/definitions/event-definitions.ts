@@ -1,4 +1,5 @@
 import type { Database, Row, SqlParam } from '../db';
+import { eventDefinitionUpdate, setClause } from './definition-updates';
 import type { EventsSourceRef } from './events-source';
 
 /** Event definitions as the API edits them, with their 30-day volume and query usage. */
@@ -128,19 +129,8 @@ export function createEventDefinitionStore(db: Database, events: EventsSourceRef
     async updateEventDefinition(teamId, id, patch, userId, now) {
       const current = await getEventDefinition(teamId, id);
       if (!current) return null;
-      const set: string[] = ['updated_by = ?', 'updated_at = ?', 'last_updated_at = ?'];
-      const params: SqlParam[] = [userId, now, now];
-      const assign = (column: string, value: SqlParam) => {
-        set.push(`${column} = ?`);
-        params.push(value);
-      };
-      if (patch.owner !== undefined) assign('owner', patch.owner);
-      if (patch.description !== undefined) assign('description', patch.description);
-      if (patch.tags !== undefined) assign('tags', JSON.stringify(patch.tags));
-      if (patch.postToChat !== undefined) assign('post_to_chat', patch.postToChat);
-      const verification = patch.verified === false ? [false, null, null] : patch.verified && !current.verified ? [true, now, userId] : null;
-      verification?.forEach((value, i) => assign(['verified', 'verified_at', 'verified_by'][i], value));
-      await db.run(`UPDATE event_definitions SET ${set.join(', ')} WHERE id = TRY_CAST(? AS UUID) AND team_id = ?`, [...params, id, teamId]);
+      const { sql, params } = setClause(eventDefinitionUpdate(current, patch, userId, now));
+      await db.run(`UPDATE event_definitions SET ${sql} WHERE id = TRY_CAST(? AS UUID) AND team_id = ?`, [...params, id, teamId]);
       return getEventDefinition(teamId, id);
     },
 

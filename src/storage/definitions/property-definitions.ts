@@ -1,5 +1,6 @@
 import type { PropertyType } from '../../core/ingest/property-type';
 import type { Database, Row, SqlParam } from '../db';
+import { propertyDefinitionUpdate, setClause } from './definition-updates';
 
 /** Property definitions as the API lists and annotates them. */
 
@@ -122,19 +123,8 @@ export function createPropertyDefinitionStore(db: Database): PropertyDefinitionS
 
     async updatePropertyDefinition(teamId, id, patch, userId, now) {
       if (!(await getPropertyDefinition(teamId, id))) return null;
-      const set: string[] = ['updated_by = ?', 'updated_at = ?'];
-      const params: SqlParam[] = [userId, now];
-      const assign = (column: string, value: SqlParam) => {
-        set.push(`${column} = ?`);
-        params.push(value);
-      };
-      if (patch.description !== undefined) assign('description', patch.description);
-      if (patch.tags !== undefined) assign('tags', JSON.stringify(patch.tags));
-      if (patch.propertyType !== undefined) {
-        assign('property_type', patch.propertyType);
-        assign('is_numerical', patch.propertyType === 'Numeric');
-      }
-      await db.run(`UPDATE property_definitions SET ${set.join(', ')} WHERE team_id = ? AND id = TRY_CAST(? AS UUID)`, [...params, teamId, id]);
+      const { sql, params } = setClause(propertyDefinitionUpdate(patch, userId, now));
+      await db.run(`UPDATE property_definitions SET ${sql} WHERE team_id = ? AND id = TRY_CAST(? AS UUID)`, [...params, teamId, id]);
       return getPropertyDefinition(teamId, id);
     },
   };

@@ -1,9 +1,10 @@
 import type { Database } from '../db';
+import { eventDefinitionUpdate, propertyDefinitionUpdate, setClause } from '../definitions/definition-updates';
 import type { DefinitionsStore } from '../definitions/definitions-store';
 import { createEventDefinitionStore, filters, orderBy, toEventDefinition } from '../definitions/event-definitions';
 import type { EventsSourceRef } from '../definitions/events-source';
 import { source, toPropertyDefinition } from '../definitions/property-definitions';
-import { isUuid, numbered, Params, type Pg } from './client';
+import { isUuid, numbered, type Pg } from './client';
 
 /**
  * Event and property definitions, event name–property pairs and query usage in PostgreSQL.
@@ -14,6 +15,9 @@ import { isUuid, numbered, Params, type Pg } from './client';
 const EVENT_COLUMNS = `id::text AS id, team_id, name, created_at, last_seen_at, owner, description, tags::text AS tags, verified, verified_at,
   verified_by, updated_at, updated_by, last_updated_at, post_to_chat`;
 const PROPERTY_COLUMNS = `pd.id::text AS id, pd.name, pd.kind, pd.property_type, pd.is_numerical, pd.description, pd.tags::text AS tags, pd.updated_at, pd.updated_by`;
+
+/** Tags are JSON, bound as text (a string bound as json would be a JSON string). */
+const jsonCast = (column: string) => (column === 'tags' ? '::text::json' : '');
 
 /** A UTC day as PostgreSQL's `date` text. */
 const day = (at: Date) => at.toISOString().slice(0, 10);
@@ -29,12 +33,6 @@ export function createPostgresDefinitionsStore(pg: Pg, db: Database, events: Eve
     const rows = await pg.query(`SELECT ${PROPERTY_COLUMNS}, NULL AS seen FROM property_definitions AS pd WHERE pd.team_id = $1 AND pd.id = $2`, [teamId, id]);
     return rows.length ? toPropertyDefinition(rows[0]) : null;
   };
-  /** SET clauses: who and when, then the patched columns. */
-  const setter = (p: Params) => {
-    const sets: string[] = [];
-    return { sets, assign: (column: string, value: unknown, cast = '') => sets.push(`${column} = ${p.add(value)}${cast}`) };
-  };
-
   return {
     getEventDefinition,
 
@@ -52,18 +50,8 @@ export function createPostgresDefinitionsStore(pg: Pg, db: Database, events: Eve
     async updateEventDefinition(teamId, id, patch, userId, now) {
       const current = await getEventDefinition(teamId, id);
       if (!current) return null;
-      const p = new Params();
-      const { sets, assign } = setter(p);
-      assign('updated_by', userId);
-      assign('updated_at', now);
-      assign('last_updated_at', now);
-      if (patch.owner !== undefined) assign('owner', patch.owner);
-      if (patch.description !== undefined) assign('description', patch.description);
-      if (patch.tags !== undefined) assign('tags', JSON.stringify(patch.tags), '::text::json');
-      if (patch.postToChat !== undefined) assign('post_to_chat', patch.postToChat);
-      if (patch.verified === false) [['verified', false], ['verified_at', null], ['verified_by', null]].forEach(([c, v]) => assign(c as string, v));
-      else if (patch.verified && !current.verified) [['verified', true], ['verified_at', now], ['verified_by', userId]].forEach(([c, v]) => assign(c as string, v));
-      await pg.run(`UPDATE event_definitions SET ${sets.join(', ')} WHERE id = ${p.add(id)} AND team_id = ${p.add(teamId)}`, p.values);
+      const { sql, params } = setClause(eventDefinitionUpdate(current, patch, userId, now), jsonCast);
+      await pg.run(numbered(`UPDATE event_definitions SET ${sql} WHERE id = ? AND team_id = ?`), [...params, id, teamId]);
       return getEventDefinition(teamId, id);
     },
 
@@ -102,17 +90,8 @@ export function createPostgresDefinitionsStore(pg: Pg, db: Database, events: Eve
 
     async updatePropertyDefinition(teamId, id, patch, userId, now) {
       if (!(await getPropertyDefinition(teamId, id))) return null;
-      const p = new Params();
-      const { sets, assign } = setter(p);
-      assign('updated_by', userId);
-      assign('updated_at', now);
-      if (patch.description !== undefined) assign('description', patch.description);
-      if (patch.tags !== undefined) assign('tags', JSON.stringify(patch.tags), '::text::json');
-      if (patch.propertyType !== undefined) {
-        assign('property_type', patch.propertyType);
-        assign('is_numerical', patch.propertyType === 'Numeric');
-      }
-      await pg.run(`UPDATE property_definitions SET ${sets.join(', ')} WHERE team_id = ${p.add(teamId)} AND id = ${p.add(id)}`, p.values);
+      const { sql, params } = setClause(propertyDefinitionUpdate(patch, userId, now), jsonCast);
+      await pg.run(numbered(`UPDATE property_definitions SET ${sql} WHERE team_id = ? AND id = ?`), [...params, teamId, id]);
       return getPropertyDefinition(teamId, id);
     },
 
