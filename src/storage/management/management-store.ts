@@ -1,67 +1,18 @@
-import type { Database, Row, Tx } from '../db';
+import type { Database, Tx } from '../db';
 import { translateConstraintError } from '../db';
 import { hashSecret, maskSecret, newPersonalApiKey, newProjectToken, uuidv4 } from '../../ids';
-import {
-  DEFAULT_PROJECT_SETTINGS,
-  MEMBERSHIP_LEVEL,
-  type ManagementStore,
-  type Organization,
-  type PersonalApiKey,
-  type Project,
-  type ProjectSettings,
-  type User,
-} from './types';
-
-export const slugify = (name: string) =>
-  name
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-|-$/g, '')
-    .slice(0, 48) || 'organization';
-
-export const toOrganization = (r: Row): Organization => ({
-  id: String(r.id),
-  name: String(r.name),
-  slug: String(r.slug),
-  createdAt: r.created_at as Date,
-  updatedAt: r.updated_at as Date,
-});
-
-export const toUser = (r: Row): User => ({
-  id: Number(r.id),
-  uuid: String(r.uuid),
-  distinctId: String(r.distinct_id),
-  firstName: String(r.first_name),
-  lastName: String(r.last_name),
-  email: String(r.email),
-  currentOrganizationId: r.current_organization_id == null ? null : String(r.current_organization_id),
-  currentProjectId: r.current_project_id == null ? null : Number(r.current_project_id),
-  createdAt: r.created_at as Date,
-});
-
-export const toProject = (r: Row): Project => ({
-  id: Number(r.id),
-  uuid: String(r.uuid),
-  organizationId: String(r.organization_id),
-  apiToken: String(r.api_token),
-  name: String(r.name),
-  ingestedEvent: Boolean(r.ingested_event),
-  settings: { ...DEFAULT_PROJECT_SETTINGS, ...(JSON.parse(String(r.settings)) as Partial<ProjectSettings>) },
-  createdAt: r.created_at as Date,
-  updatedAt: r.updated_at as Date,
-});
-
-export const toKey = (r: Row): PersonalApiKey => ({
-  id: String(r.id),
-  userId: Number(r.user_id),
-  label: String(r.label),
-  maskValue: String(r.mask_value),
-  createdAt: r.created_at as Date,
-  lastUsedAt: (r.last_used_at as Date | null) ?? null,
-  revokedAt: (r.revoked_at as Date | null) ?? null,
-});
+import { authenticateKey, type KeyStatements } from './authenticate-key';
+import { slugify, toKey, toOrganization, toProject, toUser } from './management-rows';
+import { MEMBERSHIP_LEVEL, type ManagementStore, type ProjectSettings } from './types';
 
 const PROJECT_COLUMNS = 'id, uuid, organization_id, api_token, name, settings, ingested_event, created_at, updated_at';
+
+const KEY_STATEMENTS: KeyStatements = {
+  keyAndUser: `SELECT k.id AS key_id, u.* FROM personal_api_keys k JOIN users u ON u.id = k.user_id
+    WHERE k.secure_value = ? AND k.revoked_at IS NULL`,
+  memberships: 'SELECT organization_id, level FROM memberships WHERE user_id = ?',
+  recordUse: 'UPDATE personal_api_keys SET last_used_at = ? WHERE id = ?',
+};
 
 export function createManagementStore(db: Database): ManagementStore {
   const insertProject = async (tx: Tx, organizationId: string, name: string, settings: Partial<ProjectSettings>, token?: string) => {
@@ -151,26 +102,7 @@ export function createManagementStore(db: Database): ManagementStore {
       return rows.length ? toUser(rows[0]) : null;
     },
 
-    async authenticateKey(secret) {
-      const rows = await db.query(
-        `SELECT k.id AS key_id, u.* FROM personal_api_keys k JOIN users u ON u.id = k.user_id
-         WHERE k.secure_value = ? AND k.revoked_at IS NULL`,
-        [hashSecret(secret)],
-      );
-      if (!rows.length) return null;
-      const user = toUser(rows[0]);
-      const memberships = await db.query<{ organization_id: string; level: number }>(
-        'SELECT organization_id, level FROM memberships WHERE user_id = ?',
-        [user.id],
-      );
-      // Recording the last use must never fail or slow the request it belongs to.
-      void db.run('UPDATE personal_api_keys SET last_used_at = ? WHERE id = ?', [new Date(), String(rows[0].key_id)]).catch(() => undefined);
-      return {
-        user,
-        keyId: String(rows[0].key_id),
-        memberships: new Map(memberships.map((m) => [String(m.organization_id), Number(m.level)])),
-      };
-    },
+    authenticateKey: (secret) => authenticateKey(db, KEY_STATEMENTS, secret),
 
     createPersonalApiKey: (userId, label, value) =>
       db.transaction((tx) => insertKey(tx, userId, label, value ?? newPersonalApiKey())).catch((error) =>

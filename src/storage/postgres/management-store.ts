@@ -1,5 +1,6 @@
 import { hashSecret, maskSecret, newPersonalApiKey, newProjectToken, uuidv4 } from '../../ids';
-import { slugify, toKey, toOrganization, toProject, toUser } from '../management/management-store';
+import { authenticateKey, type KeyStatements } from '../management/authenticate-key';
+import { slugify, toKey, toOrganization, toProject, toUser } from '../management/management-rows';
 import { MEMBERSHIP_LEVEL, type ManagementStore, type ProjectSettings } from '../management/types';
 import { AppError } from '../../errors';
 import { isUuid, translateUniqueViolation, type Pg, type PgTx, impossibleId } from './client';
@@ -7,13 +8,20 @@ import type { Changes } from './changes';
 
 /**
  * Organizations, users, personal keys and projects in PostgreSQL: the same answers and errors
- * as the DuckDB store (management/management-store.ts), whose row mappers it shares. Every
+ * as the DuckDB store (management/management-store.ts), with the same row mappers. Every
  * write tells the other server processes (`management`), which drop their project and key caches.
  */
 
 const PROJECT_COLUMNS = 'id, uuid::text AS uuid, organization_id::text AS organization_id, api_token, name, settings::text AS settings, ingested_event, created_at, updated_at';
 const USER_COLUMNS = 'u.id, u.uuid::text AS uuid, u.distinct_id, u.first_name, u.last_name, u.email, u.current_organization_id::text AS current_organization_id, u.current_project_id, u.created_at';
 const ORGANIZATION_COLUMNS = 'o.id::text AS id, o.name, o.slug, o.created_at, o.updated_at';
+
+const KEY_STATEMENTS: KeyStatements = {
+  keyAndUser: `SELECT k.id AS key_id, ${USER_COLUMNS} FROM personal_api_keys k JOIN users u ON u.id = k.user_id
+    WHERE k.secure_value = $1 AND k.revoked_at IS NULL`,
+  memberships: 'SELECT organization_id::text AS organization_id, level FROM memberships WHERE user_id = $1',
+  recordUse: 'UPDATE personal_api_keys SET last_used_at = $1 WHERE id = $2',
+};
 
 /** Organization ids as bound uuids: a malformed one matches nothing (as DuckDB's TRY_CAST). */
 const uuids = (ids: readonly string[]) => ids.filter(isUuid);
@@ -108,26 +116,7 @@ export function createPostgresManagementStore(pg: Pg, changes: Changes): Managem
       return rows.map((r) => ({ ...toUser(r), organizationNames: [...(r.organization_names as string[])], activeKeys: Number(r.active_keys) }));
     },
 
-    async authenticateKey(secret) {
-      const rows = await pg.query(
-        `SELECT k.id AS key_id, ${USER_COLUMNS} FROM personal_api_keys k JOIN users u ON u.id = k.user_id
-         WHERE k.secure_value = $1 AND k.revoked_at IS NULL`,
-        [hashSecret(secret)],
-      );
-      if (!rows.length) return null;
-      const user = toUser(rows[0]);
-      const memberships = await pg.query<{ organization_id: string; level: number }>(
-        'SELECT organization_id::text AS organization_id, level FROM memberships WHERE user_id = $1',
-        [user.id],
-      );
-      // Recording the last use must never fail or slow the request it belongs to.
-      void pg.run('UPDATE personal_api_keys SET last_used_at = $1 WHERE id = $2', [new Date(), String(rows[0].key_id)]).catch(() => undefined);
-      return {
-        user,
-        keyId: String(rows[0].key_id),
-        memberships: new Map(memberships.map((m) => [String(m.organization_id), Number(m.level)])),
-      };
-    },
+    authenticateKey: (secret) => authenticateKey(pg, KEY_STATEMENTS, secret),
 
     createPersonalApiKey: (userId, label, value) =>
       write((tx) => insertKey(tx, userId, label, value ?? newPersonalApiKey())).catch((error) =>
