@@ -16,6 +16,11 @@ export interface Deps {
   metrics: AppMetrics;
   /** The clock, so tests can move time. */
   now: () => Date;
+  /**
+   * Rows an events export's slice aims at, and its first slice's (export-plan.ts); absent: the
+   * defaults. A sizing of the code, not an operator's setting: tests make slices of a few rows.
+   */
+  exportSlices?: { rows: number; firstRows?: number };
   /** Decodes and parses large capture bodies in worker threads (`src/workers/`); absent: the main thread does. */
   ingestParser?: IngestParser;
 }

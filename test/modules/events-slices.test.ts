@@ -1,42 +1,79 @@
 import { describe, expect, test } from 'bun:test';
-import { planSlices } from '../../src/modules/events/export-plan';
+import { planSlices, type Slice } from '../../src/modules/events/export-plan';
 
 const H = 3_600_000;
-const buckets = [
-  { bucket: 0, n: 40 },
-  { bucket: H, n: 70 },
-  { bucket: 3 * H, n: 10 },
-  { bucket: 4 * H, n: 100 },
-];
+const hour = (start: number, n: number) => ({ from: start * H, to: (start + 1) * H, n });
+const buckets = [hour(0, 40), hour(1, 70), hour(3, 10), hour(4, 100)];
 
-describe('planSlices (export slices from hourly counts)', () => {
-  test('newest first, about `target` rows a slice, clipped to the window', () => {
-    expect(planSlices(buckets, { bottom: 1000, top: 4 * H + 60_000 }, 'DESC', null, 100)).toEqual([
+/** The slices tile [bottom, top): each starts where the one before it ends (in either order), none empty. */
+function expectTiling(slices: readonly Slice[], window: { bottom: number | null; top: number }, order: 'ASC' | 'DESC') {
+  const up = order === 'DESC' ? [...slices].reverse() : [...slices];
+  expect(up[0]?.from).toBe(window.bottom);
+  expect(up[up.length - 1]?.to).toBe(window.top);
+  for (let i = 1; i < up.length; i++) expect(up[i]?.from).toBe(up[i - 1]!.to);
+  for (const s of up) expect(s.from === null || s.from < s.to).toBe(true);
+}
+
+describe('planSlices (export slices from counted buckets)', () => {
+  test('newest first, about `target` rows a slice, tiling the window', () => {
+    const window = { bottom: 1000, top: 4 * H + 60_000 };
+    const slices = planSlices(buckets, window, 'DESC', null, 100);
+    expect(slices).toEqual([
       { from: 4 * H, to: 4 * H + 60_000, limit: null },
       { from: 1000, to: 4 * H, limit: null },
     ]);
+    expectTiling(slices, window, 'DESC');
   });
 
-  test('ascending', () => {
-    expect(planSlices(buckets, { bottom: null, top: 5 * H }, 'ASC', null, 100)).toEqual([
-      { from: 0, to: 2 * H, limit: null },
-      { from: 3 * H, to: 5 * H, limit: null },
+  test('ascending: the empty hour between two slices belongs to one of them, the last reaches the top', () => {
+    const window = { bottom: null, top: 6 * H };
+    const slices = planSlices(buckets, window, 'ASC', null, 100);
+    expect(slices).toEqual([
+      { from: null, to: 2 * H, limit: null },
+      { from: 2 * H, to: 6 * H, limit: null },
     ]);
+    expectTiling(slices, window, 'ASC');
   });
 
-  test('a limit ends the plan with the hour that reaches it, alone, with the rows still needed', () => {
-    expect(planSlices(buckets, { bottom: null, top: 5 * H }, 'DESC', 150, 100)).toEqual([
+  test('a limit: the bucket that reaches it alone, with the rows still needed, then the rest of the window', () => {
+    const window = { bottom: null, top: 5 * H };
+    const slices = planSlices(buckets, window, 'DESC', 150, 100);
+    expect(slices).toEqual([
       { from: 4 * H, to: 5 * H, limit: null },
-      { from: 3 * H, to: 4 * H, limit: null },
+      { from: 2 * H, to: 4 * H, limit: null },
       { from: H, to: 2 * H, limit: 40 },
+      { from: null, to: H, limit: 0 },
     ]);
-    expect(planSlices(buckets, { bottom: null, top: 5 * H }, 'DESC', 100, 100)).toEqual([{ from: 4 * H, to: 5 * H, limit: 100 }]);
+    expectTiling(slices, window, 'DESC');
+    expect(planSlices(buckets, window, 'DESC', 100, 100)).toEqual([
+      { from: 4 * H, to: 5 * H, limit: 100 },
+      { from: null, to: 4 * H, limit: 0 },
+    ]);
+    // The limit reached in the window's last bucket: nothing after it.
+    expect(planSlices(buckets, { bottom: 0, top: 5 * H }, 'DESC', 220, 1000)).toEqual([
+      { from: H, to: 5 * H, limit: null },
+      { from: 0, to: H, limit: 40 },
+    ]);
   });
 
   test('the first slices are smaller, doubling up to the target', () => {
-    const hours = Array.from({ length: 12 }, (_, i) => ({ bucket: i * H, n: 10 }));
-    const sizes = planSlices(hours, { bottom: null, top: 12 * H }, 'DESC', null, 40, 10).map((s) => (s.to - s.from) / H);
-    expect(sizes).toEqual([1, 2, 4, 4, 1]);
+    const hours = Array.from({ length: 12 }, (_, i) => hour(i, 10));
+    const window = { bottom: 0, top: 12 * H };
+    const slices = planSlices(hours, window, 'DESC', null, 40, 10);
+    expect(slices.map((s) => (s.to - (s.from ?? 0)) / H)).toEqual([1, 2, 4, 4, 1]);
+    expectTiling(slices, window, 'DESC');
+  });
+
+  test('buckets narrower than an hour (a busy hour recounted) make narrower slices', () => {
+    const quarters = [0, 1, 2, 3].map((q) => ({ from: (q * H) / 4, to: ((q + 1) * H) / 4, n: 100 }));
+    const window = { bottom: null, top: H };
+    const slices = planSlices(quarters, window, 'DESC', null, 100);
+    expect(slices).toEqual([
+      { from: (3 * H) / 4, to: H, limit: null },
+      { from: H / 2, to: (3 * H) / 4, limit: null },
+      { from: H / 4, to: H / 2, limit: null },
+      { from: null, to: H / 4, limit: null },
+    ]);
   });
 
   test('no rows, no slices', () => {

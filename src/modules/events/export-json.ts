@@ -2,6 +2,7 @@ import { parseElementsChain } from '../../core/events/elements';
 import type { Row } from '../../storage/db';
 import { isoTimestamp, type PersonObject } from './event-object';
 import { sliceRowsStatement, sliceScanRowsStatement } from './export-queries';
+import type { Slice } from './export-plan';
 import { relationFor, type ListContext, type Scope } from './list';
 import type { EventKey, Order } from './queries';
 
@@ -31,35 +32,37 @@ export async function* streamedEnvelope(head: string, results: AsyncGenerator<Ui
   yield encoder.encode(`]${text ? `,${text}` : ''}}`);
 }
 
-export interface JsonSlice {
-  from: number;
-  to: number;
-  limit: number | null;
+export interface JsonSliceOptions {
+  /** Each object followed by a newline, no commas (NDJSON). */
+  lines?: boolean;
 }
 
 /**
- * Event objects of the slices, comma-separated (`lines`: each followed by a newline, NDJSON), at
- * most `max` of them (null: all). Slices are planned for one row more than `max`, so meeting that
- * row tells `page.more`; it is not sent.
+ * Event objects of the slices, comma-separated, at most `max` of them (null: all). One row more
+ * than `max` is read, as the slices are planned, so meeting that row tells `page.more`; it is
+ * not sent. A slice the plan reads under a LIMIT (see `Slice.limit`) is asked for the rows
+ * still wanted; counting here stops the others.
  */
 export async function* jsonSlices(
   ctx: ListContext,
   scope: Scope,
   order: Order,
-  slices: readonly JsonSlice[],
+  slices: readonly Slice[],
   max: number | null,
-  newestFirst: (slice: JsonSlice) => Promise<string | null>,
+  newestFirst: (slice: Slice) => Promise<string | null>,
   page: StreamedPage,
-  lines = false,
+  options: JsonSliceOptions = {},
 ): AsyncGenerator<Uint8Array> {
   const people = new Map<string, string>();
   const elements = new Map<string, string>();
   let sent = 0;
   for (const slice of slices) {
-    const scan = await newestFirst(slice);
+    const wanted = max === null ? null : max + 1 - sent;
+    const cap = slice.limit === null ? null : wanted;
+    const scan = cap === null ? await newestFirst(slice) : null;
     const statement = scan
       ? sliceScanRowsStatement(scan, ctx.teamId, scope.where)
-      : sliceRowsStatement(await relationFor(ctx, scope.person, slice.from, slice.to), ctx.teamId, scope.where, order, slice.limit);
+      : sliceRowsStatement(await relationFor(ctx, scope.person, slice.from, slice.to), ctx.teamId, scope.where, order, cap);
     for await (const rows of ctx.runner.stream(statement, 'properties')) {
       let text = '';
       for (const row of rows) {
@@ -68,7 +71,7 @@ export async function* jsonSlices(
           break;
         }
         const json = eventJson(row, ctx, people, elements);
-        text += lines ? `${json}\n` : (sent ? ',' : '') + json;
+        text += options.lines ? `${json}\n` : (sent ? ',' : '') + json;
         sent++;
         page.last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };
       }

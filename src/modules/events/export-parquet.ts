@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect, sql, type CompiledSelect } from '../../core/query';
+import { assembleEventsQuery, compileSelect, sql, type CompiledSelect, type SqlFragment } from '../../core/query';
 import type { PropertyType } from '../../core/ingest/property-type';
 import { emptyParquetEventsStatement, parquetConcatStatement, parquetSelectCopyStatement, parquetSliceCopyStatement } from './export-queries';
-import { FILE_CHUNK, newestFirstRelation, planExport, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { copiedRows, FILE_CHUNK, isSpare, newestFirstRelation, planExport, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { listScope, relationFor, selectFragment, selectOrder, type Scope } from './list';
 import type { ListRequest } from './params';
-import { allOf, keyAtStatement, upToKey, type Order } from './queries';
+import { afterKey, allOf, keyAtStatement, upToKey, type Order } from './queries';
 
 /**
  * `format=parquet`: DuckDB writes the whole export to a temporary file (zstd; see
@@ -51,7 +51,8 @@ async function parquetSelectStatement(ctx: ExportContext, req: ListRequest, file
  * such part is written straight to the file sent; several are each written to a part file, and
  * one scan of the parts in order writes the file sent. Memory stays at a slice and the writer's
  * row groups however many rows the export has (one COPY sorting everything at once ran out of
- * DUCKDB_MEMORY_LIMIT).
+ * DUCKDB_MEMORY_LIMIT). Each part is capped by what the parts before it wrote, as the CSV
+ * export's slices are.
  */
 async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: string): Promise<void> {
   const base = await listScope(ctx, req);
@@ -61,21 +62,49 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
     await ctx.runner.rows(emptyParquetEventsStatement(file));
     return;
   }
-  const cut = await cutByKey(ctx, scope, req.order, slices);
-  const parts = await parquetParts(ctx, cut.scope, req.order, cut.slices);
-  const write = async (part: ParquetPart, to: string, compression: 'final' | 'part') => {
-    const relation = part.scan ?? (await relationFor(ctx, scope.person, part.slice.from, part.slice.to));
-    const sort = part.scan ? 'scan' : { order: req.order, limit: part.slice.limit };
-    await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, cut.scope.where, sort, to, compression), 'properties');
+  const parts = await parquetParts(ctx, scope, req.order, await cutByKey(ctx, scope, req.order, slices));
+  const write = async (part: ParquetPart, to: string, compression: 'final' | 'part', cap: number | null): Promise<number> => {
+    const copy = async (relation: string, sort: 'scan' | { order: Order; limit: number | null }) =>
+      copiedRows(await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, part.where, sort, to, compression), 'properties'));
+    if (part.slice.limit === null) {
+      const rows = await copy(part.scan ?? (await relationFor(ctx, scope.person, part.slice.from, part.slice.to)), part.scan ? 'scan' : { order: req.order, limit: null });
+      // More rows than the export has left (stored in the part since it was counted): written again, cut.
+      if (cap === null || rows <= cap) return rows;
+    }
+    return copy(await relationFor(ctx, scope.person, part.slice.from, part.slice.to), { order: req.order, limit: cap });
   };
-  if (parts.length === 1) return write(parts[0] as ParquetPart, file, 'final');
-  const files = parts.map((_, i) => file.replace(/\.parquet$/, `-part-${i}.parquet`));
+  // One part to read (the rest of the window after a limit's slice aside): it is the file sent.
+  const alone = parts.filter((p) => !isSpare(p.slice)).length === 1;
+  const files: string[] = [];
+  const partFile = (i: number) => file.replace(/\.parquet$/, `-part-${i}.parquet`);
+  let written = 0;
   try {
-    for (let i = 0; i < parts.length; i++) await write(parts[i] as ParquetPart, files[i] as string, 'part');
-    await ctx.runner.rows(parquetConcatStatement(files, file), 'properties');
+    for (const [i, part] of parts.entries()) {
+      const cap = req.limit === null ? null : req.limit - written;
+      if (cap !== null && cap <= 0) break;
+      if (alone && i === 0) {
+        written += await write(part, file, 'final', cap);
+        continue;
+      }
+      if (alone && i === 1) {
+        // Rows went missing meanwhile, so the rest of the window is read too: the file sent becomes the first part.
+        await rename(file, partFile(0));
+        files.push(partFile(0));
+      }
+      const to = partFile(files.length);
+      files.push(to);
+      written += await write(part, to, 'part', cap);
+    }
+    if (files.length > 0) await ctx.runner.rows(parquetConcatStatement(files, file), 'properties');
   } finally {
     await Promise.all(files.map((f) => rm(f, { force: true })));
   }
+}
+
+/** A slice and the condition its rows meet (the export's, or with the key a limit cuts at). */
+interface KeyedSlice {
+  slice: Slice;
+  where: SqlFragment;
 }
 
 /**
@@ -83,39 +112,47 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
  * exported, whose key is read first (DuckDB ranks the slice's narrow columns and returns that one
  * row, however many rows the limit leaves in the slice). A newest-first export of time-ordered
  * files then stays one scan, with no part files to join. Rows of equal time come in the files'
- * order, as in the CSV export's scanned slices.
+ * order, as in the CSV export's scanned slices. The rest of the window after it starts just
+ * after that row.
  */
-async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<{ scope: Scope; slices: readonly Slice[] }> {
-  const cut = slices[slices.length - 1];
-  if (!cut || cut.limit === null || order !== 'DESC' || scope.person) return { scope, slices };
+async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<KeyedSlice[]> {
+  const plain = slices.map((slice) => ({ slice, where: scope.where }));
+  const at = slices.findIndex((s) => s.limit !== null);
+  const cut = slices[at];
+  if (!cut?.limit || order !== 'DESC' || scope.person) return plain;
   const relation = await relationFor(ctx, false, cut.from, cut.to);
   const [row] = await ctx.runner.rows(keyAtStatement(relation, ctx.teamId, scope.where, order, cut.limit), 'properties');
-  if (!row) return { scope, slices };
+  if (!row) return plain;
   const last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };
-  return { scope: { ...scope, where: allOf(scope.where, upToKey(last, order)) }, slices: [...slices.slice(0, -1), { ...cut, limit: null }] };
+  const keyed: KeyedSlice[] = [...plain.slice(0, at), { slice: { ...cut, limit: null }, where: allOf(scope.where, upToKey(last, order)) }];
+  const rest = slices[at + 1];
+  if (rest) keyed.push({ slice: { from: rest.from, to: cut.to, limit: rest.limit }, where: allOf(scope.where, afterKey(last, order)) });
+  return keyed;
 }
 
 /** A run of an export's slices written by one statement: a scan of time-ordered rows, or a sorted slice. */
 interface ParquetPart {
   slice: Slice;
+  where: SqlFragment;
   scan: string | null;
 }
 
 /** The slices as parts: consecutive slices that scan time-ordered rows joined into one (see `newestFirstRelation`). */
-async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<ParquetPart[]> {
+async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slices: readonly KeyedSlice[]): Promise<ParquetPart[]> {
   const parts: ParquetPart[] = [];
-  for (const slice of slices) {
+  for (const { slice, where } of slices) {
     const last = parts[parts.length - 1];
-    if (last?.scan && slice.limit === null) {
+    if (last?.scan && slice.limit === null && last.where === scope.where) {
       // Newest first, so the slice lies just below the part: joined, they must still be one order.
+      // The part's rows all come before the key a limit cuts this slice at, so they meet its condition.
       const joined = { from: slice.from, to: last.slice.to, limit: null };
       const scan = await newestFirstRelation(ctx, scope, order, joined);
       if (scan) {
-        parts[parts.length - 1] = { slice: joined, scan };
+        parts[parts.length - 1] = { slice: joined, where, scan };
         continue;
       }
     }
-    parts.push({ slice, scan: await newestFirstRelation(ctx, scope, order, slice) });
+    parts.push({ slice, where, scan: await newestFirstRelation(ctx, scope, order, slice) });
   }
   return parts;
 }

@@ -1,17 +1,21 @@
 import type { Logger } from '../../logger';
-import { HOUR_MS, hourlyCountsStatement } from './export-queries';
+import type { Deps } from '../../deps';
+import { bucketCountsStatement, HOUR_MS } from './export-queries';
 import { findKeys, listWindow, relationFor, type ListContext, type Scope } from './list';
 import type { ListRequest } from './params';
 import { afterKey, allOf, asEvents, type Order } from './queries';
 
 /**
- * How an export is cut into slices of time: an hourly row count of what it reads, grouped into
- * slices of about the same number of rows, each written (sorted, or scanned from time-ordered
- * files) on its own, so memory stays at a slice whatever the export's size.
+ * How an export is cut into slices of time: a row count of what it reads by hour (busy hours by
+ * narrower buckets), grouped into slices of about the same number of rows, each written (sorted,
+ * or scanned from time-ordered files) on its own, so memory stays at a slice whatever the
+ * export's size.
  */
 
 export interface ExportContext extends ListContext {
   logger: Logger;
+  /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS. */
+  exportSlices?: Deps['exportSlices'];
 }
 
 /** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */
@@ -21,59 +25,158 @@ const FIRST_SLICE_ROWS = 25_000;
 /** Bytes read from an export's file at a time. */
 export const FILE_CHUNK = 1 << 20;
 
+/**
+ * A slice of an export's window, [from, to): the slices of a plan tile the window, each starting
+ * where the one before it ends, so a row is in exactly one slice whatever its time (a row stored
+ * late, in an hour the count found empty, included).
+ */
 export interface Slice {
-  from: number;
+  /** Null: the window has no lower bound, and this slice is its oldest. */
+  from: number | null;
   to: number;
+  /**
+   * Null: the slice is read whole. Otherwise it is read under a LIMIT of the rows the export
+   * still needs when it is read; the number is what the plan expected that to be (the rows of
+   * the slice where the count reaches the export's limit; 0 for the rest of the window after it,
+   * read only when rows went missing meanwhile).
+   */
   limit: number | null;
 }
 
+/** The slices up to the one a limit cuts: the rest of the window after it is read only when rows went missing. */
+export function plannedToRead(slices: readonly Slice[]): Slice[] {
+  return slices.filter((s) => !isSpare(s));
+}
+
+/** The rest of the window after the slice a limit cuts (see `Slice.limit`). */
+export const isSpare = (slice: Slice): boolean => slice.limit === 0;
+
+/** The rows a `COPY … TO` wrote (its one result row). */
+export function copiedRows(result: ReadonlyArray<Record<string, unknown>>): number {
+  const count = Number(result[0]?.Count);
+  if (!Number.isSafeInteger(count)) throw new Error('a COPY did not say how many rows it wrote');
+  return count;
+}
+
+/** Rows counted in [from, to). */
+export interface Bucket {
+  from: number;
+  to: number;
+  n: number;
+}
+
 /**
- * Group hourly buckets (in export order) into slices of about `target` rows, up to `limit` rows.
- * The first slices are smaller (`first`, then doubling up to `target`): nothing is sent until the
- * first slice is written, so a small one starts the body sooner. The hour where `limit` is reached
- * ends the plan as a slice of its own, with the rows still needed.
+ * Group counted buckets (disjoint, inside the window) into slices of about `target` rows in
+ * export order, tiling the window: a slice ends at the far edge of its last bucket, the first
+ * starts at the window's near end and the last reaches its far end. The first slices are
+ * smaller (`first`, then doubling up to `target`): nothing is sent until the first slice is
+ * written, so a small one starts the body sooner. With a `limit`, the bucket where the count
+ * reaches it is a slice of its own (only it needs the sort a cut needs), and the rest of the
+ * window one last slice (see `Slice.limit`).
  */
-export function planSlices(
-  buckets: Array<{ bucket: number; n: number }>,
-  window: { bottom: number | null; top: number },
-  order: Order,
-  limit: number | null,
-  target = SLICE_ROWS,
-  first = target,
-): Slice[] {
-  const sorted = [...buckets].sort((a, b) => (order === 'DESC' ? b.bucket - a.bucket : a.bucket - b.bucket));
+export function planSlices(buckets: readonly Bucket[], window: { bottom: number | null; top: number }, order: Order, limit: number | null, target = SLICE_ROWS, first = target): Slice[] {
+  const desc = order === 'DESC';
+  const inside = buckets
+    .map((b) => ({ from: Math.max(b.from, window.bottom ?? b.from), to: Math.min(b.to, window.top), n: b.n }))
+    .filter((b) => b.n > 0 && b.from < b.to)
+    .sort((a, b) => (desc ? b.from - a.from : a.from - b.from));
+  if (inside.length === 0) return [];
+  // Edges along the export: newest first walks down from the top, oldest first up from the bottom.
+  const end = desc ? window.bottom : window.top;
   const slices: Slice[] = [];
-  let current: { lo: number; hi: number; rows: number } | null = null;
+  let at: number | null = desc ? window.top : window.bottom;
+  let rows = 0;
   let total = 0;
-  const close = (final: boolean) => {
-    if (!current) return;
-    slices.push({ from: Math.max(current.lo, window.bottom ?? current.lo), to: Math.min(current.hi, window.top), limit: final && limit !== null ? current.rows - (total - limit) : null });
-    current = null;
+  const close = (edge: number | null, cut: number | null) => {
+    slices.push(desc ? { from: edge, to: at as number, limit: cut } : { from: at, to: edge as number, limit: cut });
+    at = edge;
+    rows = 0;
   };
-  for (const b of sorted) {
-    const lo = b.bucket;
-    const hi = b.bucket + HOUR_MS;
+  for (const b of inside) {
     if (limit !== null && total + b.n >= limit) {
-      // The hour the limit cuts is a slice of its own: only it needs the sort a cut needs.
-      close(false);
-      current = { lo, hi, rows: b.n };
-      total += b.n;
-      close(true);
+      if (rows > 0) close(desc ? b.to : b.from, null);
+      close(desc ? b.from : b.to, limit - total);
+      if (at !== end) close(end, 0);
       return slices;
     }
-    current = current ? { lo: Math.min(current.lo, lo), hi: Math.max(current.hi, hi), rows: current.rows + b.n } : { lo, hi, rows: b.n };
+    rows += b.n;
     total += b.n;
-    if (current.rows >= Math.min(target, first * 2 ** slices.length)) close(false);
+    if (rows >= Math.min(target, first * 2 ** slices.length)) close(desc ? b.from : b.to, null);
   }
-  close(false);
+  if (rows > 0) close(end, null);
+  else if (at !== end) {
+    // The last slice reaches the window's far end: rows may be stored there after the count.
+    const last = slices[slices.length - 1] as Slice;
+    slices[slices.length - 1] = desc ? { ...last, from: end } : { ...last, to: end as number };
+  }
   return slices;
 }
 
 /** The slices of an export's rows: up to `limit` of them, from the scope's starting point. */
 export async function planExport(ctx: ExportContext, req: ListRequest, scope: Scope, limit: number | null): Promise<Slice[]> {
   const window = await exportWindow(ctx, { ...req, limit }, scope);
-  const counts = await ctx.runner.rows(hourlyCountsStatement(await relationFor(ctx, scope.person, window.bottom, window.top), ctx.teamId, scope.where), 'properties');
-  return planSlices(counts.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n) })), window, req.order, limit, SLICE_ROWS, FIRST_SLICE_ROWS);
+  const { rows, firstRows } = exportSliceRows(ctx);
+  return planSlices(await countBuckets(ctx, scope, window, rows), window, req.order, limit, rows, firstRows);
+}
+
+/** Rows a slice aims at, and the first slice's: the context's (tests make them small), else the defaults. */
+export function exportSliceRows(ctx: ExportContext): { rows: number; firstRows: number } {
+  const rows = ctx.exportSlices?.rows ?? SLICE_ROWS;
+  return { rows, firstRows: ctx.exportSlices?.firstRows ?? Math.min(rows, FIRST_SLICE_ROWS) };
+}
+
+/**
+ * The export's rows counted by hour, and every run of hours holding more than `target` rows
+ * counted again in narrower buckets (the hour halved until its buckets should fit, down to
+ * MIN_BUCKET_MS, and again where the rows are not spread evenly): a busy hour becomes several
+ * slices, so a slice stays about `target` rows however the rows bunch up in time.
+ */
+async function countBuckets(ctx: ExportContext, scope: Scope, window: { bottom: number | null; top: number }, target: number): Promise<Bucket[]> {
+  const count = async (from: number | null, to: number, width: number): Promise<Bucket[]> => {
+    const relation = await relationFor(ctx, scope.person, from, to);
+    const rows = await ctx.runner.rows(bucketCountsStatement(relation, ctx.teamId, scope.where, width), 'properties');
+    return rows.map((r) => ({ from: Math.max(Number(r.bucket), from ?? Number.NEGATIVE_INFINITY), to: Math.min(Number(r.bucket) + width, to), n: Number(r.n) }));
+  };
+  let buckets = await count(window.bottom, window.top, HOUR_MS);
+  for (;;) {
+    const runs = busyRuns(buckets, target);
+    if (runs.length === 0) return buckets;
+    const inRun = (b: Bucket) => runs.some((r) => b.from >= r.from && b.to <= r.to);
+    const recounted: Bucket[] = [];
+    for (const run of runs) recounted.push(...(await count(run.from, run.to, narrowerWidth(run, target))));
+    buckets = [...buckets.filter((b) => !inRun(b)), ...recounted];
+  }
+}
+
+/** Storage keeps millisecond times: a bucket of one millisecond cannot be split further. */
+const MIN_BUCKET_MS = 1;
+
+interface BusyRun {
+  from: number;
+  to: number;
+  maxRows: number;
+  minWidth: number;
+}
+
+/** Adjacent buckets of more than `target` rows that can still be split, as runs recounted together. */
+function busyRuns(buckets: readonly Bucket[], target: number): BusyRun[] {
+  const runs: BusyRun[] = [];
+  for (const b of [...buckets].sort((x, y) => x.from - y.from)) {
+    if (b.n <= target || b.to - b.from <= MIN_BUCKET_MS) continue;
+    const last = runs[runs.length - 1];
+    if (last && last.to === b.from) runs[runs.length - 1] = { from: last.from, to: b.to, maxRows: Math.max(last.maxRows, b.n), minWidth: Math.min(last.minWidth, b.to - b.from) };
+    else runs.push({ from: b.from, to: b.to, maxRows: b.n, minWidth: b.to - b.from });
+  }
+  return runs;
+}
+
+/**
+ * The run's narrowest bucket halved until its busiest bucket, spread evenly, would fill half a
+ * slice: every bucket recounted is split (at least in four), so the recounting ends.
+ */
+function narrowerWidth(run: BusyRun, target: number): number {
+  const halvings = Math.ceil(Math.log2((2 * run.maxRows) / target));
+  return Math.max(MIN_BUCKET_MS, Math.floor(run.minWidth / 2 ** halvings));
 }
 
 /**
@@ -114,6 +217,6 @@ export async function startingPoint(ctx: ExportContext, req: ListRequest, scope:
  */
 export async function newestFirstRelation(ctx: ExportContext, scope: Scope, order: Order, slice: Slice): Promise<string | null> {
   if (order !== 'DESC' || slice.limit !== null || scope.person) return null;
-  const scan = await ctx.runner.newestFirst(ctx.teamId, { from: slice.from, to: slice.to });
+  const scan = await ctx.runner.newestFirst(ctx.teamId, { ...(slice.from === null ? {} : { from: slice.from }), to: slice.to });
   return scan ? asEvents(scan) : null;
 }

@@ -6,13 +6,15 @@ import { allOf, EVENT_ROW_COLUMNS, listOrder, type Order } from './queries';
 /**
  * The SQL of streamed exports. An export reads one slice of time at a time (sorted by DuckDB a
  * slice at a time, so memory stays at a slice whatever the export's size); the slices are planned
- * from an hourly row count, so each holds about the same number of rows.
+ * from row counts by time bucket, so each holds about the same number of rows.
  */
 
 export const HOUR_MS = 3_600_000;
 
-export function hourlyCountsStatement(relation: string, teamId: number, where: SqlFragment): SqlFragment {
-  return sql`SELECT epoch_ms(date_trunc('hour', timestamp)) AS bucket, count(*) AS n FROM ${trusted(relation)} WHERE ${allOf(
+/** Rows by bucket of `widthMs` (aligned on the epoch): `bucket` is its start, in epoch ms. */
+export function bucketCountsStatement(relation: string, teamId: number, where: SqlFragment, widthMs: number): SqlFragment {
+  if (!Number.isSafeInteger(widthMs) || widthMs < 1) throw new Error('a bucket width must be a positive integer');
+  return sql`SELECT CAST(floor(epoch_ms(timestamp) / ${bind(widthMs)}) AS BIGINT) * ${bind(widthMs)} AS bucket, count(*) AS n FROM ${trusted(relation)} WHERE ${allOf(
     sql`team_id = ${bind(teamId)}`,
     where,
   )} GROUP BY ALL`;

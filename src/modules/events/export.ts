@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect } from '../../core/query';
+import { assembleEventsQuery, compileSelect, type SqlFragment } from '../../core/query';
 import { csvRecord, duckdbCsvField, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
@@ -11,7 +11,7 @@ import { countListing } from '../../storage/events/counts';
 import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement } from './export-queries';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { FILE_CHUNK, newestFirstRelation, planExport, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { copiedRows, FILE_CHUNK, newestFirstRelation, planExport, plannedToRead, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, relationFor, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import { asEvents, type Order } from './queries';
@@ -65,8 +65,9 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   const base = await listScope(ctx, req);
   const scope = base && (await startingPoint(ctx, req, base));
   if (!scope) return noChunks();
-  const slices = await planExport(ctx, req, scope, req.limit);
-  return jsonSlices(ctx, scope, req.order, slices, req.limit, (slice) => newestFirstRelation(ctx, scope, req.order, slice), { last: null, more: false }, true);
+  // Planned, as the JSON export, for one row more than `limit`: the rows after it are then left unread.
+  const slices = await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1);
+  return jsonSlices(ctx, scope, req.order, slices, req.limit, (slice) => newestFirstRelation(ctx, scope, req.order, slice), { last: null, more: false }, { lines: true });
 }
 
 function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableStream<Uint8Array> {
@@ -98,15 +99,17 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   if (!scope) return emptyCsv();
   const slices = await planExport(ctx, req, scope, req.limit);
   if (slices.length === 0) return emptyCsv();
-  const lo = Math.min(...slices.map((s) => s.from));
-  const hi = Math.max(...slices.map((s) => s.to));
+  // The header is that of the rows planned to be read: not of the rest of the window after a limit.
+  const read = plannedToRead(slices);
+  const lo = read.some((s) => s.from === null) ? null : Math.min(...read.map((s) => s.from as number));
+  const hi = Math.max(...read.map((s) => s.to));
   const keys = await exportPropertyKeys(ctx, req, scope, lo, hi);
   if (keys.size > MAX_CSV_PROPERTY_KEYS) {
     throw new AppError('invalid_input', `These events have more than ${MAX_CSV_PROPERTY_KEYS} property keys: choose the columns with select.`, 'format');
   }
   const columns = eventCsvColumns(keys);
   await ctx.flushPersons();
-  return csvSlices(ctx, scope, req.order, slices, columns);
+  return csvSlices(ctx, scope, req.order, slices, req.limit, columns);
 }
 
 /**
@@ -139,7 +142,7 @@ async function* noChunks(): AsyncGenerator<Uint8Array> {}
  * rows, so its keys come from storage's per-file list when that is known; only the hot rows, the
  * files a bound cuts through and files not yet listed are read (every row's JSON keys).
  */
-async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: Scope, lo: number, hi: number): Promise<Set<string>> {
+async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: Scope, lo: number | null, hi: number): Promise<Set<string>> {
   const keys = new Set<string>();
   const scan = async (relation: string) => {
     for (const r of await ctx.runner.rows(propertyKeysStatement(relation, ctx.teamId, scope.where), 'properties')) keys.add(String(r.key));
@@ -149,14 +152,14 @@ async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: S
     await scan(await relationFor(ctx, scope.person, lo, hi));
     return keys;
   }
-  const relation = await ctx.runner.relation(ctx.teamId, { from: lo, to: hi });
+  const relation = await ctx.runner.relation(ctx.teamId, { ...(lo === null ? {} : { from: lo }), to: hi });
   const rest: string[] = [];
   for (const f of relation.files) {
     // The manifest keeps each file's times truncated to the millisecond, so every row is at or
     // above its `minTs` (a file starting exactly at the inclusive lower bound is inside: the
     // window of a `limit` export starts at a file's `minTs`) and may be up to a millisecond
     // above its `maxTs` (a millisecond to spare below an upper bound).
-    const inside = f.minTs >= lo && f.maxTs < hi - 1 && (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
+    const inside = (lo === null || f.minTs >= lo) && f.maxTs < hi - 1 && (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
     if (inside && f.propertyKeys) for (const k of f.propertyKeys) keys.add(k);
     else rest.push(f.id);
   }
@@ -168,15 +171,21 @@ async function* emptyCsv(): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(eventCsvColumns([]).map((c) => c.name)));
 }
 
-/** A slice's CSV file; `spliced` when it was written without the person columns. */
+/** A slice's CSV file and its rows; `spliced` when it was written without the person columns. */
 interface Written {
   file: string;
   spliced: boolean;
+  rows: number;
 }
 
 const NO_PERSON = encoder.encode(','.repeat(EVENT_CSV_PERSON_COLUMNS.length));
 
-async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[], columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
+/**
+ * The slices' CSV records, at most `limit` of them. Each slice is capped by what the slices
+ * before it wrote, not by the plan's count: rows stored meanwhile make a slice larger than
+ * counted, and the export still ends at `limit`.
+ */
+async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[], limit: number | null, columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
   const prefix = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}`);
   const people = new Map<string, Uint8Array>();
@@ -194,30 +203,38 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
   const before = columns.findIndex((c) => c.kind === 'person');
   if (columns.slice(before, before + EVENT_CSV_PERSON_COLUMNS.length).some((c) => c.kind !== 'person')) throw new Error('the person columns of a CSV export must be consecutive');
   const files: string[] = [];
-  const write = async (i: number): Promise<Written> => {
+  const copied = async (statement: SqlFragment) => copiedRows(await ctx.runner.rows(statement, 'properties'));
+  const write = async (i: number, cap: number | null): Promise<Written> => {
     const slice = slices[i] as Slice;
     const file = `${prefix}-${i}.csv`;
     files.push(file); // removed at the end whatever happens
-    const scan = await newestFirstRelation(ctx, scope, order, slice);
-    if (scan) {
-      await ctx.runner.rows(csvSliceScanStatement(scan, ctx.teamId, scope.where, columns, file), 'properties');
-      return { file, spliced: true };
+    if (slice.limit === null) {
+      const scan = await newestFirstRelation(ctx, scope, order, slice);
+      const rows = scan
+        ? await copied(csvSliceScanStatement(scan, ctx.teamId, scope.where, columns, file))
+        : await copied(csvSliceCopyStatement(await relationFor(ctx, scope.person, slice.from, slice.to), ctx.teamId, scope.where, columns, order, null, file));
+      // More rows than the export has left (stored in the slice since it was counted): written again, cut.
+      if (cap === null || rows <= cap) return { file, spliced: scan !== null, rows };
     }
     const relation = await relationFor(ctx, scope.person, slice.from, slice.to);
-    await ctx.runner.rows(csvSliceCopyStatement(relation, ctx.teamId, scope.where, columns, order, slice.limit, file), 'properties');
-    return { file, spliced: false };
+    return { file, spliced: false, rows: await copied(csvSliceCopyStatement(relation, ctx.teamId, scope.where, columns, order, cap, file)) };
   };
+  let written = 0;
+  const left = () => (limit === null ? null : limit - written);
   // DuckDB writes slice k+1 while slice k is sent; at most two slice files exist at a time. (Two
   // ahead was faster alone with sorted slices, but two sorts at once raise the memory; with
-  // unsorted slices it was slower. See bench/NOTES.md.)
-  let pending: Promise<Written> | null = write(0);
+  // unsorted slices it was slower. See bench/NOTES.md.) Slice k+1 starts once slice k is
+  // written, so its cap is known.
+  let pending: Promise<Written> | null = write(0, left());
   try {
-    for (let i = 0; i < slices.length; i++) {
-      const written: Written = await (pending as Promise<Written>);
-      pending = i + 1 < slices.length ? write(i + 1) : null;
+    for (let i = 0; pending; i++) {
+      const done: Written = await pending;
+      written += done.rows;
+      const cap = left();
+      pending = i + 1 < slices.length && (cap === null || cap > 0) ? write(i + 1, cap) : null;
       pending?.catch(() => undefined);
-      yield* sliceBytes(written, (chunk) => spliceCsvRecords(chunk, before, personFields));
-      await rm(written.file, { force: true });
+      yield* sliceBytes(done, (chunk) => spliceCsvRecords(chunk, before, personFields));
+      await rm(done.file, { force: true });
     }
   } finally {
     await pending?.catch(() => undefined);

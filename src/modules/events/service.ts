@@ -4,8 +4,8 @@ import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import { personObject, toEventObject, type EventObject, type PersonObject } from './event-object';
 import { FileCounts } from '../../storage/events/counts';
-import { exportEvents } from './export';
-import { listEvents, selectEvents, type EventsPage, type ListContext, type SelectPage } from './list';
+import { exportEvents, type ExportContext } from './export';
+import { listEvents, selectEvents, type EventsPage, type SelectPage } from './list';
 import { parseListRequest, type ListQueryInput } from './params';
 import { lookupPerson } from '../persons/service';
 import { distinctIdIn } from './queries';
@@ -37,7 +37,7 @@ export function createEventsService(deps: Deps) {
   const counts = new FileCounts();
 
   /** `now` is the request's one clock reading: the bounds it parsed and the SQL it compiles agree. */
-  async function context(teamId: number, personId: string | undefined, now: Date): Promise<ListContext & { logger: Deps['logger'] }> {
+  async function context(teamId: number, personId: string | undefined, now: Date): Promise<ExportContext> {
     // Persons as of every acknowledged capture request of the project (processed behind the 200).
     await deps.storage.events.awaitIntake(teamId, null);
     await persons.ensureLoaded(teamId);
@@ -48,6 +48,7 @@ export function createEventsService(deps: Deps) {
       teamId,
       now,
       logger: deps.logger,
+      ...(deps.exportSlices ? { exportSlices: deps.exportSlices } : {}),
       personFilter: personId ? personFilter(teamId, personId) : null,
       counts,
       flushPersons: () => persons.flush(),

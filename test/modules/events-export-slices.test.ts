@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { uuidv7 } from '../../src/ids';
+import type { Row } from '../../src/storage/db';
+import { readParquet } from '../helpers/parquet';
+import { NOW, openEventsFixture, recordStatements, type EventsFixture } from './events-fixture';
+
+/**
+ * Exports cut into many slices (the slice size made a few rows through `deps.exportSlices`):
+ * every format gives exactly the rows the list gives, in its order, however the slices fall,
+ * and rows stored while an export runs neither take it past its `limit` nor fall between slices.
+ */
+const H = 3_600_000;
+const MIN = 60_000;
+const at = (offsetMs: number) => NOW.getTime() + offsetMs;
+
+/** 24 events: hours of 3, 5, 12 (a busy hour: more than a slice) and 4 rows, empty hours between; no two at the same time. */
+const OFFSETS = [
+  ...[0, 1, 2].map((i) => -30 * H + i * MIN),
+  ...[0, 1, 2, 3, 4].map((i) => -28 * H + i * MIN),
+  ...Array.from({ length: 12 }, (_, i) => -20 * H + 1_000 + i * 250_000),
+  ...[0, 1, 2, 3].map((i) => -2 * H + i * MIN),
+];
+
+const eventsAt = (offsets: readonly number[], tag: string) =>
+  offsets.map((offset, i) => ({ event: i % 3 ? 'view' : 'click', distinct_id: `u${i % 4}`, timestamp: new Date(at(offset)), uuid: uuidv7(at(offset)), properties: { i, tag } }));
+
+type Format = 'csv' | 'json' | 'ndjson' | 'parquet';
+const FORMATS: Format[] = ['csv', 'json', 'ndjson', 'parquet'];
+
+let f: EventsFixture;
+beforeAll(async () => {
+  f = await openEventsFixture();
+  f.t.deps.exportSlices = { rows: 4, firstRows: 2 };
+});
+afterAll(() => f.close());
+
+interface Project {
+  id: number;
+  token: string;
+}
+
+async function newProject(offsets: readonly number[] = OFFSETS): Promise<Project> {
+  const project = await f.t.deps.storage.management.createProject(f.t.account.organization.id, `slices ${crypto.randomUUID()}`, {});
+  await f.ingest(project.apiToken, eventsAt(offsets, 'base'));
+  return { id: project.id, token: project.apiToken };
+}
+
+const url = (p: Project, query: Record<string, string>) => `/api/projects/${p.id}/events/?${new URLSearchParams(query)}`;
+
+/** The ids the list gives for the query (without `limit`, one page of 100: these projects hold fewer rows). */
+async function listed(p: Project, query: Record<string, string>): Promise<string[]> {
+  const res = await f.t.json('GET', url(p, { limit: '100', ...query }));
+  expect(res.status).toBe(200);
+  if (!query.limit) expect(res.body.next).toBeNull();
+  return res.body.results.map((e: { id: string }) => e.id);
+}
+
+/** The ids an export gives, in its order. */
+async function exported(p: Project, format: Format, query: Record<string, string>): Promise<string[]> {
+  const res = await f.t.call('GET', url(p, { format, ...query }));
+  expect(res.status).toBe(200);
+  if (format === 'parquet') return (await readParquet(new Uint8Array(await res.arrayBuffer()), 'id')).rows.map((r) => String(r.id));
+  const text = await res.text();
+  if (format === 'json') return JSON.parse(text).results.map((e: { id: string }) => e.id);
+  if (format === 'ndjson') return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l).id);
+  // These rows hold no comma, quote or line break: a record is a line.
+  const [header, ...records] = text.split('\r\n').filter((l) => l !== '');
+  const id = header!.split(',').indexOf('id');
+  return records.map((r) => r.split(',')[id]!);
+}
+
+/**
+ * Run `hook` (awaited) just before the `nth` statement `matches` picks runs, while the export
+ * that issues it waits: rows written there arrive "meanwhile", after the plan was counted.
+ */
+function beforeStatement(matches: (sql: string) => boolean, nth: number, hook: () => Promise<void>): { ran: () => boolean; restore(): void } {
+  const store = f.t.deps.storage.events;
+  const original = store.streamQuery.bind(store);
+  let seen = 0;
+  let ran = false;
+  store.streamQuery = (sql, params, options) => {
+    if (!matches(sql) || ++seen !== nth) return original(sql, params, options);
+    return (async function* (): AsyncGenerator<Row[]> {
+      await hook();
+      ran = true;
+      yield* original(sql, params, options);
+    })();
+  };
+  return { ran: () => ran, restore: () => void (store.streamQuery = original) };
+}
+
+/** The statement that reads a slice: a COPY for csv and parquet, the rows for json and ndjson. */
+const sliceStatement = (format: Format) => (sql: string) => (format === 'csv' || format === 'parquet' ? sql.startsWith('COPY') : sql.startsWith('SELECT uuid, event, distinct_id, properties'));
+
+async function storeMeanwhile(p: Project, offsets: readonly number[]): Promise<void> {
+  await f.ingest(p.token, eventsAt(offsets, 'meanwhile'));
+  await f.t.deps.storage.events.awaitLoaded(p.id);
+}
+
+const QUERIES: Array<Record<string, string>> = [
+  {},
+  { orderBy: '["timestamp"]' },
+  { limit: '7' },
+  { limit: '13', orderBy: '["timestamp"]' },
+  { limit: '20' },
+  { limit: '9', offset: '3' },
+  { event: 'view', limit: '10' },
+  { after: new Date(at(-29 * H)).toISOString(), before: new Date(at(-19 * H - 30 * MIN)).toISOString() },
+];
+
+describe('exports of many slices', () => {
+  test('every format gives the rows of the list, in its order, from hot rows and from time-ordered files', async () => {
+    const p = await newProject();
+    const check = async () => {
+      for (const query of QUERIES) {
+        const expected = await listed(p, query);
+        for (const format of FORMATS) expect({ format, query, ids: await exported(p, format, query) }).toEqual({ format, query, ids: expected });
+      }
+    };
+    const { statements, restore } = recordStatements(f);
+    await exported(p, 'csv', {});
+    restore();
+    // 24 rows, 4 a slice (2 in the first): a COPY a slice.
+    expect(statements.filter((s) => s.startsWith('COPY')).length).toBeGreaterThanOrEqual(6);
+    await check();
+    await f.t.deps.storage.events.compact();
+    await check();
+  }, 60_000);
+
+  test('a busy hour is split into slices of about the slice size', async () => {
+    // 40 rows in ten minutes of one hour: ten slices' worth.
+    const p = await newProject(Array.from({ length: 40 }, (_, i) => -5 * H + i * 15_000));
+    const { statements, restore } = recordStatements(f);
+    const ids = await exported(p, 'csv', {});
+    restore();
+    expect(ids).toEqual(await listed(p, {}));
+    expect(statements.filter((s) => s.startsWith('COPY')).length).toBeGreaterThanOrEqual(8);
+    for (const format of FORMATS) expect(await exported(p, format, { orderBy: '["timestamp"]', limit: '31' })).toEqual(await listed(p, { orderBy: '["timestamp"]', limit: '31' }));
+  });
+});
+
+describe('rows stored while an export runs', () => {
+  // Before the second slice is read: at the top of the busy hour, which a later slice of a
+  // newest-first export reads (the first is the newest hour).
+  const scenarios: Array<{ name: string; query: Record<string, string>; offsets: number[] }> = [
+    { name: 'a few rows in a slice before the one the limit cuts', query: { limit: '20' }, offsets: [-20 * H + 3_500_000, -20 * H + 3_510_000, -20 * H + 3_520_000] },
+    { name: 'more rows than the limit leaves', query: { limit: '20' }, offsets: Array.from({ length: 20 }, (_, i) => -20 * H + 3_000_000 + i * 10_000) },
+    { name: 'rows in an hour counted empty and below the oldest counted row', query: {}, offsets: [-10 * H, -24 * H + 5, -100 * H] },
+    { name: 'oldest first, rows ahead in empty hours', query: { orderBy: '["timestamp"]' }, offsets: [-29 * H + 7, -10 * H, -H + 30 * MIN] },
+    { name: 'oldest first with a limit', query: { orderBy: '["timestamp"]', limit: '15' }, offsets: [-29 * H + 7, -27 * H, -25 * H] },
+  ];
+  for (const s of scenarios) {
+    test.each(FORMATS)(`${s.name}: %s gives the list's rows as they are once stored, no more than the limit`, async (format) => {
+      const p = await newProject();
+      const hook = beforeStatement(sliceStatement(format), 2, () => storeMeanwhile(p, s.offsets));
+      let ids: string[];
+      try {
+        ids = await exported(p, format, s.query);
+      } finally {
+        hook.restore();
+      }
+      expect(hook.ran()).toBe(true);
+      if (s.query.limit) expect(ids.length).toBe(Number(s.query.limit));
+      expect(ids).toEqual(await listed(p, s.query));
+    });
+  }
+});
