@@ -165,3 +165,36 @@ describe('rows stored while an export runs', () => {
     });
   }
 });
+
+describe("a person's export", () => {
+  test('reads the person copies the list reads, and gives the rows the list gives', async () => {
+    const project = await f.t.deps.storage.management.createProject(f.t.account.organization.id, 'person copies', {});
+    const p = { id: project.id, token: project.apiToken };
+    // Three settled days (before NOW) of dora, eli and fay, interleaved.
+    const base = Date.parse('2024-01-06T00:00:00Z');
+    const people = ['dora', 'eli', 'fay'];
+    await f.ingest(
+      p.token,
+      Array.from({ length: 90 }, (_, i) => {
+        const ms = base + ((i * 7_919_000) % (3 * 24 * H)) + i;
+        return { event: 'view', distinct_id: people[i % 3]!, timestamp: new Date(ms), uuid: uuidv7(ms), properties: { i } };
+      }),
+    );
+    await f.t.deps.storage.events.awaitIntake(p.id, null);
+    await f.t.deps.storage.events.compact();
+    expect(await f.t.deps.storage.events.buildPersonCopies()).toBeGreaterThan(0);
+    const dora = f.t.deps.storage.persons.findByDistinctId(p.id, 'dora')!;
+    const queries: Array<Record<string, string>> = [{ distinct_id: 'eli' }, { distinct_id: 'fay', orderBy: '["timestamp"]', limit: '17' }, { person_id: dora.uuid, limit: '11' }];
+    for (const query of queries) {
+      const expected = await listed(p, query);
+      expect(expected.length).toBeGreaterThan(4);
+      for (const format of FORMATS) {
+        const { statements, restore } = recordStatements(f);
+        const ids = await exported(p, format, query);
+        restore();
+        expect({ format, query, ids }).toEqual({ format, query, ids: expected });
+        expect({ format, query, byPerson: statements.some((s) => s.includes('by-person')) }).toEqual({ format, query, byPerson: true });
+      }
+    }
+  });
+});

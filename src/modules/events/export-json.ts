@@ -2,8 +2,8 @@ import { parseElementsChain } from '../../core/events/elements';
 import type { Row } from '../../storage/db';
 import { isoTimestamp, type PersonObject } from './event-object';
 import { sliceRowsStatement, sliceScanRowsStatement } from './export-queries';
-import type { Slice } from './export-plan';
-import { relationFor, type ListContext, type Scope } from './list';
+import { scopeRelation, type Slice } from './export-plan';
+import type { ListContext, Scope } from './list';
 import type { EventKey, Order } from './queries';
 
 const encoder = new TextEncoder();
@@ -62,7 +62,7 @@ export async function* jsonSlices(
     const scan = cap === null ? await newestFirst(slice) : null;
     const statement = scan
       ? sliceScanRowsStatement(scan, ctx.teamId, scope.where)
-      : sliceRowsStatement(await relationFor(ctx, scope.person, slice.from, slice.to), ctx.teamId, scope.where, order, cap);
+      : sliceRowsStatement(await scopeRelation(ctx, scope, slice.from, slice.to), ctx.teamId, scope.where, order, cap);
     for await (const rows of ctx.runner.stream(statement, 'properties')) {
       let text = '';
       for (const row of rows) {

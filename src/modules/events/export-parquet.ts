@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { assembleEventsQuery, compileSelect, sql, type CompiledSelect, type SqlFragment } from '../../core/query';
 import type { PropertyType } from '../../core/ingest/property-type';
 import { emptyParquetEventsStatement, parquetConcatStatement, parquetSelectCopyStatement, parquetSliceCopyStatement } from './export-queries';
-import { copiedRows, FILE_CHUNK, isSpare, newestFirstRelation, planExport, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { copiedRows, FILE_CHUNK, isSpare, newestFirstRelation, planExport, scopeRelation, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { listScope, relationFor, selectFragment, selectOrder, type Scope } from './list';
 import type { ListRequest } from './params';
 import { afterKey, allOf, keyAtStatement, upToKey, type Order } from './queries';
@@ -67,11 +67,11 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
     const copy = async (relation: string, sort: 'scan' | { order: Order; limit: number | null }) =>
       copiedRows(await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, part.where, sort, to, compression), 'properties'));
     if (part.slice.limit === null) {
-      const rows = await copy(part.scan ?? (await relationFor(ctx, scope.person, part.slice.from, part.slice.to)), part.scan ? 'scan' : { order: req.order, limit: null });
+      const rows = await copy(part.scan ?? (await scopeRelation(ctx, scope, part.slice.from, part.slice.to)), part.scan ? 'scan' : { order: req.order, limit: null });
       // More rows than the export has left (stored in the part since it was counted): written again, cut.
       if (cap === null || rows <= cap) return rows;
     }
-    return copy(await relationFor(ctx, scope.person, part.slice.from, part.slice.to), { order: req.order, limit: cap });
+    return copy(await scopeRelation(ctx, scope, part.slice.from, part.slice.to), { order: req.order, limit: cap });
   };
   // One part to read (the rest of the window after a limit's slice aside): it is the file sent.
   const alone = parts.filter((p) => !isSpare(p.slice)).length === 1;
@@ -120,7 +120,7 @@ async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: 
   const at = slices.findIndex((s) => s.limit !== null);
   const cut = slices[at];
   if (!cut?.limit || order !== 'DESC' || scope.person) return plain;
-  const relation = await relationFor(ctx, false, cut.from, cut.to);
+  const relation = await scopeRelation(ctx, scope, cut.from, cut.to);
   const [row] = await ctx.runner.rows(keyAtStatement(relation, ctx.teamId, scope.where, order, cut.limit), 'properties');
   if (!row) return plain;
   const last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };

@@ -48,6 +48,12 @@ export function plannedToRead(slices: readonly Slice[]): Slice[] {
   return slices.filter((s) => !isSpare(s));
 }
 
+/**
+ * The scope's rows in [from, to) as the list reads them: a person's (`distinct_id`, `person_id`)
+ * from storage's person-clustered copies where they cover the range.
+ */
+export const scopeRelation = (ctx: ListContext, scope: Scope, from: number | null, to: number): Promise<string> => relationFor(ctx, scope.person, from, to, scope.byPerson);
+
 /** The rest of the window after the slice a limit cuts (see `Slice.limit`). */
 export const isSpare = (slice: Slice): boolean => slice.limit === 0;
 
@@ -133,7 +139,7 @@ export function exportSliceRows(ctx: ExportContext): { rows: number; firstRows: 
  */
 async function countBuckets(ctx: ExportContext, scope: Scope, window: { bottom: number | null; top: number }, target: number): Promise<Bucket[]> {
   const count = async (from: number | null, to: number, width: number): Promise<Bucket[]> => {
-    const relation = await relationFor(ctx, scope.person, from, to);
+    const relation = await scopeRelation(ctx, scope, from, to);
     const rows = await ctx.runner.rows(bucketCountsStatement(relation, ctx.teamId, scope.where, width), 'properties');
     return rows.map((r) => ({ from: Math.max(Number(r.bucket), from ?? Number.NEGATIVE_INFINITY), to: Math.min(Number(r.bucket) + width, to), n: Number(r.n) }));
   };

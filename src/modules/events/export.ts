@@ -11,7 +11,7 @@ import { countListing } from '../../storage/events/counts';
 import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement } from './export-queries';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { copiedRows, FILE_CHUNK, newestFirstRelation, planExport, plannedToRead, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { copiedRows, FILE_CHUNK, newestFirstRelation, planExport, plannedToRead, scopeRelation, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, relationFor, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import { asEvents, type Order } from './queries';
@@ -149,7 +149,7 @@ async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: S
   };
   const onlyTime = !scope.person && scope.conditions.sql.trim() === '' && !req.cursor && req.offset === 0;
   if (!onlyTime) {
-    await scan(await relationFor(ctx, scope.person, lo, hi));
+    await scan(await scopeRelation(ctx, scope, lo, hi));
     return keys;
   }
   const relation = await ctx.runner.relation(ctx.teamId, { ...(lo === null ? {} : { from: lo }), to: hi });
@@ -212,11 +212,11 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
       const scan = await newestFirstRelation(ctx, scope, order, slice);
       const rows = scan
         ? await copied(csvSliceScanStatement(scan, ctx.teamId, scope.where, columns, file))
-        : await copied(csvSliceCopyStatement(await relationFor(ctx, scope.person, slice.from, slice.to), ctx.teamId, scope.where, columns, order, null, file));
+        : await copied(csvSliceCopyStatement(await scopeRelation(ctx, scope, slice.from, slice.to), ctx.teamId, scope.where, columns, order, null, file));
       // More rows than the export has left (stored in the slice since it was counted): written again, cut.
       if (cap === null || rows <= cap) return { file, spliced: scan !== null, rows };
     }
-    const relation = await relationFor(ctx, scope.person, slice.from, slice.to);
+    const relation = await scopeRelation(ctx, scope, slice.from, slice.to);
     return { file, spliced: false, rows: await copied(csvSliceCopyStatement(relation, ctx.teamId, scope.where, columns, order, cap, file)) };
   };
   let written = 0;
