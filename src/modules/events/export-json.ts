@@ -32,9 +32,18 @@ export async function* streamedEnvelope(head: string, results: AsyncGenerator<Ui
   yield encoder.encode(`]${text ? `,${text}` : ''}}`);
 }
 
+/** Results text gathered before it is sent: a DuckDB chunk of ~2,048 events of up to 1 MiB each is never one string. */
+const JSON_CHUNK_CHARS = 1 << 20;
+/** Characters each memo (persons' and elements' JSON) holds before it is emptied. */
+const JSON_MEMO_CHARS = 8 << 20;
+
 export interface JsonSliceOptions {
   /** Each object followed by a newline, no commas (NDJSON). */
   lines?: boolean;
+  /** JSON_CHUNK_CHARS unless a test makes it small. */
+  chunkChars?: number;
+  /** JSON_MEMO_CHARS unless a test makes it small. */
+  memoChars?: number;
 }
 
 /**
@@ -53,8 +62,10 @@ export async function* jsonSlices(
   page: StreamedPage,
   options: JsonSliceOptions = {},
 ): AsyncGenerator<Uint8Array> {
-  const people = new Map<string, string>();
-  const elements = new Map<string, string>();
+  const chunkChars = options.chunkChars ?? JSON_CHUNK_CHARS;
+  const memoChars = options.memoChars ?? JSON_MEMO_CHARS;
+  const personJson = boundedMemo(memoChars, (distinctId) => JSON.stringify(ctx.personOf(distinctId) satisfies PersonObject | null));
+  const elementsJson = boundedMemo(memoChars, (chain) => JSON.stringify(parseElementsChain(chain)));
   let sent = 0;
   for (const slice of slices) {
     const wanted = max === null ? null : max + 1 - sent;
@@ -70,37 +81,53 @@ export async function* jsonSlices(
           page.more = true;
           break;
         }
-        const json = eventJson(row, ctx, people, elements);
+        const json = eventJson(row, personJson, elementsJson);
         text += options.lines ? `${json}\n` : (sent ? ',' : '') + json;
         sent++;
         page.last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };
+        if (text.length >= chunkChars) {
+          yield encoder.encode(text);
+          text = '';
+        }
       }
       if (text) yield encoder.encode(text);
       if (page.more) return;
     }
-    if (people.size > 50_000) people.clear();
-    if (elements.size > 10_000) elements.clear();
   }
 }
 
+/**
+ * `compute` memoized, the memo emptied whenever the text it holds (keys and values) would pass
+ * `maxChars`; a value longer than that alone is not kept. A slice of events with large, rarely
+ * repeated persons or elements chains would otherwise hold them all until the slice ends.
+ */
+export function boundedMemo(maxChars: number, compute: (key: string) => string): (key: string) => string {
+  const memo = new Map<string, string>();
+  let chars = 0;
+  return (key) => {
+    let value = memo.get(key);
+    if (value !== undefined) return value;
+    value = compute(key);
+    const size = key.length + value.length;
+    if (size > maxChars) return value;
+    if (chars + size > maxChars) {
+      memo.clear();
+      chars = 0;
+    }
+    memo.set(key, value);
+    chars += size;
+    return value;
+  };
+}
+
 /** An event object as JSON text, with the stored properties spliced in (they are JSON already). */
-function eventJson(row: Row, ctx: ListContext, people: Map<string, string>, elements: Map<string, string>): string {
+function eventJson(row: Row, personJson: (distinctId: string) => string, elementsJson: (chain: string) => string): string {
   const distinctId = String(row.distinct_id);
-  let person = people.get(distinctId);
-  if (person === undefined) {
-    person = JSON.stringify(ctx.personOf(distinctId) satisfies PersonObject | null);
-    people.set(distinctId, person);
-  }
   const chain = typeof row.elements_chain === 'string' ? row.elements_chain : '';
-  let parsed = elements.get(chain);
-  if (parsed === undefined) {
-    parsed = JSON.stringify(parseElementsChain(chain));
-    elements.set(chain, parsed);
-  }
   const properties = typeof row.properties === 'string' && row.properties ? row.properties : '{}';
   return (
     `{"id":${JSON.stringify(String(row.uuid))},"distinct_id":${JSON.stringify(distinctId)},"properties":${properties},` +
-    `"event":${JSON.stringify(String(row.event))},"timestamp":"${isoTimestamp(row.timestamp as Date)}","person":${person},` +
-    `"elements":${parsed},"elements_chain":${JSON.stringify(chain)}}`
+    `"event":${JSON.stringify(String(row.event))},"timestamp":"${isoTimestamp(row.timestamp as Date)}","person":${personJson(distinctId)},` +
+    `"elements":${elementsJson(chain)},"elements_chain":${JSON.stringify(chain)}}`
   );
 }
