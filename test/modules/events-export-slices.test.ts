@@ -166,6 +166,57 @@ describe('rows stored while an export runs', () => {
   }
 });
 
+describe('rows erased while an export runs', () => {
+  // 'gone' has 6 rows at the top of the busy hour, counted by the plan and erased before they are
+  // read: the slice the limit cuts then holds fewer rows than planned, and the rest of the window
+  // after it is read for the missing ones.
+  const withGone = async () => {
+    const p = await newProject();
+    const gone = Array.from({ length: 6 }, (_, i) => at(-20 * H + 3_000_000 + i * 10_000));
+    await f.ingest(p.token, gone.map((ms) => ({ event: 'view', distinct_id: 'gone', timestamp: new Date(ms), uuid: uuidv7(ms), properties: { tag: 'gone' } })));
+    return p;
+  };
+  const erase = (p: Project) => async () => {
+    await f.t.deps.storage.events.erasePersonEvents(p.id, { distinctIds: ['gone'], personIds: [] });
+  };
+  test.each(FORMATS)('%s still gives `limit` rows, those the list gives once they are erased', async (format) => {
+    const p = await withGone();
+    const hook = beforeStatement(sliceStatement(format), 2, erase(p));
+    let ids: string[];
+    try {
+      ids = await exported(p, format, { limit: '15' });
+    } finally {
+      hook.restore();
+    }
+    expect(hook.ran()).toBe(true);
+    expect(ids).toEqual(await listed(p, { limit: '15' }));
+    expect(ids.length).toBe(15);
+  });
+
+  test('parquet of one part (the newest hour): the rest of the window read too, both joined into the file sent', async () => {
+    // Limit 3 is cut in the newest hour (4 rows): one part, written straight to the file sent.
+    // Two of its rows erased first: that part gives 2, the rest of the window the third.
+    const p = await newProject();
+    const { statements, restore } = recordStatements(f);
+    const hook = beforeStatement(sliceStatement('parquet'), 1, async () => {
+      await f.t.deps.storage.events.erasePersonEvents(p.id, { distinctIds: ['u2', 'u3'], personIds: [] });
+    });
+    let ids: string[];
+    try {
+      ids = await exported(p, 'parquet', { limit: '3' });
+    } finally {
+      hook.restore();
+      restore();
+    }
+    expect(hook.ran()).toBe(true);
+    expect(ids).toEqual(await listed(p, { limit: '3' }));
+    expect(ids.length).toBe(3);
+    const copies = statements.filter((s) => s.startsWith('COPY'));
+    expect(copies.length).toBe(3);
+    expect(copies[2]).toMatch(/read_parquet\(\[.*-part-0\.parquet', .*-part-1\.parquet'\]\)/);
+  });
+});
+
 describe("a person's export", () => {
   test('reads the person copies the list reads, and gives the rows the list gives', async () => {
     const project = await f.t.deps.storage.management.createProject(f.t.account.organization.id, 'person copies', {});
