@@ -63,27 +63,24 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
     return;
   }
   const parts = await parquetParts(ctx, scope, req.order, await cutByKey(ctx, scope, req.order, slices));
-  const write = async (part: ParquetPart, to: string, compression: 'final' | 'part', cap: number | null): Promise<number> => {
-    const copy = async (relation: string, sort: 'scan' | { order: Order; limit: number | null }) =>
-      copiedRows(await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, part.where, sort, to, compression), 'properties'));
-    if (part.slice.limit === null) {
-      const rows = await copy(part.scan ?? (await scopeRelation(ctx, scope, part.slice.from, part.slice.to)), part.scan ? 'scan' : { order: req.order, limit: null });
-      // More rows than the export has left (stored in the part since it was counted): written again, cut.
-      if (cap === null || rows <= cap) return rows;
-    }
-    return copy(await scopeRelation(ctx, scope, part.slice.from, part.slice.to), { order: req.order, limit: cap });
-  };
-  // One part to read (the rest of the window after a limit's slice aside): it is the file sent.
+  await writeParts(ctx, scope, req.order, parts, req.limit, file);
+}
+
+/**
+ * The parts, in order, as `file`, at most `limit` rows: each capped by what the parts before it
+ * wrote. One part to read (the rest of the window after a limit's slice aside) is the file sent.
+ */
+async function writeParts(ctx: ExportContext, scope: Scope, order: Order, parts: readonly ParquetPart[], limit: number | null, file: string): Promise<void> {
   const alone = parts.filter((p) => !isSpare(p.slice)).length === 1;
   const files: string[] = [];
   const partFile = (i: number) => file.replace(/\.parquet$/, `-part-${i}.parquet`);
   let written = 0;
   try {
     for (const [i, part] of parts.entries()) {
-      const cap = req.limit === null ? null : req.limit - written;
+      const cap = limit === null ? null : limit - written;
       if (cap !== null && cap <= 0) break;
       if (alone && i === 0) {
-        written += await write(part, file, 'final', cap);
+        written += await writePart(ctx, scope, order, part, file, 'final', cap);
         continue;
       }
       if (alone && i === 1) {
@@ -93,12 +90,24 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
       }
       const to = partFile(files.length);
       files.push(to);
-      written += await write(part, to, 'part', cap);
+      written += await writePart(ctx, scope, order, part, to, 'part', cap);
     }
     if (files.length > 0) await ctx.runner.rows(parquetConcatStatement(files, file), 'properties');
   } finally {
     await Promise.all(files.map((f) => rm(f, { force: true })));
   }
+}
+
+/** One part as the file `to`, at most `cap` rows; the rows written. */
+async function writePart(ctx: ExportContext, scope: Scope, order: Order, part: ParquetPart, to: string, compression: 'final' | 'part', cap: number | null): Promise<number> {
+  const copy = async (relation: string, sort: 'scan' | { order: Order; limit: number | null }) =>
+    copiedRows(await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, part.where, sort, to, compression), 'properties'));
+  if (part.slice.limit === null) {
+    const rows = await copy(part.scan ?? (await scopeRelation(ctx, scope, part.slice.from, part.slice.to)), part.scan ? 'scan' : { order, limit: null });
+    // More rows than the export has left (stored in the part since it was counted): written again, cut.
+    if (cap === null || rows <= cap) return rows;
+  }
+  return copy(await scopeRelation(ctx, scope, part.slice.from, part.slice.to), { order, limit: cap });
 }
 
 /** A slice and the condition its rows meet (the export's, or with the key a limit cuts at). */
