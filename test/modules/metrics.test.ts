@@ -35,6 +35,8 @@ describe('GET /metrics', () => {
     expect(before.value('hogbase_query_duration_seconds_count')).toBe(0);
     expect(before.value('hogbase_storage_work_duration_seconds_count', { work: 'load' })).toBe(0);
     expect(before.value('process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(before.value('hogbase_js_heap_bytes')).toBeGreaterThan(0);
+    expect(before.value('hogbase_js_external_bytes')).toBeGreaterThanOrEqual(0);
     expect(before.value('hogbase_storage_memory_bytes')).toBeGreaterThanOrEqual(0);
     // The default cap, read back from the store (DuckDB shows it as "953.6 MiB"): 1 GB to its precision.
     expect(Math.abs(before.value('hogbase_storage_memory_limit_bytes') - 1e9)).toBeLessThan(0.1 * 2 ** 20);

@@ -16,6 +16,7 @@ const counter = (name: string, help: string, value: number): MetricFamily => ({ 
 export async function collectMetrics(deps: Deps): Promise<MetricFamily[]> {
   const stats = deps.storage.events.stats();
   const memory = await deps.storage.memoryUsage();
+  const js = process.memoryUsage();
   const { metrics } = deps;
   const dropped = { ...stats.droppedEvents, duplicate: stats.duplicateRowsSkipped };
   const reasons = [...new Set([...DROP_REASONS, ...Object.keys(dropped)])];
@@ -57,5 +58,7 @@ export async function collectMetrics(deps: Deps): Promise<MetricFamily[]> {
     gauge('hogbase_storage_memory_limit_bytes', 'The analytical store\'s memory cap (DUCKDB_MEMORY_LIMIT, as the store reads it back).', memory.limitBytes),
     gauge('hogbase_storage_spilled_bytes', 'Bytes the analytical store has spilled to DATA_DIR/tmp.', memory.spilledBytes),
     gauge('process_resident_memory_bytes', 'Resident memory size of the process.', process.memoryUsage.rss()),
+    gauge('hogbase_js_heap_bytes', 'The main thread\'s JavaScript heap in use (live objects and garbage not yet collected).', js.heapUsed),
+    gauge('hogbase_js_external_bytes', 'Memory the main thread\'s JavaScript objects hold outside its heap (request bodies, buffers).', js.external),
   ];
 }
