@@ -101,10 +101,14 @@ export interface RowLines {
   persons: Int32Array;
 }
 
-/** Event and distinct id with their separators: no control character, none NULL. */
-const NAMES_OK = /^\x1f[^\x00-\x1f]+\x1f[^\x00-\x1f]+\x1f$/;
-/** Times, elements chain and hot values with their separators (a hot value may be the NULL mark). */
-const TAIL_OK = /^\x1f-?\d+\x1f-?\d+\x1f(?:[^\x00-\x1f]*\x1f|\x15\x1f){5}$/;
+/**
+ * Printable ASCII only: a line whose short fields (uuid, names, elements chain, hot values) all
+ * pass needs no quoting, and each character before its properties is one byte, so that part is
+ * written at once and its slots found by counting characters.
+ */
+const PLAIN = /^[\x20-\x7e]*$/;
+const plain = (s: string): boolean => PLAIN.test(s);
+const plainOrNull = (s: string | null | undefined): boolean => s == null || PLAIN.test(s);
 
 /** Encode rows as lines with a team and a person slot each, into one new buffer. */
 export function encodeRowLines(rows: readonly UnplacedRow[]): RowLines {
@@ -113,34 +117,38 @@ export function encodeRowLines(rows: readonly UnplacedRow[]): RowLines {
   let buf: Buffer = Buffer.allocUnsafe(estimate);
   const teams = new Int32Array(rows.length);
   const persons = new Int32Array(rows.length);
+  const slots = TEAM_SLOT.length + PERSON_SLOT.length + 1;
   let o = 0;
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i];
     checkUnplaced(r);
     const h = hotOf(r);
-    const uuid = field(r.uuid) + FIELD;
-    let names = ['', r.event, r.distinctId, ''].join(FIELD);
-    if (!NAMES_OK.test(names)) names = FIELD + field(r.event) + FIELD + field(r.distinctId) + FIELD;
     const ec = r.elementsChain ?? '';
-    let tail = ['', int(r.timestamp), int(r.createdAt), ec, h[0] ?? NULL_MARK, h[1] ?? NULL_MARK, h[2] ?? NULL_MARK, h[3] ?? NULL_MARK, ''].join(FIELD);
-    const ambiguous = ec === NULL_MARK || h[0] === NULL_MARK || h[1] === NULL_MARK || h[2] === NULL_MARK || h[3] === NULL_MARK;
-    if (ambiguous || !TAIL_OK.test(tail)) {
-      tail = FIELD + int(r.timestamp) + FIELD + int(r.createdAt) + FIELD + field(ec) + FIELD + nullable(h[0]) + FIELD + nullable(h[1]) + FIELD + nullable(h[2]) + FIELD + nullable(h[3]) + FIELD;
-    }
     const props = propsField(r.properties);
-    const room = buf.length - o;
-    const slots = TEAM_SLOT.length + PERSON_SLOT.length + 1;
-    if (room < (uuid.length + names.length + tail.length + props.length) * 3 + slots) {
-      const need = Buffer.byteLength(uuid) + Buffer.byteLength(names) + Buffer.byteLength(tail) + Buffer.byteLength(props) + slots;
-      if (room < need) buf = grow(buf, o + need);
+    if (plain(r.uuid) && plain(r.event) && plain(r.distinctId) && plain(ec) && plainOrNull(h[0]) && plainOrNull(h[1]) && plainOrNull(h[2]) && plainOrNull(h[3])) {
+      // Nothing to quote (nor a value reading as the NULL mark), and one byte a character.
+      const before = [r.uuid, TEAM_SLOT, r.event, r.distinctId, PERSON_SLOT, int(r.timestamp), int(r.createdAt), ec, h[0] ?? NULL_MARK, h[1] ?? NULL_MARK, h[2] ?? NULL_MARK, h[3] ?? NULL_MARK, ''].join(FIELD);
+      if (buf.length - o < before.length + props.length * 3 + 1) buf = grow(buf, o + before.length + Buffer.byteLength(props) + 1);
+      teams[i] = o + r.uuid.length + 1;
+      persons[i] = teams[i] + TEAM_SLOT.length + 1 + r.event.length + 1 + r.distinctId.length + 1;
+      o += buf.write(before, o);
+    } else {
+      const uuid = field(r.uuid) + FIELD;
+      const names = FIELD + field(r.event) + FIELD + field(r.distinctId) + FIELD;
+      const tail = FIELD + int(r.timestamp) + FIELD + int(r.createdAt) + FIELD + field(ec) + FIELD + nullable(h[0]) + FIELD + nullable(h[1]) + FIELD + nullable(h[2]) + FIELD + nullable(h[3]) + FIELD;
+      const room = buf.length - o;
+      if (room < (uuid.length + names.length + tail.length + props.length) * 3 + slots) {
+        const need = Buffer.byteLength(uuid) + Buffer.byteLength(names) + Buffer.byteLength(tail) + Buffer.byteLength(props) + slots;
+        if (room < need) buf = grow(buf, o + need);
+      }
+      o += buf.write(uuid, o);
+      teams[i] = o;
+      o += buf.write(TEAM_SLOT, o, 'latin1');
+      o += buf.write(names, o);
+      persons[i] = o;
+      o += buf.write(PERSON_SLOT, o, 'latin1');
+      o += buf.write(tail, o);
     }
-    o += buf.write(uuid, o);
-    teams[i] = o;
-    o += buf.write(TEAM_SLOT, o, 'latin1');
-    o += buf.write(names, o);
-    persons[i] = o;
-    o += buf.write(PERSON_SLOT, o, 'latin1');
-    o += buf.write(tail, o);
     o += buf.write(props, o);
     buf[o++] = 0x0a;
   }
