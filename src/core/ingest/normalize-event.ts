@@ -126,7 +126,7 @@ export function distinctIdsNamed(raw: RawEvent, into: string[] = []): string[] {
 function readEventName(value: unknown): string | null {
   if (value === undefined || value === null || value === '') return null;
   const name = typeof value === 'string' ? value : JSON.stringify(value);
-  return truncate(name.replace(/\u0000/g, '\uFFFD'), MAX_ID_LENGTH);
+  return truncate(withoutNul(name), MAX_ID_LENGTH);
 }
 
 /**
@@ -135,19 +135,20 @@ function readEventName(value: unknown): string | null {
  * Numbers and other values become strings (objects their JSON text, as in Rust capture).
  */
 function readDistinctId(raw: RawEvent): string | null {
-  const properties = isObject(raw.properties) ? raw.properties : {};
-  for (const value of [raw.$distinct_id, properties.distinct_id, raw.distinct_id]) {
-    const id = distinctIdText(value);
-    if (id !== null) return truncate(id.replace(/\u0000/g, '\uFFFD'), MAX_ID_LENGTH);
-  }
-  return null;
+  const id = distinctIdText(raw.$distinct_id) ?? (isObject(raw.properties) ? distinctIdText(raw.properties.distinct_id) : null) ?? distinctIdText(raw.distinct_id);
+  return id === null ? null : truncate(withoutNul(id), MAX_ID_LENGTH);
 }
+
+/** U+0000 replaced by U+FFFD; the regex runs only for a text that has one (almost none has). */
+const withoutNul = (text: string): string => (text.indexOf('\u0000') < 0 ? text : text.replace(/\u0000/g, '\uFFFD'));
 
 function distinctIdText(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (typeof value === 'number' && !Number.isFinite(value)) return null;
   const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return text.trim() === '' ? null : text;
+  // A first character that is printable ASCII other than a space is not white space: no trim needed.
+  const first = text.charCodeAt(0);
+  return (first > 32 && first < 127) || text.trim() !== '' ? text : null;
 }
 
 /** Cut to `max` code points, never through a surrogate pair. */
