@@ -1,5 +1,5 @@
 import type { EncodedRows } from '../storage/events';
-import { fillPersonSlot, fillTeamSlot, type IntakeContext } from '../storage/events/wal-format';
+import { fillPersonSlot, fillTeamSlots, type IntakeContext } from '../storage/events/wal-format';
 import type { PersonStore } from '../storage/persons/types';
 import type { SeenTracker } from '../storage/seen/seen-tracker';
 import { fromPersonInput, type PersonInput } from './person-input';
@@ -16,9 +16,9 @@ export function createRowApplier(persons: PersonStore, seen: SeenTracker) {
       await persons.ensureLoaded(ctx.teamId);
       const inputs = typeof prepared.people === 'string' ? (JSON.parse(prepared.people) as PersonInput[]) : prepared.people;
       const lines = Buffer.from(prepared.lines.buffer, prepared.lines.byteOffset, prepared.lines.byteLength);
+      fillTeamSlots(lines, prepared.teams, ctx.teamId);
       for (let i = 0; i < inputs.length; i++) {
         const plan = persons.processEvent(ctx.teamId, fromPersonInput(inputs[i]));
-        fillTeamSlot(lines, prepared.teams[i], ctx.teamId);
         fillPersonSlot(lines, prepared.persons[i], plan.personId);
       }
       seen.recordSummary(ctx.teamId, prepared.seen);

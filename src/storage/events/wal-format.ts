@@ -157,8 +157,18 @@ export function encodeRowLines(rows: readonly UnplacedRow[]): RowLines {
 
 /** Write a project id into a line's team slot (10 digits, zero-padded). */
 export function fillTeamSlot(lines: Buffer, slot: number, teamId: number): void {
+  lines.write(teamSlotText(teamId), slot, 'latin1');
+}
+
+/** Write a project id into every slot of `slots` (a request's lines: one project), formatted once. */
+export function fillTeamSlots(lines: Buffer, slots: Int32Array, teamId: number): void {
+  const text = teamSlotText(teamId);
+  for (let i = 0; i < slots.length; i++) lines.write(text, slots[i], 'latin1');
+}
+
+function teamSlotText(teamId: number): string {
   if (!Number.isSafeInteger(teamId) || teamId < 0 || teamId >= 1e10) throw new Error(`a project id must fit the team slot: ${teamId}`);
-  lines.write(String(teamId).padStart(TEAM_SLOT.length, '0'), slot, 'latin1');
+  return String(teamId).padStart(TEAM_SLOT.length, '0');
 }
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
