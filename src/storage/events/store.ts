@@ -305,10 +305,9 @@ class DuckDbEventStore implements EventStore {
     if (distinctIds.length === 0) return;
     let ids = this.pendingIds.get(teamId);
     if (!ids) this.pendingIds.set(teamId, (ids = new Map()));
-    for (const id of distinctIds) {
-      if (!ids.has(id)) this.pendingCount++;
-      ids.set(id, seq);
-    }
+    const known = ids.size;
+    for (const id of distinctIds) ids.set(id, seq);
+    this.pendingCount += ids.size - known;
     this.pendingLog.push({ teamId, seq, ids: distinctIds });
   }
 
@@ -317,6 +316,15 @@ class DuckDbEventStore implements EventStore {
     const done = this.loader.processedSeq;
     const log = this.pendingLog;
     let head = this.pendingHead;
+    if (head < log.length && log[log.length - 1].seq <= done) {
+      // Every request remembered is processed (each id remembered was named by one of them at
+      // its latest), so all are forgotten at once, without looking each one up.
+      this.pendingIds.clear();
+      this.pendingCount = 0;
+      log.length = 0;
+      this.pendingHead = 0;
+      return;
+    }
     while (head < log.length && log[head].seq <= done) {
       const { teamId, ids: named } = log[head++];
       const ids = this.pendingIds.get(teamId);
