@@ -56,6 +56,28 @@ export const ConfigSchema = t.Object({
         'postgres://USER[:PASSWORD]@HOST:PORT/DATABASE: organizations, users, keys, projects, invites, flags, cohorts, definitions and persons are kept in that PostgreSQL database (tables made on start), shared by every server process that names it; unset: in the DuckDB database in DATA_DIR.',
     }),
   ),
+  ROLE: t.Optional(
+    t.Union([t.Literal('node'), t.Literal('writer')], {
+      description:
+        'Cluster mode (unset: one embedded server with everything in DATA_DIR). node: serves capture, flags and the private API; capture requests go to EVENT_LOG, the rest is read from META_STORE. writer: serves nothing; processes EVENT_LOG (persons in META_STORE) into EVENTS_STORE.',
+    }),
+  ),
+  EVENT_LOG: t.Optional(
+    t.String({
+      pattern: '^redis://[^\\s/?#]+(/\\d+)?$',
+      examples: ['redis://127.0.0.1:6379'],
+      description:
+        'redis://HOST:PORT[/DB] (ROLE=node and writer): the durable log between nodes and writers, Redis Streams on a Redis with appendonly yes and appendfsync always (refused otherwise).',
+    }),
+  ),
+  EVENTS_STORE: t.Optional(
+    t.String({
+      pattern: '^clickhouse://[^\\s/?#]+/[A-Za-z_][A-Za-z0-9_]*$',
+      examples: ['clickhouse://default@127.0.0.1:8123/hogbase'],
+      description:
+        'clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE (ROLE=writer; the HTTP port): where writers insert events (tables made on start).',
+    }),
+  ),
   MIN_FREE_DISK_MB: Int(256, 0, 1024 * 1024, 'Free space kept on the disk of DATA_DIR (MiB): below it, ingestion answers 503 with Retry-After.'),
   METRICS: OnOff('on', 'on: GET /metrics serves Prometheus metrics, without authentication (counts, sizes and durations; no user data). off: no such route.'),
   EVENTS_RETENTION_DAYS: t.Optional(
@@ -105,6 +127,9 @@ const INTEGER_KEYS = new Set(
     .map(([k]) => k),
 );
 
+/** Settings whose value may hold a password. */
+const URL_KEYS = new Set(['META_STORE', 'EVENT_LOG', 'EVENTS_STORE']);
+
 /** A database URL's password never goes to the log. */
 const withoutPassword = (url: unknown) => String(url).replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 
@@ -112,7 +137,7 @@ const withoutPassword = (url: unknown) => String(url).replace(/\/\/([^:@/]+):[^@
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
   const raw: Record<string, unknown> = {};
   const problems: string[] = [];
-  const bad = (key: string, got: unknown) => problems.push(`${key}: expected ${expectedValue(key)}; got ${JSON.stringify(key === 'META_STORE' ? withoutPassword(got) : got)}`);
+  const bad = (key: string, got: unknown) => problems.push(`${key}: expected ${expectedValue(key)}; got ${JSON.stringify(URL_KEYS.has(key) ? withoutPassword(got) : got)}`);
   for (const key of Object.keys(ConfigSchema.properties)) {
     const value = env[key];
     if (value === undefined || value === '') continue;
@@ -131,8 +156,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (problems.some((p) => p.startsWith(`${key}:`))) continue;
     bad(key, env[key] ?? withDefaults[key]);
   }
+  if (!problems.length) problems.push(...roleProblems(withDefaults as Config));
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(withDefaults as Config);
+}
+
+/** What each cluster role cannot run without (a node's events go to the log; a writer's from it to ClickHouse, persons in PostgreSQL). */
+const ROLE_NEEDS: Record<NonNullable<Config['ROLE']>, ReadonlyArray<keyof Config>> = {
+  node: ['EVENT_LOG', 'META_STORE'],
+  writer: ['EVENT_LOG', 'META_STORE', 'EVENTS_STORE'],
+};
+
+/**
+ * Combinations that cannot run, found at start rather than at the first request: a role without
+ * what it needs, and cluster settings without a role (an embedded server would silently ignore
+ * them and keep the events in DATA_DIR).
+ */
+function roleProblems(c: Config): string[] {
+  if (!c.ROLE) {
+    return (['EVENT_LOG', 'EVENTS_STORE'] as const).filter((k) => c[k] !== undefined).map((k) => `${k}: is read only in cluster mode; set ROLE (node or writer), or unset ${k}`);
+  }
+  return ROLE_NEEDS[c.ROLE].filter((k) => c[k] === undefined).map((k) => `${k}: ROLE=${c.ROLE} needs it (${expectedValue(k)})`);
 }
 
 /** Rows of the README's configuration table, generated from the schema so the two never disagree. */

@@ -2,13 +2,14 @@ import { createApp } from './app';
 import { serveControlSocket } from './cli/control-socket';
 import { HARD_BODY_LIMIT_BYTES } from './http/body-limit';
 import { bootstrap, describeAccount } from './bootstrap';
-import { ConfigError, loadConfig } from './config';
+import { ConfigError, loadConfig, type Config } from './config';
 import type { Deps } from './deps';
 import { createLogger, type Logger } from './logger';
 import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
-import { DatabaseLockedError, MetaStoreUnreachableError, NewerDatabaseError, openStorage } from './storage';
+import { runWriterProcess } from './cluster/writer-process';
+import { DatabaseLockedError, EventLogUnreachableError, LogNotDurableError, MetaStoreUnreachableError, NewerDatabaseError, openStorage } from './storage';
 import { VERSION } from './version';
 import { createIngestParser } from './workers/ingest-parser';
 
@@ -36,8 +37,10 @@ async function main() {
   }
   const logger = createLogger(config.LOG_LEVEL);
   warnSmallThreadPool(logger, config.UV_THREADPOOL_SIZE);
-  // Before storage: recovery prepares the logged requests' rows in these threads too.
-  const ingestParser = config.INGEST_PARSE_THREADS > 0 ? createIngestParser(config.INGEST_PARSE_THREADS, config.MAX_BODY_BYTES, logger) : undefined;
+  if (config.ROLE === 'writer') return runWriter(config, logger);
+  // Before storage: recovery prepares the logged requests' rows in these threads too. Not on a
+  // node: its requests are logged as received, and the writers prepare their rows.
+  const ingestParser = config.INGEST_PARSE_THREADS > 0 && config.ROLE !== 'node' ? createIngestParser(config.INGEST_PARSE_THREADS, config.MAX_BODY_BYTES, logger) : undefined;
   let storage;
   try {
     storage = await openStorage(
@@ -45,6 +48,7 @@ async function main() {
         {
           dataDir: config.DATA_DIR,
           metaStore: config.META_STORE,
+          eventLog: config.ROLE === 'node' ? config.EVENT_LOG : undefined,
           durability: config.DURABILITY,
           memoryLimit: config.DUCKDB_MEMORY_LIMIT,
           personCopies: config.PERSON_COPIES === 'on',
@@ -64,7 +68,11 @@ async function main() {
       console.error(error.message);
       process.exit(78);
     }
-    if (error instanceof MetaStoreUnreachableError) {
+    if (error instanceof LogNotDurableError) {
+      console.error(error.message);
+      process.exit(78);
+    }
+    if (error instanceof MetaStoreUnreachableError || error instanceof EventLogUnreachableError) {
       console.error(error.message);
       process.exit(1);
     }
@@ -129,8 +137,30 @@ async function main() {
   }
   // The operator CLI's way in while this process holds the database.
   if (!stopping) stopControl = serveControlSocket(config.DATA_DIR, storage, logger);
-  logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY });
+  logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY, role: config.ROLE ?? 'embedded' });
   console.log(`Listening on http://${config.HOST}:${app.server?.port}`);
+}
+
+/** ROLE=writer (src/cluster): no HTTP server; exits once stopped by SIGTERM/SIGINT. */
+async function runWriter(config: Config, logger: Logger): Promise<void> {
+  try {
+    await runWriterProcess(config, logger);
+  } catch (error) {
+    if (error instanceof DatabaseLockedError) {
+      console.error(error.message);
+      process.exit(EXIT_IN_USE);
+    }
+    if (error instanceof LogNotDurableError) {
+      console.error(error.message);
+      process.exit(78);
+    }
+    if (error instanceof MetaStoreUnreachableError || error instanceof EventLogUnreachableError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
+  process.exit(0);
 }
 
 /**

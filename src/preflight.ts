@@ -19,7 +19,8 @@ export interface Preflight {
 export function preflight(config: Config): Preflight {
   const problems: string[] = [];
   let portTaken: string | null = null;
-  const bind = probeBind(config.HOST, config.PORT);
+  // A writer (ROLE=writer) listens on nothing.
+  const bind = config.ROLE === 'writer' ? null : probeBind(config.HOST, config.PORT);
   if (bind === 'in_use' && config.REUSE_PORT === 'off') portTaken = portTakenMessage(config);
   else if (bind !== null && bind !== 'in_use') problems.push(`HOST: cannot listen on ${JSON.stringify(config.HOST)} (${bind}); expected an address of this machine, ${expectedValue('HOST')}`);
   const dataDir = checkDataDir(config.DATA_DIR);

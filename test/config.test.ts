@@ -53,6 +53,38 @@ describe('config', () => {
     ]);
   });
 
+  test('cluster roles: each names what it needs, in one error; cluster settings without a role are refused', () => {
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (e) {
+        return (e as Error).message.split('\n');
+      }
+    };
+    const pg = 'postgres://hogbase:secret@127.0.0.1:5432/hogbase';
+    expect(problems({ ROLE: 'node' })).toEqual([
+      'Invalid configuration: EVENT_LOG: ROLE=node needs it (a value such as redis://127.0.0.1:6379)',
+      'Invalid configuration: META_STORE: ROLE=node needs it (a value such as postgres://hogbase@127.0.0.1:5432/hogbase)',
+    ]);
+    expect(problems({ ROLE: 'writer', EVENT_LOG: 'redis://127.0.0.1:6379', META_STORE: pg })).toEqual([
+      'Invalid configuration: EVENTS_STORE: ROLE=writer needs it (a value such as clickhouse://default@127.0.0.1:8123/hogbase)',
+    ]);
+    expect(problems({ EVENT_LOG: 'redis://127.0.0.1:6379', EVENTS_STORE: 'clickhouse://127.0.0.1:8123/db' })).toEqual([
+      'Invalid configuration: EVENT_LOG: is read only in cluster mode; set ROLE (node or writer), or unset EVENT_LOG',
+      'Invalid configuration: EVENTS_STORE: is read only in cluster mode; set ROLE (node or writer), or unset EVENTS_STORE',
+    ]);
+    expect(problems({ ROLE: 'leader', EVENT_LOG: 'http://x', EVENTS_STORE: 'clickhouse://u:pw@h:1/bad-name' })).toEqual([
+      'Invalid configuration: ROLE: expected one of node, writer; got "leader"',
+      'Invalid configuration: EVENT_LOG: expected a value such as redis://127.0.0.1:6379; got "http://x"',
+      'Invalid configuration: EVENTS_STORE: expected a value such as clickhouse://default@127.0.0.1:8123/hogbase; got "clickhouse://u:***@h:1/bad-name"',
+    ]);
+    const writer = loadConfig({ ROLE: 'writer', EVENT_LOG: 'redis://127.0.0.1:6379/2', META_STORE: pg, EVENTS_STORE: 'clickhouse://default@127.0.0.1:8123/hogbase' });
+    expect([writer.ROLE, writer.EVENT_LOG, writer.EVENTS_STORE]).toEqual(['writer', 'redis://127.0.0.1:6379/2', 'clickhouse://default@127.0.0.1:8123/hogbase']);
+    // A node may be given the writers' EVENTS_STORE too (one environment for every role).
+    expect(loadConfig({ ROLE: 'node', EVENT_LOG: 'redis://127.0.0.1:6379', META_STORE: pg, EVENTS_STORE: 'clickhouse://127.0.0.1:8123/db' }).ROLE).toBe('node');
+  });
+
   test("the README's configuration table is the schema's: every setting, its default and its meaning", () => {
     const readme = readFileSync(join(import.meta.dir, '..', 'README.md'), 'utf8');
     const rows = [...readme.matchAll(/^\| `([A-Z_]+)` \| (?:`([^`]*)`|\(unset\)) \| (.*) \|$/gm)]

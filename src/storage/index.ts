@@ -13,7 +13,9 @@ import type { FlagStore } from './flags/types';
 import type { InviteStore } from './invites/types';
 import type { CohortStore } from './cohorts/types';
 import type { EventsSourceRef } from './definitions/events-source';
-import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability, type ProcessIntake } from './events';
+import { createEventStore, listDeadLetters, replayDeadLetters, type EventStore, type Durability, type Intake, type ProcessIntake } from './events';
+import { createLogIntake, openEventLog } from './log/log-intake';
+import type { RedisLog } from './log/redis-streams';
 import type { Logger } from '../logger';
 import { writeBackup, type BackupSummary } from './backup';
 import { createPersonErasure, type PersonErasure } from './erasure';
@@ -25,12 +27,14 @@ import { statementRows } from './events/statements';
 export { DatabaseLockedError } from './db';
 export { NewerDatabaseError } from './migrations';
 export { MetaStoreUnreachableError } from './postgres';
+export { EventLogUnreachableError } from './log/log-intake';
+export { LogNotDurableError } from './log/redis-streams';
 export { BackupError, restoreBackup, type BackupSummary } from './backup';
 export type { PersonErasure } from './erasure';
 export type { ErasedEvents } from './events';
 export * from './management/types';
 export type { DefinitionsStore } from './definitions/definitions-store';
-export type { EventStore, EventStoreStats, ReplayResult } from './events';
+export type { EventStore, EventStoreStats, Intake, IntakeInput, ReplayResult } from './events';
 export type { DeadLetter } from './events/dead-letters';
 export { listDeadLetters, replayDeadLetters };
 export type * from './persons/types';
@@ -60,6 +64,8 @@ export interface Storage {
   cohorts: CohortStore;
   /** Where cohorts and event definitions read events from; the event store sets `current`. */
   eventsSource: EventsSourceRef;
+  /** Where capture requests go: `events` (embedded), or the cluster's log (`eventLog`). */
+  intake: Intake;
   /** Events: the durable write path (group-committed log → DuckDB → Parquet) and one relation to read. */
   events: EventStore;
   /**
@@ -98,6 +104,11 @@ export interface StorageOptions {
    * by every server process that names it; absent: in the DuckDB database in `dataDir`.
    */
   metaStore?: string;
+  /**
+   * `redis://HOST:PORT` (EVENT_LOG, a cluster node): capture requests go to that log, for the
+   * cluster's writers, instead of `events`; absent: to the event store in `dataDir`.
+   */
+  eventLog?: string;
   /** DuckDB's memory cap (default 1GB, as the config's); over it, work spills to `<dataDir>/tmp`. */
   memoryLimit?: string;
   durability?: Durability;
@@ -130,6 +141,17 @@ export const DATABASE_FILE = 'analytics.duckdb';
 export const DEFAULT_MEMORY_LIMIT = '1GB';
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
+  // First: a log that cannot keep the 200's promise stops the start before anything is made.
+  const log: RedisLog | null = options.eventLog ? await openEventLog(options.eventLog) : null;
+  try {
+    return await openStores(options, log);
+  } catch (error) {
+    log?.close();
+    throw error;
+  }
+}
+
+async function openStores(options: StorageOptions, log: RedisLog | null): Promise<Storage> {
   await mkdir(options.dataDir, { recursive: true });
   const db: Database = await openDatabase(join(options.dataDir, DATABASE_FILE), {
     memoryLimit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
@@ -198,6 +220,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     cohorts,
     eventsSource,
     events: store,
+    intake: log ? createLogIntake(log) : { append: (input) => store.appendIntake(input) },
     statementRows: (teamId, compiled, page, runner) => statementRows({ events: store, persons }, runner, teamId, compiled, page),
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),
@@ -231,6 +254,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       await cohorts.whenIdle();
       await db.close();
       await meta.close();
+      log?.close();
     },
   };
 }

@@ -26,7 +26,8 @@ export interface IngestOutcome {
  * decode → authenticate → log. Each step returns a value or throws the AppError that answers
  * the request; resolves once the request is as durable as configured, which is the 200. What
  * PostHog's plugin server does behind Kafka — normalization, persons, definitions, rows — the
- * event store does behind its log, in order, with the pipeline (`src/pipeline`).
+ * event store does behind its log, in order, with the pipeline (`src/pipeline`); in cluster mode
+ * the log is the cluster's and the writers do it (`storage.intake`).
  */
 export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
   const receivedAt = deps.now().getTime();
@@ -71,7 +72,7 @@ async function logIngest(deps: Deps, prepared: PreparedIngest, receivedAt: numbe
     }
   }
   // Returned, not awaited: this frame must not keep the parsed events alive until the flush.
-  return deps.storage.events
-    .appendIntake({ context, body: prepared.body, events: logged, parsed: prepared.parsed, distinctIds: prepared.distinctIds, prepared: ready })
+  return deps.storage.intake
+    .append({ context, body: prepared.body, events: logged, parsed: prepared.parsed, distinctIds: prepared.distinctIds, prepared: ready })
     .then(() => ({ logged }));
 }

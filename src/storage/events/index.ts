@@ -3,7 +3,7 @@
  * into Parquet. See `store.ts` for the life of an event and `types.ts` for the contract.
  */
 export { createEventStore } from './store';
-export type { EventSink, EventStore, EventStoreOptions, EventStoreStats, EventStoreLogger, Durability, EncodedRows, ProcessIntake, RelationOptions, ReplayResult } from './types';
+export type { EventSink, EventStore, EventStoreOptions, EventStoreStats, EventStoreLogger, Durability, Intake, IntakeInput, EncodedRows, ProcessIntake, RelationOptions, ReplayResult } from './types';
 export type { EventsRelation, StreamOptions, TimeRange } from './relation';
 export { streamQuery } from './relation';
 export { listDeadLetters, type DeadLetter } from './dead-letters';

@@ -7,6 +7,16 @@ import type { EventsRelation, StreamOptions, TimeRange } from './relation';
 import type { SealedSegment, TimeSpan } from './wal';
 import type { IntakeContext } from './wal-format';
 
+/**
+ * Where capture hands its requests (the capture module calls this, whatever the deployment): the
+ * embedded server's event store (its own log, processed in the same process), or in cluster mode
+ * the durable log that writers process (storage/log). Resolves once the request is as durable as
+ * a 200 promises.
+ */
+export interface Intake {
+  append(input: IntakeInput): Promise<void>;
+}
+
 /** One capture request for `appendIntake`. */
 export interface IntakeInput {
   context: IntakeContext;

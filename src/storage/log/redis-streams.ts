@@ -51,6 +51,13 @@ export interface RedisLogOptions {
 }
 
 const GROUP = 'writers';
+
+/**
+ * Partitions of a deployment's log. Fixed, not a setting: nodes and writers must agree on it, and
+ * changing it would move people to other partitions while their older entries wait in the old
+ * ones (out of order). 16 lets up to 16 writers share the work.
+ */
+export const LOG_PARTITIONS = 16;
 const CONNECT_TIMEOUT_MS = 2000;
 
 /** FNV-1a over the project and distinct id: the same person always lands in the same partition. */
