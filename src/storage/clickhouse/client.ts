@@ -92,7 +92,9 @@ export async function openClickHouse(source: ClickHouseTarget | { client: ClickH
           database: source.database,
           request_timeout: (STATEMENT_TIMEOUT_S + 10) * 1000,
           log: { level: ClickHouseLogLevel.OFF },
-          clickhouse_settings: { max_execution_time: STATEMENT_TIMEOUT_S },
+          // An INSERT into a Distributed events table (schema.ts) answers once every shard has its
+          // rows, not once they are queued on this server: the writer acknowledges the log after it.
+          clickhouse_settings: { max_execution_time: STATEMENT_TIMEOUT_S, insert_distributed_sync: 1 },
         });
   const database = source.database;
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(database)) throw new AppError('invalid_input', 'A ClickHouse database name is letters, digits and _.');

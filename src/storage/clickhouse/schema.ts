@@ -31,17 +31,37 @@ function eventsTableDdl(f: ClickHouseFeatures, table: string): string {
   ORDER BY (team_id, toDate(timestamp), timestamp, ${f.datetime64 ? '' : 'timestamp_ms, '}uuid)`;
 }
 
+/**
+ * The cluster (the server's `remote_servers`) whose servers are the events' shards. When the
+ * server names it, `events` is a Distributed table over each shard's `events_shard`, sharded by
+ * distinct id: one person's events, and every copy of one event (same uuid, same distinct id), are
+ * on one shard, so `FINAL` on each shard still reads each event once. Every shard needs this
+ * migration (there is no distributed DDL without Keeper): `npm run cluster` runs it on each.
+ */
+export const EVENTS_CLUSTER = 'hogbase_events';
+
+function eventsTables(ch: ClickHouse, sharded: boolean): string[] {
+  if (!sharded) return [eventsTableDdl(ch.features, ch.table('events'))];
+  const [database] = ch.table('events').split('.');
+  return [
+    eventsTableDdl(ch.features, ch.table('events_shard')),
+    `CREATE TABLE IF NOT EXISTS ${ch.table('events')} AS ${ch.table('events_shard')} ENGINE = Distributed(${EVENTS_CLUSTER}, ${database}, events_shard, cityHash64(distinct_id))`,
+  ];
+}
+
 /** Versioned steps, applied once each in order; each must be safe to run again (no locks across servers). */
-const MIGRATIONS: ReadonlyArray<(ch: ClickHouse) => string> = [(ch) => eventsTableDdl(ch.features, ch.table('events'))];
+const MIGRATIONS: ReadonlyArray<(ch: ClickHouse, sharded: boolean) => string[]> = [eventsTables];
 
 export async function migrateClickHouse(ch: ClickHouse): Promise<void> {
+  const [shards] = await ch.query<{ n: number | string }>(sql`SELECT count() AS n FROM system.clusters WHERE cluster = ${ch.dialect.bind(EVENTS_CLUSTER)}`);
+  const sharded = Number(shards?.n ?? 0) > 0;
   const migrations = trusted(ch.table('hogbase_migrations'));
   await ch.command(sql`CREATE TABLE IF NOT EXISTS ${migrations} (version UInt32, applied_at DateTime) ENGINE = MergeTree ORDER BY version`);
   const applied = new Set((await ch.query<{ version: number | string }>(sql`SELECT version FROM ${migrations}`)).map((r) => Number(r.version)));
   for (const [i, step] of MIGRATIONS.entries()) {
     const version = i + 1;
     if (applied.has(version)) continue;
-    await ch.command(trusted(step(ch)));
+    for (const statement of step(ch, sharded)) await ch.command(trusted(statement));
     await ch.command(sql`INSERT INTO ${migrations} (version, applied_at) SELECT ${ch.dialect.bind(version)}, now()`);
   }
 }

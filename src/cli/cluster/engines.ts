@@ -1,0 +1,147 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { RedisClient, SQL } from 'bun';
+import { EVENTS_CLUSTER } from '../../storage/clickhouse/schema';
+import { isAlive, startDetached, waitUntil, type Started } from './processes';
+
+/**
+ * The engines of a local cluster, from the Debian packages (postgresql-15, redis-server,
+ * clickhouse-server), each started from its binary with its data under DIR and listening on
+ * loopback only: no systemd, no files outside DIR.
+ */
+
+const PG_ROOT = '/usr/lib/postgresql';
+const REDIS_BIN = '/usr/bin/redis-server';
+const CLICKHOUSE_BIN = '/usr/sbin/clickhouse-server';
+
+
+/** Which engines are missing, each with the package that brings it. */
+export function missingEngines(): string[] {
+  const missing: string[] = [];
+  if (!postgresBin()) missing.push(`PostgreSQL server binaries under ${PG_ROOT}/<version>/bin (apt-get install postgresql-15)`);
+  if (!existsSync(REDIS_BIN)) missing.push(`${REDIS_BIN} (apt-get install redis-server)`);
+  if (!existsSync(CLICKHOUSE_BIN)) missing.push(`${CLICKHOUSE_BIN} (apt-get install clickhouse-server)`);
+  return missing;
+}
+
+function postgresBin(): string | null {
+  if (!existsSync(PG_ROOT)) return null;
+  const versions = readdirSync(PG_ROOT).filter((v) => existsSync(join(PG_ROOT, v, 'bin', 'postgres'))).sort((a, b) => Number(b) - Number(a));
+  return versions.length ? join(PG_ROOT, versions[0]!, 'bin') : null;
+}
+
+/** PostgreSQL refuses to run as root: then it runs as `postgres` (or `nobody`). */
+function postgresUser(): { uid: number; gid: number } | null {
+  if (process.getuid?.() !== 0) return null;
+  for (const name of ['postgres', 'nobody']) {
+    const uid = spawnSync('id', ['-u', name]);
+    const gid = spawnSync('id', ['-g', name]);
+    if (uid.status === 0 && gid.status === 0) return { uid: Number(uid.stdout.toString()), gid: Number(gid.stdout.toString()) };
+  }
+  throw new Error('running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as');
+}
+
+/** PostgreSQL on `port` with its data in DIR/postgres (made on first start); resolves to the process and the `hogbase` database's URL. */
+export async function startPostgres(dir: string, port: number, log: string): Promise<{ started: Started; url: string }> {
+  const bin = postgresBin()!;
+  const home = join(dir, 'postgres');
+  const data = join(home, 'data');
+  const user = postgresUser();
+  const as = user ?? {};
+  if (!existsSync(data)) {
+    mkdirSync(home, { recursive: true });
+    if (user) {
+      chownSync(home, user.uid, user.gid);
+      // The server's user must reach its directory through DIR.
+      chmodSync(dir, statSync(dir).mode | 0o011);
+    }
+    const init = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C'], { ...as, cwd: home });
+    if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr.toString()}`);
+  }
+  const argv = [join(bin, 'postgres'), '-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${home}`, '-c', 'max_connections=200'];
+  const started = startDetached(argv, { log, cwd: home, ...as });
+  const admin = new SQL(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1, connectionTimeout: 2 });
+  try {
+    await waitUntil('PostgreSQL', async () => (await admin.unsafe('SELECT 1'), true), () => isAlive(started.pid), 30_000, log);
+    const exists = await admin.unsafe(`SELECT 1 FROM pg_database WHERE datname = 'hogbase'`);
+    if (!exists.length) await admin.unsafe('CREATE DATABASE hogbase');
+  } finally {
+    await admin.close().catch(() => undefined);
+  }
+  return { started, url: `postgres://postgres@127.0.0.1:${port}/hogbase` };
+}
+
+/** Redis with the durability the log needs (every write fsynced before the answer), data in DIR/redis. */
+export async function startRedis(dir: string, port: number, log: string): Promise<{ started: Started; url: string }> {
+  const home = join(dir, 'redis');
+  mkdirSync(home, { recursive: true });
+  const argv = [REDIS_BIN, '--bind', '127.0.0.1', '--port', String(port), '--dir', home, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
+  const started = startDetached(argv, { log, cwd: home });
+  const url = `redis://127.0.0.1:${port}`;
+  const ping = async () => {
+    const probe = new RedisClient(url, { autoReconnect: false, connectionTimeout: 500 });
+    try {
+      return (await probe.send('PING', [])) === 'PONG';
+    } finally {
+      probe.close();
+    }
+  };
+  await waitUntil('Redis', ping, () => isAlive(started.pid), 15_000, log);
+  return { started, url };
+}
+
+export interface ClickHousePorts {
+  http: number;
+  tcp: number;
+}
+
+/**
+ * ClickHouse server `index` (data in DIR/clickhouse-INDEX) on its ports, knowing every server as a
+ * shard of the `hogbase_events` cluster (so the events table can be Distributed over them).
+ */
+export async function startClickHouse(dir: string, index: number, shards: readonly ClickHousePorts[], log: string): Promise<{ started: Started; url: string }> {
+  const home = join(dir, `clickhouse-${index}`);
+  for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(join(home, sub), { recursive: true });
+  const own = shards[index]!;
+  writeFileSync(join(home, 'config.xml'), clickhouseConfig(home, own, shards));
+  writeFileSync(join(home, 'users.xml'), CLICKHOUSE_USERS);
+  const started = startDetached([CLICKHOUSE_BIN, `--config-file=${join(home, 'config.xml')}`], { log, cwd: home });
+  const answers = async () => (await fetch(`http://127.0.0.1:${own.http}/?query=SELECT%201`)).ok;
+  await waitUntil(`ClickHouse ${index}`, answers, () => isAlive(started.pid), 30_000, join(home, 'error.log'));
+  return { started, url: `clickhouse://default@127.0.0.1:${own.http}/hogbase` };
+}
+
+const clickhouseConfig = (home: string, own: ClickHousePorts, shards: readonly ClickHousePorts[]) => `<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>${home}/server.log</log><errorlog>${home}/error.log</errorlog><console>0</console></logger>
+  <http_port>${own.http}</http_port>
+  <tcp_port>${own.tcp}</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <max_connections>256</max_connections>
+  <max_concurrent_queries>64</max_concurrent_queries>
+  <mark_cache_size>268435456</mark_cache_size>
+  <uncompressed_cache_size>268435456</uncompressed_cache_size>
+  <path>${home}/data/</path>
+  <tmp_path>${home}/tmp/</tmp_path>
+  <user_files_path>${home}/user_files/</user_files_path>
+  <format_schema_path>${home}/format_schemas/</format_schema_path>
+  <users_config>${home}/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <timezone>UTC</timezone>
+  <remote_servers>
+    <${EVENTS_CLUSTER}>
+${shards.map((s) => `      <shard><replica><host>127.0.0.1</host><port>${s.tcp}</port></replica></shard>`).join('\n')}
+    </${EVENTS_CLUSTER}>
+  </remote_servers>
+</yandex>
+`;
+
+const CLICKHOUSE_USERS = `<?xml version="1.0"?>
+<yandex>
+  <profiles><default></default></profiles>
+  <users><default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
+</yandex>
+`;

@@ -1,0 +1,88 @@
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { missingEngines } from './engines';
+import { readState, ROLES, stopAll, writeState, type ClusterState } from './processes';
+import { clusterUp, startWriter } from './up';
+
+/**
+ * `npm run cluster -- up|down|add-writer --dir DIR`: a local cluster for trying cluster mode (see
+ * the README's Cluster mode). `up` prints, as its last line, one JSON object: the nodes' URLs, the
+ * project and keys, and the PIDs of every role.
+ */
+const USAGE = `Usage: npm run cluster -- <command> --dir DIR
+
+Commands:
+  up          Start PostgreSQL, Redis, two ClickHouse shards, two nodes and one writer, data under DIR.
+              Last line of output: {"nodes": [...], "project_id", "project_api_key", "personal_api_key", "pids": {...}}
+  add-writer  Start one more writer for the cluster of DIR.
+  down        Stop every process the cluster of DIR started (by PID), writers and nodes first.`;
+
+/** How long each role may take to stop on its signal before it is killed. */
+const STOP = [
+  // Nodes drain their requests (up to 10 s); writers finish their batch and release their partitions.
+  { roles: ['nodes', 'writers'], signal: 'SIGTERM', graceMs: 30_000 },
+  // PostgreSQL's fast shutdown (SIGINT); Redis and ClickHouse stop cleanly on SIGTERM (ClickHouse takes ~10 s).
+  { roles: ['postgres'], signal: 'SIGINT', graceMs: 30_000 },
+  { roles: ['redis', 'clickhouse'], signal: 'SIGTERM', graceMs: 60_000 },
+] as const;
+
+async function stopCluster(state: ClusterState): Promise<void> {
+  for (const stage of STOP) {
+    const killed = await stopAll(stage.roles.flatMap((r) => state.pids[r]), stage.signal, stage.graceMs);
+    if (killed.length) console.error(`Killed after ${stage.graceMs / 1000} s: ${stage.roles.join(', ')} ${killed.join(' ')}`);
+  }
+}
+
+function summary(state: ClusterState & { account: NonNullable<ClusterState['account']> }) {
+  const pids = Object.fromEntries(ROLES.map((role) => [role, state.pids[role].map((p) => p.pid)]));
+  return { nodes: state.nodes, ...state.account, pids };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({ args: argv, options: { dir: { type: 'string' } }, allowPositionals: true });
+  const command = positionals[0];
+  if (!values.dir || !['up', 'down', 'add-writer'].includes(command ?? '')) {
+    console.error(USAGE);
+    return 64;
+  }
+  const dir = resolve(values.dir);
+  if (command === 'down') {
+    const state = readState(dir);
+    if (!state) {
+      console.error(`No cluster was started from ${dir} (no cluster.json).`);
+      return 1;
+    }
+    await stopCluster(state);
+    console.log(`Stopped the cluster of ${dir}.`);
+    return 0;
+  }
+  const missing = missingEngines();
+  if (missing.length) {
+    console.error(`Cluster mode's engines are missing: ${missing.join('; ')}.`);
+    return 69;
+  }
+  if (command === 'add-writer') {
+    const state = readState(dir);
+    if (!state?.account) {
+      console.error(`No cluster runs from ${dir}: start one with up.`);
+      return 1;
+    }
+    state.pids.writers.push(await startWriter(dir, state.pids.writers.length, state.env));
+    writeState(dir, state);
+    console.log(JSON.stringify(summary({ ...state, account: state.account })));
+    return 0;
+  }
+  mkdirSync(dir, { recursive: true });
+  try {
+    console.log(JSON.stringify(summary(await clusterUp(dir))));
+    return 0;
+  } catch (error) {
+    console.error(`The cluster did not start: ${error instanceof Error ? error.message : String(error)}`);
+    const started = readState(dir);
+    if (started) await stopCluster(started);
+    return 1;
+  }
+}
+
+process.exit(await main(process.argv.slice(2)));
