@@ -28,7 +28,9 @@ interface UpSummary {
 
 /** `npm run cluster -- <command> --dir DIR`'s script, run to its end: its status and output. */
 async function cluster(command: string, dir: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = Bun.spawn([process.execPath, join(ROOT, 'src/cli/cluster/index.ts'), command, '--dir', dir], {
+  // This test process owns the cluster: should it die before its `down`, the cluster is stopped anyway.
+  const owner = command === 'up' ? ['--owner-pid', String(process.pid)] : [];
+  const child = Bun.spawn([process.execPath, join(ROOT, 'src/cli/cluster/index.ts'), command, '--dir', dir, ...owner], {
     cwd: ROOT,
     env: { ...process.env, BOOTSTRAP_EMAIL: TEST_KEYS.email, BOOTSTRAP_PERSONAL_API_KEY: TEST_KEYS.personal, BOOTSTRAP_PROJECT_API_KEY: TEST_KEYS.project },
     stdout: 'pipe',

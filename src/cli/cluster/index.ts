@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { missingEngines } from './engines';
-import { readState, ROLES, stopAll, writeState, type ClusterState } from './processes';
+import { readState, ROLES, startDetached, stopAll, writeState, type ClusterState } from './processes';
 import { clusterUp, startWriter } from './up';
 
 /**
@@ -13,8 +13,10 @@ import { clusterUp, startWriter } from './up';
 const USAGE = `Usage: npm run cluster -- <command> --dir DIR
 
 Commands:
-  up          Start PostgreSQL, Redis, two ClickHouse shards, two nodes and one writer, data under DIR.
+  up [--owner-pid PID]
+              Start PostgreSQL, Redis, two ClickHouse shards, two nodes and one writer, data under DIR.
               Last line of output: {"nodes": [...], "project_id", "project_api_key", "personal_api_key", "pids": {...}}
+              With --owner-pid, down runs by itself once that process is gone (tests).
   add-writer  Start one more writer for the cluster of DIR.
   down        Stop every process the cluster of DIR started (by PID), writers and nodes first.`;
 
@@ -26,6 +28,16 @@ const STOP = [
   { roles: ['postgres'], signal: 'SIGINT', graceMs: 30_000 },
   { roles: ['redis', 'clickhouse'], signal: 'SIGTERM', graceMs: 60_000 },
 ] as const;
+
+/**
+ * `--owner-pid PID` (tests): once that process is gone, however it ended, `down` runs for DIR. A
+ * shell in a session of its own, so it outlives this command; it ends after that `down`.
+ */
+function watchOwner(owner: number, dir: string) {
+  if (!Number.isSafeInteger(owner) || owner <= 0) throw new Error('--owner-pid takes a process id');
+  const script = 'while [ -d /proc/$0 ]; do sleep 0.5; done; [ -f "$1/cluster.json" ] && exec "$2" "$3" down --dir "$1"';
+  startDetached(['/bin/sh', '-c', script, String(owner), dir, process.execPath, import.meta.path], { log: join(dir, 'logs', 'owner-watch.log'), cwd: dir });
+}
 
 async function stopCluster(state: ClusterState): Promise<void> {
   for (const stage of STOP) {
@@ -40,7 +52,7 @@ function summary(state: ClusterState & { account: NonNullable<ClusterState['acco
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({ args: argv, options: { dir: { type: 'string' } }, allowPositionals: true });
+  const { positionals, values } = parseArgs({ args: argv, options: { dir: { type: 'string' }, 'owner-pid': { type: 'string' } }, allowPositionals: true });
   const command = positionals[0];
   if (!values.dir || !['up', 'down', 'add-writer'].includes(command ?? '')) {
     console.error(USAGE);
@@ -73,7 +85,9 @@ async function main(argv: string[]): Promise<number> {
     console.log(JSON.stringify(summary({ ...state, account: state.account })));
     return 0;
   }
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  // Before anything starts: a test that dies outright still has its cluster stopped.
+  if (values['owner-pid']) watchOwner(Number(values['owner-pid']), dir);
   try {
     console.log(JSON.stringify(summary(await clusterUp(dir))));
     return 0;
