@@ -64,10 +64,15 @@ export function startDetached(argv: readonly string[], options: { log: string; c
   }
 }
 
-/** Whether the PID is a live process (a zombie, which only waits for its parent to read its status, is not). */
+/**
+ * Whether the PID is a live process: not a zombie (which only waits for its parent to read its
+ * status), and not a thread of another process (/proc/TID answers too, and thread ids share the
+ * PID space, so a dead process's PID is soon some thread's).
+ */
 export function isAlive(pid: number): boolean {
   try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return new RegExp(`^Tgid:\\s+${pid}$`, 'm').test(status) && !/^State:\s+Z/m.test(status);
   } catch {
     return false;
   }
