@@ -23,6 +23,9 @@ import type { CompiledStatement } from '../core/query';
 import type { Row } from './db';
 import type { QueryRunner } from './events/runner';
 import { statementRows } from './events/statements';
+import { duckdbEventReads, type EventReads } from './events/reads';
+import type { ClickHouse } from './clickhouse/client';
+import { openClickHouseEventReads } from './clickhouse/event-reads';
 
 export { DatabaseLockedError } from './db';
 export { NewerDatabaseError } from './migrations';
@@ -39,7 +42,7 @@ export type { DeadLetter } from './events/dead-letters';
 export { listDeadLetters, replayDeadLetters };
 export type * from './persons/types';
 export { eventsWithPersons, personsRelation } from './persons/relations';
-export { STATEMENT_DIALECT } from './events/statements';
+export type { EventReads } from './events/reads';
 export type { SeenTracker } from './seen/seen-tracker';
 export type * from './flags/types';
 export type * from './invites/types';
@@ -69,8 +72,13 @@ export interface Storage {
   /** Events: the durable write path (group-committed log → DuckDB → Parquet) and one relation to read. */
   events: EventStore;
   /**
-   * A compiled HogQL statement over a project's events or persons (compiled for
-   * `STATEMENT_DIALECT`), run under the request's runner: `limit` rows at most (see statements.ts).
+   * Where the events API reads events (its QueryRunner's engine): the event store above, or the
+   * ClickHouse database given as `eventReads`. Statements for it are compiled for its `dialect`.
+   */
+  eventReads: EventReads;
+  /**
+   * A compiled HogQL statement over a project's events or persons (compiled for the runner's
+   * dialect), run under the request's runner: `limit` rows at most (see statements.ts).
    */
   statementRows(teamId: number, compiled: CompiledStatement, page: { limit: number; offset: number }, runner: QueryRunner): Promise<Row[]>;
   /** A project by its API token (cached; invalidated by every project change made here). */
@@ -124,6 +132,12 @@ export interface StorageOptions {
   defaultRetentionDays?: number;
   /** Epoch ms now: the event store's clock (ages, backoffs, grace periods, retention; tests move it; default Date.now). */
   now?: () => number;
+  /**
+   * Read the events API's events from this ClickHouse database (its `events` table, migrated
+   * by its owner, who also closes it) instead of the embedded store. Writes still go to the
+   * embedded store; whoever fills the table (the cluster writer, tests) is another matter.
+   */
+  eventReads?: ClickHouse;
   /** Event-store tuning (tests pass small buffers). */
   eventStore?: Partial<Parameters<typeof createEventStore>[1]>;
 }
@@ -221,6 +235,7 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
     eventsSource,
     events: store,
     intake: log ? createLogIntake(log) : { append: (input) => store.appendIntake(input) },
+    eventReads: options.eventReads ? openClickHouseEventReads(options.eventReads) : duckdbEventReads(store),
     statementRows: (teamId, compiled, page, runner) => statementRows({ events: store, persons }, runner, teamId, compiled, page),
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),

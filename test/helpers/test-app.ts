@@ -37,8 +37,13 @@ async function profileEnv(env: Record<string, string>): Promise<Record<string, s
   return { ...env, META_STORE: await createTestDatabase() };
 }
 
-export async function createTestApp(env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}): Promise<TestApp> {
-  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), null, await profileEnv(env), now, logger, store);
+/** Storage options a test sets besides the event store's: `eventReads` answers the events API from ClickHouse. */
+export type TestStorageOptions = Pick<StorageOptions, 'eventReads'>;
+
+export async function createTestApp(
+  env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}, storageOptions: TestStorageOptions = {},
+): Promise<TestApp> {
+  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), null, await profileEnv(env), now, logger, store, storageOptions);
 }
 
 /**
@@ -57,13 +62,15 @@ export async function reopenTestApp(t: TestApp, env: Record<string, string> = {}
   return openTestApp(t.dataDir, t.account, metaStore && !env.META_STORE ? { ...env, META_STORE: metaStore } : env, now, logger, store);
 }
 
-async function openTestApp(dataDir: string, known: CreatedAccount | null, env: Record<string, string>, now: () => Date, logger: Logger, store: TestStoreOptions): Promise<TestApp> {
+async function openTestApp(
+  dataDir: string, known: CreatedAccount | null, env: Record<string, string>, now: () => Date, logger: Logger, store: TestStoreOptions, storageOptions: TestStorageOptions = {},
+): Promise<TestApp> {
   const config: Config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
   // Queries wait up to 10 s (not the default 0.5 s) for events just captured: these tests check what is
   // stored, and a slow CI machine must not turn a load that takes a moment into a missing row
   // (the default bound is tested in test/storage/events/intake.test.ts).
   const storage = await openStorage(
-    withPipeline({ dataDir, metaStore: config.META_STORE, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store } }),
+    withPipeline({ dataDir, metaStore: config.META_STORE, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store }, ...storageOptions }),
   );
   const account = known ?? (await bootstrap(storage, config))!;
   const deps: Deps = { config, storage, logger, version: 'test', now, metrics: createAppMetrics() };

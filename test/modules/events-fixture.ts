@@ -1,6 +1,6 @@
 import { expect } from 'bun:test';
 import { uuidv7 } from '../../src/ids';
-import { createOtherAccount, createTestApp, type TestApp } from '../helpers/test-app';
+import { createOtherAccount, createTestApp, type TestApp, type TestStorageOptions } from '../helpers/test-app';
 
 /**
  * The events the API tests read, ingested through `POST /batch/` like any SDK's: project A
@@ -103,8 +103,8 @@ export interface EventsFixture {
   close(): Promise<void>;
 }
 
-export async function openEventsFixture(env: Record<string, string> = {}): Promise<EventsFixture> {
-  const t = await createTestApp(env, () => NOW);
+export async function openEventsFixture(env: Record<string, string> = {}, storageOptions: TestStorageOptions = {}): Promise<EventsFixture> {
+  const t = await createTestApp(env, () => NOW, undefined, {}, storageOptions);
   const projectId = t.account.project.id;
   const other = await createOtherAccount(t);
   const projectC = await t.deps.storage.management.createProject(t.account.organization.id, 'Second project', {});

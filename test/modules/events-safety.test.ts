@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { AppError } from '../../src/errors';
 import { QueryRunner } from '../../src/storage/events/runner';
-import type { EventStore } from '../../src/storage/events';
+import type { EventReads } from '../../src/storage/events/reads';
 import { errorOf } from '../helpers/test-app';
 import { B_EVENT, C_EVENT, openEventsFixture, type EventsFixture } from './events-fixture';
 
@@ -121,7 +121,7 @@ describe('time limit', () => {
           },
         };
       },
-    } as unknown as EventStore;
+    } as unknown as EventReads;
     return { store, seen };
   };
 
@@ -138,16 +138,17 @@ describe('time limit', () => {
 
   test('through the API', async () => {
     const g = await openEventsFixture({ QUERY_TIMEOUT_MS: '100' });
-    const real = g.t.deps.storage.events;
+    const real = g.t.deps.storage.eventReads;
     try {
-      (g.t.deps.storage as { events: EventStore }).events = stuckStore().store;
+      // The real reads, whose statements never finish.
+      (g.t.deps.storage as { eventReads: EventReads }).eventReads = { ...real, streamQuery: stuckStore().store.streamQuery };
       const res = await g.list();
       expect(res.status).toBe(504);
       expect(res.body).toEqual(
         errorOf('query_timeout', 'server_error', 'The query did not finish within 100 ms. Narrow it down (a time range, fewer events) and retry.'),
       );
     } finally {
-      (g.t.deps.storage as { events: EventStore }).events = real;
+      (g.t.deps.storage as { eventReads: EventReads }).eventReads = real;
       await g.close();
     }
   });

@@ -70,6 +70,8 @@ export function toEventObject(row: Row, person: PersonObject | null): EventObjec
 export function selectValue(value: unknown, type: string): unknown {
   if (value === null || value === undefined) return null;
   if (value instanceof Date) return /^(Nullable\()?Date\)?$/.test(type) ? value.toISOString().slice(0, 10) : isoTimestamp(value);
+  // A boolean column (typed UInt8, as ClickHouse writes booleans) reads true/false whichever engine gave it: ClickHouse gives 1/0.
+  if (typeof value === 'number' && /^(Nullable\()?UInt8\)?$/.test(type)) return value !== 0;
   if (typeof value === 'number') return Number.isFinite(value) ? value : null;
   if (typeof value === 'bigint') return Number(value);
   if (typeof value === 'object' && 'micros' in value) {

@@ -6,7 +6,7 @@ import { selectValue, toEventObject, type EventObject, type PersonObject } from 
 import { formatCursor, type ListRequest } from './params';
 import { countListing, type FileCounts } from '../../storage/events/counts';
 import {
-  afterKey, allOf, asEvents, keysStatement, needsPersonProperties, pageRowsStatement, rowsByKeysStatement, withPersonProperties, type EventKey, type Order,
+  afterKey, allOf, asEvents, keysStatement, needsPersonProperties, pageRowsStatement, rowsByKeysStatement, type EventKey, type Order,
 } from './queries';
 import type { QueryRunner } from '../../storage/events/runner';
 
@@ -65,8 +65,9 @@ export interface Scope {
  */
 export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: SqlFragment): Promise<Scope | null> {
   if (ctx.personFilter === 'none' || req.actionId) return null;
-  const where = allOf(compileEventFilters(req.filters, ctx.now), ctx.personFilter);
-  const conditions = allOf(compileEventFilters(req.filters, ctx.now, { timeBounds: false }), ctx.personFilter);
+  const { dialect } = ctx.runner;
+  const where = allOf(compileEventFilters(req.filters, ctx.now, { dialect }), ctx.personFilter);
+  const conditions = allOf(compileEventFilters(req.filters, ctx.now, { timeBounds: false, dialect }), ctx.personFilter);
   const person = needsPersonProperties(where, alsoRuns);
   if (person) await ctx.flushPersons();
   const byPerson = !!req.filters.distinct_id || ctx.personFilter !== null;
@@ -75,7 +76,7 @@ export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: S
 
 export async function relationFor(ctx: ListContext, person: boolean, from: number | null, to: number | null, byPerson = false): Promise<string> {
   const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) }, { byPerson });
-  return asEvents(person ? withPersonProperties(rel.sql, ctx.teamId) : rel.sql);
+  return asEvents(person ? ctx.runner.withPersons(rel.sql, ctx.teamId) : rel.sql);
 }
 
 /** The time window a list reads: the request's bounds narrowed by the cursor. */
@@ -94,7 +95,7 @@ export async function findKeys(ctx: ListContext, scope: Scope, order: Order, win
   const keys: EventKey[] = [];
   const read = async (from: number | null, to: number) => {
     const relation = await relationFor(ctx, scope.person, from, to, scope.byPerson);
-    const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, need - keys.length, scope.byPerson), 'properties');
+    const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, need - keys.length, scope.byPerson, ctx.runner), 'properties');
     for (const r of rows) keys.push({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime(), ...(scope.byPerson ? { distinctId: String(r.distinct_id) } : {}) });
   };
   if (order === 'ASC') {
@@ -123,7 +124,7 @@ const PERSON_ONE_PHASE_ROWS = 1_000;
 
 async function personRows(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<Row[]> {
   const relation = await relationFor(ctx, scope.person, window.bottom, window.top, true);
-  return ctx.runner.rows(pageRowsStatement(relation, ctx.teamId, scope.where, order, need), 'properties');
+  return ctx.runner.rows(pageRowsStatement(relation, ctx.teamId, scope.where, order, need, ctx.runner), 'properties');
 }
 
 /**
@@ -140,7 +141,7 @@ export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Pr
   }
   const relation = await relationFor(ctx, false, lo, hi + 1, keys.every((k) => k.distinctId !== undefined));
   const byUuid = new Map<string, Row>();
-  for (const row of await ctx.runner.rows(rowsByKeysStatement(relation, ctx.teamId, keys))) {
+  for (const row of await ctx.runner.rows(rowsByKeysStatement(relation, ctx.teamId, keys, ctx.runner))) {
     if (!byUuid.has(String(row.uuid))) byUuid.set(String(row.uuid), row);
   }
   return keys.map((k) => byUuid.get(k.uuid)).filter((r): r is Row => r !== undefined);
@@ -199,7 +200,7 @@ export async function listEvents(ctx: ListContext, req: ListRequest, requestUrl:
   const limit = req.limit ?? 100;
   const count = countListing(ctx, scope, req);
   count.catch(() => undefined);
-  const cursor = req.cursor ? afterKey(req.cursor, req.order) : null;
+  const cursor = req.cursor ? afterKey(req.cursor, req.order, ctx.runner) : null;
   const pageScope = { ...scope, where: allOf(scope.where, cursor) };
   const need = req.offset + limit + 1;
   let keys: EventKey[];
@@ -229,7 +230,7 @@ export async function listEvents(ctx: ListContext, req: ListRequest, requestUrl:
 
 /** A `select` query: PostHog's `{columns, types, results}` plus `hasMore` and offset links. */
 export async function selectEvents(ctx: ListContext, req: ListRequest, requestUrl: string): Promise<SelectPage> {
-  const compiled = compileSelect(req.select, req.where, ctx.now);
+  const compiled = compileSelect(req.select, req.where, ctx.now, ctx.runner.dialect);
   const limit = req.limit ?? 100;
   const empty = { columns: compiled.columns, types: compiled.types, results: [], hasMore: false, next: null, previous: null };
   const scope = await listScope(ctx, req, selectFragment(compiled));
@@ -248,6 +249,7 @@ export async function selectEvents(ctx: ListContext, req: ListRequest, requestUr
     orderBy: selectOrder(compiled, req),
     limit: limit + 1,
     offset: req.offset,
+    dialect: ctx.runner.dialect,
   });
   const rows = await ctx.runner.rows(statement, 'select');
   const url = new URL(requestUrl);

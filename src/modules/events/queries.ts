@@ -1,5 +1,4 @@
-import { assembleEventsQuery, bind, joinSql, readsPersonColumns, sql, trusted, type SqlFragment } from '../../core/query';
-import { eventsWithPersons } from '../../storage';
+import { assembleEventsQuery, DUCKDB, joinSql, readsPersonColumns, sql, trusted, type Dialect, type SqlFragment } from '../../core/query';
 import { EVENT_ROW_COLUMNS } from '../../storage/events/lookups';
 
 export { EVENT_ROW_COLUMNS };
@@ -14,9 +13,6 @@ export { EVENT_ROW_COLUMNS };
 /** A relation as `FROM` takes it. */
 export const asEvents = (relationSql: string): string => `${relationSql} AS events`;
 
-/** The relation plus the event's person columns (`person_properties`, …): storage's join. */
-export const withPersonProperties = eventsWithPersons;
-
 /** Compiled SQL names the person columns only when a request referenced one. */
 export const needsPersonProperties = readsPersonColumns;
 
@@ -28,8 +24,20 @@ export function allOf(...fragments: Array<SqlFragment | null | undefined>): SqlF
 
 export type Order = 'ASC' | 'DESC';
 
+/**
+ * How the events' engine spells what these statements need: its dialect, and the columns that
+ * order events by time exactly with an instant's values for them (a request's QueryRunner gives
+ * all three; see storage's EventReads). Without one, DuckDB's.
+ */
+export interface EventsEngine {
+  readonly dialect: Dialect;
+  readonly timeColumns: readonly string[];
+  timeKey(ms: number): SqlFragment[];
+}
+
 /** The list's deterministic order: time, then uuid, in one direction. */
-export const listOrder = (order: Order): string => `timestamp ${order}, uuid ${order}`;
+export const listOrder = (order: Order, engine: EventsEngine = DUCKDB_ENGINE): string =>
+  [...engine.timeColumns, 'uuid'].map((c) => `${c} ${order}`).join(', ');
 
 /** A key of the list order: the row's timestamp (UTC `YYYY-MM-DD HH:MM:SS.ffffff`) and uuid. */
 export interface EventKey {
@@ -41,28 +49,52 @@ export interface EventKey {
 }
 
 export const timestampText = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-const ts = (ms: number): SqlFragment => sql`CAST(${bind(timestampText(ms))} AS TIMESTAMP)`;
+const DUCKDB_ENGINE: EventsEngine = {
+  dialect: DUCKDB,
+  timeColumns: ['timestamp'],
+  timeKey: (ms) => [DUCKDB.instant(timestampText(ms), 'datetime')],
+};
+
+/**
+ * `(time columns…, uuid)` against the key's values in the list order: `cmp` on the first column
+ * where they differ, `last` on the uuid when every time column is equal.
+ */
+function keyCompare(key: EventKey, engine: EventsEngine, cmp: string, last: string): SqlFragment {
+  const values = [...engine.timeKey(key.ms), engine.dialect.bind(key.uuid)];
+  const columns = [...engine.timeColumns, 'uuid'];
+  let out = sql`${trusted(columns[columns.length - 1]!)} ${trusted(last)} ${values[values.length - 1]!}`;
+  for (let i = columns.length - 2; i >= 0; i--) {
+    const c = trusted(columns[i]!);
+    out = sql`${c} ${trusted(cmp)} ${values[i]!} OR (${c} = ${values[i]!} AND ${out})`;
+  }
+  return out;
+}
 
 /** Rows strictly after `key` in the list order: the keyset cursor of the `next` link. */
-export function afterKey(key: EventKey, order: Order): SqlFragment {
-  const cmp = trusted(order === 'DESC' ? '<' : '>');
-  return sql`timestamp ${cmp} ${ts(key.ms)} OR (timestamp = ${ts(key.ms)} AND uuid ${cmp} ${bind(key.uuid)})`;
+export function afterKey(key: EventKey, order: Order, engine: EventsEngine = DUCKDB_ENGINE): SqlFragment {
+  const cmp = order === 'DESC' ? '<' : '>';
+  return keyCompare(key, engine, cmp, cmp);
 }
 
 /** Rows up to `key` in the list order, `key` included: what `afterKey` leaves out. */
-export function upToKey(key: EventKey, order: Order): SqlFragment {
-  const cmp = trusted(order === 'DESC' ? '>' : '<');
-  return sql`timestamp ${cmp} ${ts(key.ms)} OR (timestamp = ${ts(key.ms)} AND uuid ${cmp}= ${bind(key.uuid)})`;
+export function upToKey(key: EventKey, order: Order, engine: EventsEngine = DUCKDB_ENGINE): SqlFragment {
+  const cmp = order === 'DESC' ? '>' : '<';
+  return keyCompare(key, engine, cmp, `${cmp}=`);
 }
 
-export function distinctIdIn(ids: readonly string[]): SqlFragment {
-  return sql`distinct_id IN (${joinSql(ids.map((id) => bind(id)), ', ')})`;
+export function distinctIdIn(ids: readonly string[], dialect: Dialect = DUCKDB): SqlFragment {
+  return sql`distinct_id IN (${joinSql(ids.map((id) => dialect.bind(id)), ', ')})`;
 }
+
+/** The columns a whole event row is read with: EVENT_ROW_COLUMNS and the rest of the engine's exact time. */
+const rowColumns = (engine: EventsEngine): string[] => [...EVENT_ROW_COLUMNS, ...engine.timeColumns.slice(1)];
 
 /** Phase 1 of a list page: only the keys (and, for a person's list, their distinct ids), which reads the narrow columns. */
-export function keysStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number, withDistinctId = false): SqlFragment {
-  const columns = withDistinctId ? ['uuid', 'timestamp', 'distinct_id'] : ['uuid', 'timestamp'];
-  return assembleEventsQuery({ relation, teamId, filters: where, columns, orderBy: listOrder(order), limit });
+export function keysStatement(
+  relation: string, teamId: number, where: SqlFragment, order: Order, limit: number, withDistinctId = false, engine: EventsEngine = DUCKDB_ENGINE,
+): SqlFragment {
+  const columns = ['uuid', ...engine.timeColumns, ...(withDistinctId ? ['distinct_id'] : [])];
+  return assembleEventsQuery({ relation, teamId, filters: where, columns, orderBy: listOrder(order, engine), limit, dialect: engine.dialect });
 }
 
 /** The key of the `position`-th row (1-based) in list order: one row, whatever the position. */
@@ -72,8 +104,8 @@ export function keyAtStatement(relation: string, teamId: number, where: SqlFragm
 
 
 /** A list's first `limit` whole rows in one statement (a person's list; see `personRows`). */
-export function pageRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number): SqlFragment {
-  return assembleEventsQuery({ relation, teamId, filters: where, columns: [...EVENT_ROW_COLUMNS], orderBy: listOrder(order), limit });
+export function pageRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number, engine: EventsEngine = DUCKDB_ENGINE): SqlFragment {
+  return assembleEventsQuery({ relation, teamId, filters: where, columns: rowColumns(engine), orderBy: listOrder(order, engine), limit, dialect: engine.dialect });
 }
 
 /**
@@ -82,12 +114,15 @@ export function pageRowsStatement(relation: string, teamId: number, where: SqlFr
  * When every key names its distinct id, `distinct_id IN (…)` does the same in a person copy,
  * whose groups each span a day's times but few distinct ids.
  */
-export function rowsByKeysStatement(relation: string, teamId: number, keys: readonly EventKey[]): SqlFragment {
-  const times = [...new Set(keys.map((k) => k.ms))];
+export function rowsByKeysStatement(relation: string, teamId: number, keys: readonly EventKey[], engine: EventsEngine = DUCKDB_ENGINE): SqlFragment {
+  const { bind } = engine.dialect;
+  // The first time column alone (whole seconds where the engine splits the time): it only narrows the read, the uuids pick the rows.
+  const times = [...new Set(keys.map((k) => k.ms))].map((ms) => engine.timeKey(ms)[0]!);
+  const uniqueTimes = [...new Map(times.map((t) => [JSON.stringify(t), t])).values()];
   const ids = keys.every((k) => k.distinctId !== undefined) ? [...new Set(keys.map((k) => k.distinctId as string))] : [];
-  const byId = ids.length ? sql` AND ${distinctIdIn(ids)}` : trusted('');
-  return sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND timestamp IN (${joinSql(
-    times.map(ts),
+  const byId = ids.length ? sql` AND ${distinctIdIn(ids, engine.dialect)}` : trusted('');
+  return sql`SELECT ${trusted(rowColumns(engine).join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND timestamp IN (${joinSql(
+    uniqueTimes,
     ', ',
   )}) AND uuid IN (${joinSql(keys.map((k) => bind(k.uuid)), ', ')})${byId}`;
 }

@@ -1,4 +1,4 @@
-import type { SqlFragment } from '../../core/query';
+import type { Dialect, SqlFragment } from '../../core/query';
 import { normalizeUuid } from '../../core/ids/uuid';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
@@ -32,7 +32,7 @@ export interface ValuesInput {
  * mapping) and the store's events relation; persons come from the in-memory person store.
  */
 export function createEventsService(deps: Deps) {
-  const newRunner = () => new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS, querySeconds: deps.metrics.querySeconds });
+  const newRunner = () => new QueryRunner({ store: () => deps.storage.eventReads, timeoutMs: deps.config.QUERY_TIMEOUT_MS, querySeconds: deps.metrics.querySeconds });
   const { persons } = deps.storage;
   const counts = new FileCounts();
 
@@ -49,7 +49,7 @@ export function createEventsService(deps: Deps) {
       now,
       logger: deps.logger,
       ...(deps.exportSlices ? { exportSlices: deps.exportSlices } : {}),
-      personFilter: personId ? personFilter(teamId, personId) : null,
+      personFilter: personId ? personFilter(teamId, personId, runner.dialect) : null,
       counts,
       flushPersons: () => persons.flush(),
       async propertyTypes(kind, keys) {
@@ -74,9 +74,9 @@ export function createEventsService(deps: Deps) {
   }
 
   /** `person_id` (PostHog: the person's id or uuid) matches every distinct id of that person. */
-  function personFilter(teamId: number, personId: string): SqlFragment | 'none' {
+  function personFilter(teamId: number, personId: string, dialect: Dialect): SqlFragment | 'none' {
     const person = lookupPerson(persons, teamId, personId);
-    return person && person.distinctIds.length ? distinctIdIn(person.distinctIds) : 'none';
+    return person && person.distinctIds.length ? distinctIdIn(person.distinctIds, dialect) : 'none';
   }
 
   function recordUsage(teamId: number, names: Array<string | undefined>) {
@@ -94,7 +94,10 @@ export function createEventsService(deps: Deps) {
       const req = parseListRequest({ ...query, select: repeatable(params, 'select', query.select), where: repeatable(params, 'where', query.where) }, now, deps.config.QUERY_MAX_ROWS);
       const ctx = await context(teamId, query.person_id, now);
       recordUsage(teamId, [query.event]);
-      if (req.format) return exportEvents(ctx, req, req.format, requestUrl);
+      if (req.format) {
+        ctx.runner.requireFeature('exports');
+        return exportEvents(ctx, req, req.format, requestUrl);
+      }
       return req.select.length ? selectEvents(ctx, req, requestUrl) : listEvents(ctx, req, requestUrl);
     },
 

@@ -1,5 +1,4 @@
 import { parseElementsChain } from '../../core/events/elements';
-import { STATEMENT_DIALECT } from '../../storage';
 import { compileEventsQuery, STAR_FIELDS, type CompiledEventsQuery, type EventsQueryColumn } from '../../core/query';
 import type { Deps } from '../../deps';
 import type { Person, Project } from '../../storage';
@@ -47,7 +46,7 @@ export async function runEventsQuery(
     displayNameProperties: project.settings.person_display_name_properties ?? DEFAULT_DISPLAY_NAME_PROPERTIES,
     testAccountFilters: project.settings.test_account_filters,
     personDistinctIds: body.personId ? distinctIdsOf(deps, teamId, body.personId) : null,
-  }, STATEMENT_DIALECT);
+  }, deps.storage.eventReads.dialect);
   const limit = run.capped(compiled.limit);
   const found = await run.rows(teamId, compiled.statement, limit, compiled.offset);
   const personOf = (distinctId: unknown) => deps.storage.persons.findByDistinctId(teamId, String(distinctId));

@@ -1,6 +1,6 @@
 import { compileStatement, type CompiledStatement } from '../../core/query';
 import type { Deps } from '../../deps';
-import { STATEMENT_DIALECT, type Project } from '../../storage';
+import type { Project } from '../../storage';
 import { selectValue } from '../events/event-object';
 import { QueryRunner } from '../../storage/events/runner';
 import { runEventsQuery, type EventsQueryBody } from './events-query';
@@ -18,7 +18,7 @@ export interface QueryInput {
  * persons under a runner (the time limit), one row past the limit to tell `hasMore`.
  */
 export function createQueryService(deps: Deps) {
-  const runner = () => new QueryRunner({ store: () => deps.storage.events, timeoutMs: deps.config.QUERY_TIMEOUT_MS, querySeconds: deps.metrics.querySeconds });
+  const runner = () => new QueryRunner({ store: () => deps.storage.eventReads, timeoutMs: deps.config.QUERY_TIMEOUT_MS, querySeconds: deps.metrics.querySeconds });
 
   /** The rows of a compiled statement, `limit + 1` of them at most, read as of every acknowledged event. */
   const rows: StatementRows = (teamId, compiled, limit, offset) => deps.storage.statementRows(teamId, compiled, { limit: limit + 1, offset }, runner());
@@ -29,7 +29,7 @@ export function createQueryService(deps: Deps) {
     async run(project: Project, input: QueryInput) {
       const query = input.query;
       if (query.kind === 'EventsQuery') return runEventsQuery(deps, project, query, { rows, capped });
-      const compiled = compileStatement(query.query, query.values, deps.now(), STATEMENT_DIALECT);
+      const compiled = compileStatement(query.query, query.values, deps.now(), deps.storage.eventReads.dialect);
       const limit = capped(compiled.limit);
       const offset = compiled.offset ?? 0;
       const found = await rows(project.id, compiled, limit, offset);

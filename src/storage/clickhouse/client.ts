@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { AppError } from '../../errors';
-import { clickhouseDialect, clickhouseFeatures, type ClickHouseFeatures, type Dialect, type SqlFragment } from '../../core/query';
+import { clickhouseDialect, clickhouseFeatures, queryTimeout, type ClickHouseFeatures, type Dialect, type SqlFragment } from '../../core/query';
+import { TabSeparatedReader } from './result-rows';
 
 /**
  * One ClickHouse database over its HTTP interface (`@clickhouse/client`), for the events when
@@ -20,6 +21,12 @@ export interface ClickHouse {
   table(name: string): string;
   query<T = Record<string, unknown>>(statement: SqlFragment): Promise<T[]>;
   command(statement: SqlFragment): Promise<void>;
+  /**
+   * A read statement's rows in chunks, typed as DuckDB's rows are (see result-rows.ts). Aborting
+   * `signal` closes the request, which stops the statement on the server; a failure the request
+   * caused is a 400 naming `attr`.
+   */
+  stream(statement: SqlFragment, options?: { signal?: AbortSignal; attr?: string | null }): AsyncIterableIterator<Array<Record<string, unknown>>>;
   /**
    * `INSERT INTO table (columns) FORMAT TabSeparated` (the table as `table()` gives it) with `rows` as its data: one INSERT, which
    * ClickHouse writes as one block per partition.
@@ -64,11 +71,42 @@ function isConnectionError(error: unknown): boolean {
 /** Seconds a client waits before retrying when the events database does not answer. */
 const RETRY_AFTER_S = 5;
 
-/** An error as the API's: an unreachable server is 503 with Retry-After; anything else a 500 that keeps the cause for the log. */
-export function translateClickHouseError(error: unknown): AppError {
+/**
+ * ClickHouse's error codes a request can cause by what it asks for (values, types, ranges, a
+ * pattern): CANNOT_PARSE_*, ILLEGAL_TYPE_OF_ARGUMENT, TYPE_MISMATCH, ARGUMENT_OUT_OF_BOUND,
+ * CANNOT_CONVERT_TYPE, ILLEGAL_DIVISION, VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE, NO_COMMON_TYPE,
+ * DECIMAL_OVERFLOW, CANNOT_COMPILE_REGEXP, BAD_ARGUMENTS, TOO_LARGE_ARRAY_SIZE.
+ */
+const REQUEST_ERRORS = new Set([6, 27, 36, 38, 41, 43, 53, 69, 70, 72, 128, 153, 321, 386, 407, 427]);
+const TIMEOUT_EXCEEDED = 159;
+const MEMORY_LIMIT_EXCEEDED = 241;
+
+/** The server's error code: the client's parsed `code`, or the `Code: N` that 18.16's messages (which it does not parse) start with. */
+function serverCode(error: unknown): number | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^\d+$/.test(code)) return Number(code);
+  const m = error instanceof Error ? /^Code: (\d+)/.exec(error.message) : null;
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * An error as the API's: an unreachable server is 503 with Retry-After; a statement the request
+ * made fail (a value of the wrong type, out of range) a 400 naming `attr`; the server's time limit
+ * a 504; its memory limit a 503; anything else a 500 that keeps the cause for the log. No detail
+ * quotes the server, whose messages name tables and SQL.
+ */
+export function translateClickHouseError(error: unknown, attr: string | null = null): AppError {
   if (error instanceof AppError) return error;
   if (isConnectionError(error)) {
     return new AppError('unavailable', 'The events database is not reachable; retry later.', null, { retryAfter: RETRY_AFTER_S, cause: error });
+  }
+  const code = serverCode(error);
+  if (code !== null && REQUEST_ERRORS.has(code)) {
+    return new AppError('invalid_input', 'The query failed: the events database could not compute it for these values (a type that does not fit, or a value out of range).', attr, { cause: error });
+  }
+  if (code === TIMEOUT_EXCEEDED) return queryTimeout();
+  if (code === MEMORY_LIMIT_EXCEEDED) {
+    return new AppError('unavailable', 'The query needs more memory than the events database allows: narrow it down (a time range, fewer events) and retry.', attr, { cause: error });
   }
   return new AppError('error', 'The events database failed the statement.', null, { cause: error });
 }
@@ -142,6 +180,7 @@ export async function openClickHouse(source: ClickHouseTarget | { client: ClickH
         const { sql, params } = rendered(statement);
         await client.command({ query: sql, ...(Object.keys(params).length ? { query_params: params } : {}) });
       }),
+    stream: (statement, options = {}) => streamRows(client, rendered(statement), options),
     insertTabSeparated: (table, columns, rows) =>
       run(async () => {
         const body = typeof rows === 'string' ? Readable.from([rows]) : Readable.from(rows);
@@ -153,4 +192,37 @@ export async function openClickHouse(source: ClickHouseTarget | { client: ClickH
       if (!('client' in source)) await client.close();
     },
   };
+}
+
+/**
+ * Rows of a rendered statement in the chunks the client reads them. The server finishes the
+ * statement before it answers (`wait_end_of_query`): a failure then comes as an HTTP error
+ * rather than as text inside a body already under way, and the results read here are bounded
+ * (LIMIT) anyway.
+ */
+async function* streamRows(
+  client: ClickHouseClient,
+  statement: { sql: string; params: Record<string, unknown> },
+  options: { signal?: AbortSignal; attr?: string | null },
+): AsyncIterableIterator<Array<Record<string, unknown>>> {
+  const reader = new TabSeparatedReader();
+  try {
+    const result = await client.query({
+      query: statement.sql,
+      format: 'TabSeparatedWithNamesAndTypes',
+      ...(Object.keys(statement.params).length ? { query_params: statement.params } : {}),
+      ...(options.signal ? { abort_signal: options.signal } : {}),
+      clickhouse_settings: { wait_end_of_query: 1 },
+    });
+    for await (const lines of result.stream()) {
+      const rows: Array<Record<string, unknown>> = [];
+      for (const line of lines as Array<{ text: string }>) {
+        const row = reader.read(line.text);
+        if (row) rows.push(row);
+      }
+      if (rows.length) yield rows;
+    }
+  } catch (error) {
+    throw translateClickHouseError(error, options.attr ?? null);
+  }
 }

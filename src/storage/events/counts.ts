@@ -1,5 +1,4 @@
 import { bind, joinSql, sql, trusted, type SqlFragment } from '../../core/query';
-import { eventsWithPersons } from '../persons/relations';
 import type { RelationFile } from './relation';
 import type { QueryRunner } from './runner';
 
@@ -64,6 +63,7 @@ const insideBounds = (f: RelationFile, req: CountBounds): boolean => (req.afterM
  * Person-property conditions read the persons tables, which change: those are always scanned.
  */
 export async function countListing(ctx: CountContext, scope: CountScope, req: CountBounds): Promise<number> {
+  if (ctx.runner.dialect.name !== 'duckdb') return countScanned(ctx, scope, req);
   const relation = await ctx.runner.relation(ctx.teamId, { ...(req.afterMs === null ? {} : { from: req.afterMs }), to: req.beforeMs });
   const filtered = scope.conditions.sql.trim() !== '';
   const key = filtered && !scope.person ? conditionsKey(scope.conditions) : null;
@@ -81,7 +81,7 @@ export async function countListing(ctx: CountContext, scope: CountScope, req: Co
   }
   const team = sql`team_id = ${bind(ctx.teamId)}`;
   const rest = (async () => {
-    const from = asEvents(scope.person ? eventsWithPersons(relation.parts(scanned, true), ctx.teamId) : relation.parts(scanned, true));
+    const from = asEvents(scope.person ? ctx.runner.withPersons(relation.parts(scanned, true), ctx.teamId) : relation.parts(scanned, true));
     const [row] = await ctx.runner.rows(sql`SELECT count(team_id) AS count FROM ${trusted(from)} WHERE ${allOf(team, scope.where)}`, 'properties');
     return Number(row?.count ?? 0);
   })();
@@ -104,4 +104,17 @@ export async function countListing(ctx: CountContext, scope: CountScope, req: Co
   rest.catch(() => undefined);
   perFile.catch(() => undefined);
   return total + (await rest) + (await perFile);
+}
+
+/**
+ * The listing's total as one `count()` over the bounds, for engines without per-file manifests
+ * (ClickHouse: its primary key narrows the scan to the team and the time range, and a count
+ * reads no other column than the conditions').
+ */
+async function countScanned(ctx: CountContext, scope: CountScope, req: CountBounds): Promise<number> {
+  const relation = (await ctx.runner.relation(ctx.teamId, { ...(req.afterMs === null ? {} : { from: req.afterMs }), to: req.beforeMs })).sql;
+  const from = asEvents(scope.person ? ctx.runner.withPersons(relation, ctx.teamId) : relation);
+  const team = sql`team_id = ${ctx.runner.dialect.bind(ctx.teamId)}`;
+  const [row] = await ctx.runner.rows(sql`SELECT count() AS count FROM ${trusted(from)} WHERE ${allOf(team, scope.where)}`, 'properties');
+  return Number(row?.count ?? 0);
 }

@@ -1,11 +1,12 @@
 import { observe, type Histogram } from '../../core/metrics/histogram';
-import { queryTimeout, type SqlFragment } from '../../core/query';
+import { queryTimeout, type Dialect, type SqlFragment } from '../../core/query';
 import type { Row } from '../db';
+import type { EventReads, ReadFeature } from './reads';
 import type { EventsRelation, TimeRange } from './relation';
-import type { EventStore, RelationOptions } from './types';
+import type { RelationOptions } from './types';
 
 /**
- * How a request's statements run on the event store: every statement under the time
+ * How a request's statements run on the events' engine (EventReads: DuckDB or ClickHouse): every statement under the time
  * limit (the store gives its engine's errors as API errors, naming `attr`). A statement past its time
  * limit is answered with 504 at once; aborting its signal makes the store interrupt it on its
  * connection, so it stops using the CPU and the reader too.
@@ -15,7 +16,7 @@ import type { EventStore, RelationOptions } from './types';
  * waiting on its own would, under a sustained load, add one bound per statement.
  */
 export interface QueryRunnerOptions {
-  store: () => EventStore;
+  store: () => EventReads;
   timeoutMs: number;
   /** Where each statement's duration (to its last row, its error or its abandonment) is counted. */
   querySeconds?: Histogram;
@@ -26,6 +27,41 @@ export class QueryRunner {
   private readonly visible = new Map<number, Promise<void>>();
 
   constructor(private readonly options: QueryRunnerOptions) {}
+
+  /** The dialect every statement this runner runs is compiled for. */
+  get dialect(): Dialect {
+    return this.options.store().dialect;
+  }
+
+  /** The columns that order events by time exactly (see EventReads.timeColumns). */
+  get timeColumns(): readonly string[] {
+    return this.options.store().timeColumns;
+  }
+
+  /** An instant as the values of `timeColumns`. */
+  timeKey(ms: number): SqlFragment[] {
+    return this.options.store().timeKey(ms);
+  }
+
+  /** The relation with each event's person joined (a 400 where the engine has no persons beside the events). */
+  withPersons(eventsSql: string, teamId: number): string {
+    return this.options.store().joinPersons(eventsSql, teamId);
+  }
+
+  /** One project's persons as a relation (a 400 where the engine has no persons beside the events). */
+  persons(teamId: number, options?: { distinctIds?: boolean }): string {
+    return this.options.store().personsRelation(teamId, options);
+  }
+
+  /** Occurrences of a property's values (see EventReads.propertyValueNames). */
+  propertyValueNames(relation: string, scope: SqlFragment, key: string, scanLimit: number): SqlFragment {
+    return this.options.store().propertyValueNames(relation, scope, key, scanLimit);
+  }
+
+  /** Throws a 400 when the engine cannot answer `feature` yet. */
+  requireFeature(feature: ReadFeature): void {
+    this.options.store().requireFeature(feature);
+  }
 
   private awaitVisible(teamId: number): Promise<void> {
     let wait = this.visible.get(teamId);

@@ -1,15 +1,12 @@
-import { assembleStatement, DUCKDB, type CompiledStatement, type Dialect } from '../../core/query';
+import { assembleStatement, type CompiledStatement } from '../../core/query';
 import type { Row } from '../db';
-import { eventsWithPersons, personsRelation } from '../persons/relations';
 import type { PersonStore } from '../persons/types';
 import type { QueryRunner } from './runner';
 import type { EventStore } from './types';
 
-/** The engine the statements of this storage are compiled for. */
-export const STATEMENT_DIALECT: Dialect = DUCKDB;
-
 /**
- * A compiled HogQL statement (a HogQL query, or the statement an EventsQuery compiles to) run
+ * A compiled HogQL statement (a HogQL query, or the statement an EventsQuery compiles to, for the
+ * runner's dialect) run
  * over one project's events or persons: storage picks the relation (the events, with their
  * persons joined when the statement reads them; the persons, with their distinct ids when it
  * reads those), scopes it to the project outside the statement, and runs it under the request's
@@ -29,10 +26,10 @@ export async function statementRows(
     await stores.persons.flush();
   }
   let relation: string;
-  if (compiled.table === 'persons') relation = personsRelation(teamId, { distinctIds: compiled.readsDistinctIds });
+  if (compiled.table === 'persons') relation = runner.persons(teamId, { distinctIds: compiled.readsDistinctIds });
   else {
     const events = (await runner.relation(teamId)).sql;
-    relation = `${compiled.readsPersons ? eventsWithPersons(events, teamId) : events} AS events`;
+    relation = `${compiled.readsPersons ? runner.withPersons(events, teamId) : events} AS events`;
   }
-  return runner.rows(assembleStatement(compiled, { relation, teamId, limit: page.limit, offset: page.offset, dialect: STATEMENT_DIALECT }), 'query');
+  return runner.rows(assembleStatement(compiled, { relation, teamId, limit: page.limit, offset: page.offset, dialect: runner.dialect }), 'query');
 }

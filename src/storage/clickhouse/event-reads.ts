@@ -1,0 +1,127 @@
+import { HOT_PROPERTIES } from '../../core/events/columns';
+import { sql, trusted, type SqlFragment } from '../../core/query';
+import { AppError } from '../../errors';
+import type { Row } from '../db';
+import type { EventsRelation, TimeRange } from '../events/relation';
+import { unsupportedOnClickHouse, type EventReads } from '../events/reads';
+import type { ClickHouse } from './client';
+
+/**
+ * The events API's reads answered from ClickHouse's `events` table (schema.ts). The relation
+ * has the columns and types the compiled statements expect of `events` (EVENT_COLUMNS: uuid and
+ * person_id as text, properties as JSON text, the hot properties as Nullable(String)), and reads
+ * the table `FINAL`: a load retried after an unknown outcome wrote its rows twice, and only FINAL
+ * shows them once before the merges do.
+ *
+ * What is not here yet: persons (they are not beside the events in ClickHouse, so no person
+ * property, person column or persons table can be read), exports, and per-file counts (a count
+ * is a plain `count()`: ClickHouse answers it from its own marks).
+ */
+export interface ClickHouseReadsOptions {
+  /** Wait until the team's acknowledged events are in the table (the writer's business; nothing to wait for without it). */
+  awaitVisible?: (teamId: number) => Promise<void>;
+}
+
+const ms = (v: number | Date): number => {
+  const n = Math.round(v instanceof Date ? v.getTime() : v);
+  if (!Number.isSafeInteger(n)) throw new AppError('invalid_input', 'Invalid time range bound.', 'timestamp');
+  return n;
+};
+
+export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseReadsOptions = {}): EventReads {
+  const { datetime64 } = ch.features;
+  const table = ch.table('events');
+  // Where DateTime holds whole seconds (18.16), `timestamp_ms` is the rest: ordering and cursors need both.
+  const timeColumns = datetime64 ? ['timestamp'] : ['timestamp', 'timestamp_ms'];
+  const columns = [
+    'toString(uuid) AS uuid', 'team_id', 'event', 'distinct_id', 'toString(person_id) AS person_id', 'properties',
+    ...timeColumns, 'created_at', 'elements_chain', ...Object.values(HOT_PROPERTIES),
+  ].join(', ');
+  // Exact bounds in milliseconds; on 18.16 the seconds column bounds them first, which the primary key can use.
+  const exactMs = '(toUInt64(toUnixTimestamp(timestamp)) * 1000 + timestamp_ms)';
+  const bounds = (range: TimeRange): string[] => {
+    const out: string[] = [];
+    if (range.from !== undefined) {
+      const from = ms(range.from);
+      out.push(datetime64 ? `timestamp >= fromUnixTimestamp64Milli(toInt64(${from}), 'UTC')` : `timestamp >= toDateTime(${Math.floor(from / 1000)}, 'UTC') AND ${exactMs} >= ${from}`);
+    }
+    if (range.to !== undefined) {
+      const to = ms(range.to);
+      out.push(datetime64 ? `timestamp < fromUnixTimestamp64Milli(toInt64(${to}), 'UTC')` : `timestamp <= toDateTime(${Math.floor((to - 1) / 1000)}, 'UTC') AND ${exactMs} < ${to}`);
+    }
+    return out;
+  };
+  const relation = (teamId: number, range: TimeRange = {}): EventsRelation => {
+    if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
+    const where = [`team_id = ${teamId}`, ...bounds(range)].join(' AND ');
+    return {
+      sql: `(SELECT ${columns} FROM ${table} FINAL WHERE ${where})`,
+      params: [],
+      // No files: a count is one statement (counts.ts).
+      files: [],
+      parts: () => {
+        throw new Error('a ClickHouse relation has no per-file parts');
+      },
+      newestFirst: () => null,
+    };
+  };
+  const instant = (at: number) => new Date(at).toISOString().replace('T', ' ').replace('Z', '');
+  return {
+    dialect: ch.dialect,
+    timeColumns,
+    timeKey: (at) => (datetime64 ? [ch.dialect.instant(instant(at), 'datetime')] : [ch.dialect.instant(instant(at), 'datetime'), ch.dialect.bind(((at % 1000) + 1000) % 1000)]),
+    awaitVisible: async (teamId) => {
+      await options.awaitVisible?.(teamId);
+    },
+    eventsRelation: async (teamId, range, relationOptions) => {
+      if (relationOptions?.wait !== false) await options.awaitVisible?.(teamId);
+      return relation(teamId, range);
+    },
+    newestFirstRelation: async () => null,
+    streamQuery: (text, params = [], streamOptions = {}) => foldTimes(ch.stream({ sql: text, params: params as SqlFragment['params'] } satisfies SqlFragment, streamOptions), !datetime64),
+    joinPersons: () => {
+      throw unsupportedOnClickHouse('persons');
+    },
+    personsRelation: () => {
+      throw unsupportedOnClickHouse('persons');
+    },
+    propertyValueNames: (rel, scope, key, scanLimit) => clickhouseValueNames(ch, rel, scope, key, scanLimit),
+    requireFeature: (feature) => {
+      throw unsupportedOnClickHouse(feature);
+    },
+  };
+}
+
+/** On 18.16, a row read with `timestamp_ms` has it folded into `timestamp` (the exact instant), as EventReads.timeColumns promises. */
+async function* foldTimes(rows: AsyncIterableIterator<Row[]>, fold: boolean): AsyncIterableIterator<Row[]> {
+  for await (const chunk of rows) {
+    if (fold) {
+      for (const row of chunk) {
+        if (row.timestamp instanceof Date && typeof row.timestamp_ms === 'number') {
+          row.timestamp = new Date(row.timestamp.getTime() + row.timestamp_ms);
+          delete row.timestamp_ms;
+        }
+      }
+    }
+    yield chunk;
+  }
+}
+
+
+/**
+ * `/events/values/`'s occurrences of a property's values (see EventReads.propertyValueNames). A
+ * JSON list gives its elements where the server has JSONExtractArrayRaw; 18.16 has no function
+ * that splits one, and gives the list's JSON text as one value.
+ */
+function clickhouseValueNames(ch: ClickHouse, relation: string, scope: SqlFragment, key: string, scanLimit: number): SqlFragment {
+  const d = ch.dialect;
+  const properties = trusted('properties');
+  const limit = sql`LIMIT ${d.bind(scanLimit)}`;
+  if (!ch.features.jsonExtract) {
+    return sql`SELECT ${d.jsonText(properties, [key])} AS name FROM ${trusted(relation)} WHERE ${scope} AND ${d.jsonHas(properties, [key])} ${limit}`;
+  }
+  const k = d.bind(key);
+  const values = sql`SELECT JSONExtractRaw(properties, ${k}) AS v FROM ${trusted(relation)} WHERE ${scope} AND JSONHas(properties, ${d.bind(key)}) ${limit}`;
+  const items = sql`SELECT arrayJoin(if(JSONType(v) = 'Array', JSONExtractArrayRaw(v), [v])) AS item FROM (${values})`;
+  return sql`SELECT multiIf(JSONType(item) = 'String', JSONExtractString(item), JSONType(item) = 'Null', NULL, item) AS name FROM (${items})`;
+}
