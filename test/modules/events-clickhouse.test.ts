@@ -6,7 +6,7 @@ import { migrateClickHouse } from '../../src/storage/clickhouse/schema';
 import { encodePlacedLines } from '../../src/storage/events/wal-format';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../helpers/clickhouse';
 import type { TestApp } from '../helpers/test-app';
-import { allPages, byKey, openEventsFixture, VISIBLE, type EventsFixture } from './events-fixture';
+import { allPages, byKey, NOW, openEventsFixture, relative, VISIBLE, type EventsFixture, type FixtureEvent } from './events-fixture';
 
 /**
  * The events API answered from ClickHouse gives the bodies the DuckDB store gives for the same
@@ -44,6 +44,8 @@ const CASES: Array<[string, Call]> = [
   ['is_set', props([{ key: 'tags', operator: 'is_set' }])],
   ['is_not_set', props([{ key: 'plan', operator: 'is_not_set' }])],
   ['a property key that needs quoting', props([{ key: 'quote"d,key', value: 'a,"b"\nc' }])],
+  ['a value that tries to leave its literal', props([{ key: 'plan', value: "pro' OR 1=1 --" }])],
+  ['a distinct id that tries to leave its literal', list({ distinct_id: "bob\\' OR 1=1 --" })],
   ['AND of ORs', props({ type: 'AND', values: [{ type: 'OR', values: [{ key: 'plan', value: 'pro' }, { key: 'plan', value: 'free' }] }, { key: 'price', value: 10, operator: 'gt' }] })],
   ['filters and event= together', list({ event: '$pageview', properties: JSON.stringify([{ key: 'plan', operator: 'is_set' }]) })],
   ['select with where (a time with milliseconds)', list({ select: JSON.stringify(['event', 'distinct_id', 'timestamp', 'properties.plan']), where: JSON.stringify(["event != '$identify'"]) })],
@@ -119,9 +121,40 @@ const engines: Array<{ name: string; available: boolean; reason: string; open: (
   { name: 'ClickHouse 18.16 server', available: clickhouseServerAvailable, reason: CLICKHOUSE_SKIP_REASON, open: async () => openClickHouse(parseClickHouseUrl(await clickhouseServerUrl())) },
 ];
 
+/**
+ * Ties for the cursor, in the second project: one second holds times whose uuids sort against
+ * their milliseconds (18.16 keeps the seconds and the milliseconds in two columns), and three
+ * events share one millisecond (the uuid decides).
+ */
+const BASE = NOW.getTime() - 2 * 3_600_000;
+const tie = (n: string, offsetMs: number): Omit<FixtureEvent, 'key'> => ({
+  event: 'tick', distinct_id: `tick-${n}`, timestamp: new Date(BASE + offsetMs), properties: { n }, uuid: `0f000000-0000-4000-8000-0000000000${n}`,
+});
+const TIES = [tie('09', 100), tie('01', 900), tie('03', 500), tie('07', 500), tie('05', 500), tie('02', 1000), tie('08', -1)];
+/** Newest first: by time, then uuid descending. */
+const TIES_ORDER = ['02', '01', '07', '05', '03', '09', '08'];
+
+async function ingestTies(f: EventsFixture): Promise<void> {
+  const project = await f.t.deps.storage.management.getProject(f.projectC, [f.t.account.organization.id]);
+  await f.ingest(project!.apiToken, TIES);
+}
+
+/** Every page of the second project's ticks, `limit` at a time, following `next`. */
+async function tickPages(f: EventsFixture, limit: number) {
+  const pages: Array<{ status: number; body: { results: Array<{ id: string }>; next: string | null } }> = [];
+  let path: string | null = `/api/projects/${f.projectC}/events/?event=tick&limit=${limit}`;
+  while (path && pages.length < 20) {
+    const res: { status: number; body: { results: Array<{ id: string }>; next: string | null } } = await f.t.json('GET', path);
+    pages.push({ status: res.status, body: res.body });
+    path = res.body.next ? relative(res.body.next) : null;
+  }
+  return pages;
+}
+
 let duck: EventsFixture;
 beforeAll(async () => {
   duck = await openEventsFixture();
+  await ingestTies(duck);
 });
 afterAll(async () => {
   await duck?.close();
@@ -136,6 +169,7 @@ for (const engine of engines) {
       ch = await engine.open();
       await migrateClickHouse(ch);
       f = await openEventsFixture({}, { eventReads: ch });
+      await ingestTies(f);
       const rows = (await Promise.all([f.projectId, f.projectC, f.other.projectId].map((id) => storedRows(f.t, id)))).flat();
       const text = encodePlacedLines(rows).toString('utf8');
       await insertProcessed(ch, text, 1);
@@ -164,6 +198,14 @@ for (const engine of engines) {
       const pages = await allPages(f, query);
       expect(pages).toEqual(await allPages(duck, query));
       expect(pages.flatMap((p) => p.results.map((r) => r.id))).toEqual([byKey('a7'), ...VISIBLE].map((e) => e.uuid));
+    });
+
+    test('ties: times within one second and within one millisecond page in the same order, once each', async () => {
+      for (const limit of [1, 2, 3]) {
+        const pages = await tickPages(f, limit);
+        expect(pages).toEqual(await tickPages(duck, limit));
+        expect(pages.flatMap((p) => p.body.results.map((r) => r.id))).toEqual(TIES_ORDER.map((n) => tie(n, 0).uuid));
+      }
     });
 
     test('person_id= (the person store gives the distinct ids) matches', async () => {
