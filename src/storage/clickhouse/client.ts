@@ -97,10 +97,11 @@ function serverCode(error: unknown): number | null {
  */
 export function translateClickHouseError(error: unknown, attr: string | null = null): AppError {
   if (error instanceof AppError) return error;
-  if (isConnectionError(error)) {
+  // The server's answer first: its "Timeout exceeded" is the statement's time limit, not the connection's.
+  const code = serverCode(error);
+  if (code === null && isConnectionError(error)) {
     return new AppError('unavailable', 'The events database is not reachable; retry later.', null, { retryAfter: RETRY_AFTER_S, cause: error });
   }
-  const code = serverCode(error);
   if (code !== null && REQUEST_ERRORS.has(code)) {
     return new AppError('invalid_input', 'The query failed: the events database could not compute it for these values (a type that does not fit, or a value out of range).', attr, { cause: error });
   }
