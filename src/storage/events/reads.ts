@@ -1,4 +1,4 @@
-import { DUCKDB, sql, type Dialect, type SqlFragment } from '../../core/query';
+import { DUCKDB, type Dialect, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row, SqlParam } from '../db';
 import { eventsWithPersons, personsRelation } from '../persons/relations';
@@ -67,7 +67,7 @@ export function duckdbEventReads(store: EventStore): EventReads {
   return {
     dialect: DUCKDB,
     timeColumns: ['timestamp'],
-    timeKey: (ms) => [sql`${DUCKDB.instant(timestampText(ms), 'datetime')}`],
+    timeKey: (ms) => [DUCKDB.instant(timestampText(ms), 'datetime')],
     awaitVisible: (teamId) => store.awaitVisible(teamId),
     eventsRelation: (teamId, range, options) => store.eventsRelation(teamId, range, options),
     newestFirstRelation: (teamId, range, options) => store.newestFirstRelation(teamId, range, options),
