@@ -75,7 +75,7 @@ export const ConfigSchema = t.Object({
       pattern: '^clickhouse://[^\\s/?#]+/[A-Za-z_][A-Za-z0-9_]*$',
       examples: ['clickhouse://default@127.0.0.1:8123/hogbase'],
       description:
-        'clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE (ROLE=writer; the HTTP port): where writers insert events (tables made on start).',
+        'clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE (the HTTP port): the events are kept in that ClickHouse database (tables made on start). Without ROLE this server logs and processes them in DATA_DIR as ever and loads them there; a writer inserts there; a node reads its events API from there. Unset: in DATA_DIR (DuckDB and Parquet).',
     }),
   ),
   MIN_FREE_DISK_MB: Int(256, 0, 1024 * 1024, 'Free space kept on the disk of DATA_DIR (MiB): below it, ingestion answers 503 with Retry-After.'),
@@ -169,12 +169,12 @@ const ROLE_NEEDS: Record<NonNullable<Config['ROLE']>, ReadonlyArray<keyof Config
 
 /**
  * Combinations that cannot run, found at start rather than at the first request: a role without
- * what it needs, and cluster settings without a role (an embedded server would silently ignore
- * them and keep the events in DATA_DIR).
+ * what it needs, and the cluster's log without a role (an embedded server would silently ignore
+ * it). EVENTS_STORE alone is an embedded server keeping its events in ClickHouse.
  */
 function roleProblems(c: Config): string[] {
   if (!c.ROLE) {
-    return (['EVENT_LOG', 'EVENTS_STORE'] as const).filter((k) => c[k] !== undefined).map((k) => `${k}: is read only in cluster mode; set ROLE (node or writer), or unset ${k}`);
+    return (['EVENT_LOG'] as const).filter((k) => c[k] !== undefined).map((k) => `${k}: is read only in cluster mode; set ROLE (node or writer), or unset ${k}`);
   }
   return ROLE_NEEDS[c.ROLE].filter((k) => c[k] === undefined).map((k) => `${k}: ROLE=${c.ROLE} needs it (${expectedValue(k)})`);
 }

@@ -9,7 +9,7 @@ import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
 import { runWriterProcess } from './cluster/writer-process';
-import { DatabaseLockedError, EventLogUnreachableError, LogNotDurableError, MetaStoreUnreachableError, NewerDatabaseError, openStorage } from './storage';
+import { DatabaseLockedError, EventLogUnreachableError, EventsStoreUnreachableError, LogNotDurableError, MetaStoreUnreachableError, NewerDatabaseError, openStorage } from './storage';
 import { VERSION } from './version';
 import { createIngestParser } from './workers/ingest-parser';
 
@@ -49,6 +49,7 @@ async function main() {
           dataDir: config.DATA_DIR,
           metaStore: config.META_STORE,
           eventLog: config.ROLE === 'node' ? config.EVENT_LOG : undefined,
+          eventsStoreUrl: config.EVENTS_STORE,
           durability: config.DURABILITY,
           memoryLimit: config.DUCKDB_MEMORY_LIMIT,
           personCopies: config.PERSON_COPIES === 'on',
@@ -72,7 +73,7 @@ async function main() {
       console.error(error.message);
       process.exit(78);
     }
-    if (error instanceof MetaStoreUnreachableError || error instanceof EventLogUnreachableError) {
+    if (error instanceof MetaStoreUnreachableError || error instanceof EventLogUnreachableError || error instanceof EventsStoreUnreachableError) {
       console.error(error.message);
       process.exit(1);
     }

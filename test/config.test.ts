@@ -72,7 +72,6 @@ describe('config', () => {
     ]);
     expect(problems({ EVENT_LOG: 'redis://127.0.0.1:6379', EVENTS_STORE: 'clickhouse://127.0.0.1:8123/db' })).toEqual([
       'Invalid configuration: EVENT_LOG: is read only in cluster mode; set ROLE (node or writer), or unset EVENT_LOG',
-      'Invalid configuration: EVENTS_STORE: is read only in cluster mode; set ROLE (node or writer), or unset EVENTS_STORE',
     ]);
     expect(problems({ ROLE: 'leader', EVENT_LOG: 'http://x', EVENTS_STORE: 'clickhouse://u:pw@h:1/bad-name' })).toEqual([
       'Invalid configuration: ROLE: expected one of node, writer; got "leader"',
@@ -81,6 +80,8 @@ describe('config', () => {
     ]);
     const writer = loadConfig({ ROLE: 'writer', EVENT_LOG: 'redis://127.0.0.1:6379/2', META_STORE: pg, EVENTS_STORE: 'clickhouse://default@127.0.0.1:8123/hogbase' });
     expect([writer.ROLE, writer.EVENT_LOG, writer.EVENTS_STORE]).toEqual(['writer', 'redis://127.0.0.1:6379/2', 'clickhouse://default@127.0.0.1:8123/hogbase']);
+    // EVENTS_STORE alone: an embedded server keeping its events in ClickHouse.
+    expect(loadConfig({ EVENTS_STORE: 'clickhouse://127.0.0.1:8123/db' }).EVENTS_STORE).toBe('clickhouse://127.0.0.1:8123/db');
     // A node may be given the writers' EVENTS_STORE too (one environment for every role).
     expect(loadConfig({ ROLE: 'node', EVENT_LOG: 'redis://127.0.0.1:6379', META_STORE: pg, EVENTS_STORE: 'clickhouse://127.0.0.1:8123/db' }).ROLE).toBe('node');
   });

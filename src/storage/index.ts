@@ -26,6 +26,9 @@ import { statementRows } from './events/statements';
 import { duckdbEventReads, type EventReads } from './events/reads';
 import type { ClickHouse } from './clickhouse/client';
 import { openClickHouseEventReads } from './clickhouse/event-reads';
+import { clickhouseSink, deleteTeamEvents as deleteClickHouseTeamEvents } from './clickhouse/events-table';
+import { openClickHouse, parseClickHouseUrl } from './clickhouse/client';
+import { migrateClickHouse } from './clickhouse/schema';
 
 export { DatabaseLockedError } from './db';
 export { NewerDatabaseError } from './migrations';
@@ -138,8 +141,26 @@ export interface StorageOptions {
    * embedded store; whoever fills the table (the cluster writer, tests) is another matter.
    */
   eventReads?: ClickHouse;
+  /**
+   * Keep the events in this ClickHouse database (migrated by its owner, who also closes it): the
+   * embedded store logs and processes as ever, and loads into its `events` table (`EventSink`)
+   * instead of DuckDB's hot table and Parquet files; the events API reads it (as `eventReads`,
+   * waiting for a project's just-acknowledged events as the embedded store does).
+   */
+  eventsStore?: ClickHouse;
+  /**
+   * EVENTS_STORE: a `clickhouse://` URL opened (and migrated) with the storage and closed with
+   * it: `eventsStore` for an embedded server, `eventReads` for a node (with `eventLog`).
+   */
+  eventsStoreUrl?: string;
   /** Event-store tuning (tests pass small buffers). */
   eventStore?: Partial<Parameters<typeof createEventStore>[1]>;
+}
+
+/** Where the events API reads events: the ClickHouse database holding them, or the embedded store. */
+function eventReadsOf(options: StorageOptions, store: EventStore): EventReads {
+  if (options.eventsStore) return openClickHouseEventReads(options.eventsStore, { awaitVisible: (teamId) => store.awaitVisible(teamId) });
+  return options.eventReads ? openClickHouseEventReads(options.eventReads) : duckdbEventReads(store);
 }
 
 /** Persons and seen definitions are written at least this often, besides before every event load. */
@@ -157,11 +178,44 @@ export const DEFAULT_MEMORY_LIMIT = '1GB';
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   // First: a log that cannot keep the 200's promise stops the start before anything is made.
   const log: RedisLog | null = options.eventLog ? await openEventLog(options.eventLog) : null;
+  let events: ClickHouse | null = null;
   try {
-    return await openStores(options, log);
+    if (options.eventsStoreUrl) events = await openEventsDatabase(options.eventsStoreUrl);
+    // A node only reads the events (the writers load them); an embedded server loads its own.
+    const withEvents = events ? (log ? { ...options, eventReads: events } : { ...options, eventsStore: events }) : options;
+    const storage = await openStores(withEvents, log);
+    const close = storage.close;
+    return Object.assign(storage, {
+      async close() {
+        await close();
+        await events?.close();
+      },
+    });
   } catch (error) {
     log?.close();
+    await events?.close();
     throw error;
+  }
+}
+
+/** The events database named by EVENTS_STORE, its tables made or brought up to date. */
+async function openEventsDatabase(url: string): Promise<ClickHouse> {
+  let ch: ClickHouse | null = null;
+  try {
+    ch = await openClickHouse(parseClickHouseUrl(url));
+    await migrateClickHouse(ch);
+    return ch;
+  } catch (error) {
+    await ch?.close();
+    throw new EventsStoreUnreachableError(url, error);
+  }
+}
+
+/** Raised at start when the events database (EVENTS_STORE) cannot be reached or set up. */
+export class EventsStoreUnreachableError extends Error {
+  constructor(url: string, cause: unknown) {
+    super(`The events database ${url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')} (EVENTS_STORE) cannot be reached: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'EventsStoreUnreachableError';
   }
 }
 
@@ -194,6 +248,7 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
       now: options.now,
       retention: () => retentionPolicy(management, options.defaultRetentionDays),
       ...options.eventStore,
+      ...(options.eventsStore ? { sink: clickhouseSink(options.eventsStore) } : {}),
       intake: options.intake?.({ persons, seen }),
       hooks: {
         // Persons first: every stored event's person changes are stored before the event is.
@@ -211,7 +266,10 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
   const erasure = createPersonErasure(db, { persons, cohorts, flags, events: store }, () => new Date(options.now?.() ?? Date.now()), options.logger);
   // An erasure cut short by a stop or crash is finished before anything is served.
   await erasure.resume().catch((error) => options.logger?.error('person erasure could not be finished; it is retried at the next start', { error: String(error) }));
-  eventsSource.current = (teamId) => store.eventsRelation(teamId);
+  // Cohort calculations and definitions' volumes run in DuckDB over its own events: with the
+  // events in ClickHouse they have none to read (volumes are unknown; behavioural cohorts are
+  // refused where they are defined).
+  if (!options.eventsStore && !options.eventReads) eventsSource.current = (teamId) => store.eventsRelation(teamId);
   eventsSource.syncPersons = async (teamId) => {
     if (teamId !== undefined && meta.personsElsewhere) await persons.ensureLoaded(teamId);
     await store.awaitIntake(null, null);
@@ -235,7 +293,7 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
     eventsSource,
     events: store,
     intake: log ? createLogIntake(log) : { append: (input) => store.appendIntake(input) },
-    eventReads: options.eventReads ? openClickHouseEventReads(options.eventReads) : duckdbEventReads(store),
+    eventReads: eventReadsOf(options, store),
     statementRows: (teamId, compiled, page, runner) => statementRows({ events: store, persons }, runner, teamId, compiled, page),
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),
@@ -260,6 +318,8 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
       await flags.deleteTeam(projectId);
       await cohorts.deleteTeam(projectId);
       await store.deleteTeamEvents(projectId);
+      const elsewhere = options.eventsStore ?? options.eventReads;
+      if (elsewhere) await deleteClickHouseTeamEvents(elsewhere, projectId);
     },
     async close() {
       clearInterval(background);

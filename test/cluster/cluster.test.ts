@@ -111,6 +111,12 @@ run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shar
     const perShard = await Promise.all(shards.map(async (s) => Number(await chQuery(s, `SELECT count() FROM events_shard FINAL WHERE team_id = ${up.project_id}`))));
     expect(perShard.every((n) => n > 0)).toBe(true);
     expect(perShard[0]! + perShard[1]!).toBe(13);
+    // Node B lists what node A captured: its events API reads ClickHouse (EVENTS_STORE), across both shards.
+    const listed = await fetch(`${up.nodes[1]}/api/projects/${up.project_id}/events/?limit=100`, { headers: { authorization: `Bearer ${up.personal_api_key}` } });
+    const page = (await listed.json()) as { count: number; results: Array<{ event: string; distinct_id: string }> };
+    expect(listed.status).toBe(200);
+    expect(page.count).toBe(13);
+    expect(page.results.map((e) => `${e.event}/${e.distinct_id}`).sort()).toEqual(['single/capture-user', ...Array.from({ length: 12 }, (_, i) => `sdk event/sdk-user-${i}`)].sort());
   }, 60_000);
 
   test("a flag created through node B's private API answers on node A's /decide/", async () => {

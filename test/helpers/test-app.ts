@@ -37,8 +37,8 @@ async function profileEnv(env: Record<string, string>): Promise<Record<string, s
   return { ...env, META_STORE: await createTestDatabase() };
 }
 
-/** Storage options a test sets besides the event store's: `eventReads` answers the events API from ClickHouse. */
-export type TestStorageOptions = Pick<StorageOptions, 'eventReads'>;
+/** Storage options a test sets besides the event store's: `eventReads` answers the events API from ClickHouse, `eventsStore` also loads the events there. */
+export type TestStorageOptions = Pick<StorageOptions, 'eventReads' | 'eventsStore'>;
 
 export async function createTestApp(
   env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}, storageOptions: TestStorageOptions = {},

@@ -52,6 +52,8 @@ export const wantsEvents = (value: string | undefined): boolean => value !== und
  * another request is a 404, as it is to everyone after.
  */
 export async function deletePerson(deps: Deps, teamId: number, person: Person, deleteEvents: boolean): Promise<void> {
+  // Before anything is deleted: where the events cannot be erased yet (ClickHouse), nothing is.
+  if (deleteEvents) deps.storage.eventReads.requireFeature('event_erasure');
   const done = await deps.storage.deletePerson(teamId, person.uuid, { deleteEvents });
   if (!done) throw new AppError('not_found', 'Not found.');
   forgetDistinctIds(done.distinctIds);

@@ -142,3 +142,11 @@ export async function countEvents(ch: ClickHouse, teamId: number): Promise<numbe
   const [row] = await ch.query<{ n: string | number }>(sql`SELECT count() AS n FROM ${trusted(ch.table('events'))} FINAL WHERE team_id = ${ch.dialect.bind(teamId)}`);
   return Number(row?.n ?? 0);
 }
+
+/**
+ * Every event of a deleted project: a mutation, which ClickHouse applies in the background (the
+ * project is gone, so nothing reads them meanwhile).
+ */
+export async function deleteTeamEvents(ch: ClickHouse, teamId: number): Promise<void> {
+  await ch.command(sql`ALTER TABLE ${trusted(ch.table('events'))} DELETE WHERE team_id = ${ch.dialect.bind(teamId)}`);
+}

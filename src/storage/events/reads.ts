@@ -45,10 +45,12 @@ export interface EventReads {
 }
 
 /** Features not every engine answers yet. */
-export type ReadFeature = 'exports';
+export type ReadFeature = 'exports' | 'behavioral_cohorts' | 'event_erasure';
 
 const FEATURE_NAMES: Record<ReadFeature | 'persons', string> = {
   exports: 'Exports (format=csv, json or parquet)',
+  behavioral_cohorts: 'Cohorts defined by events (behavioral filters)',
+  event_erasure: "Deleting a person's events (delete_events)",
   persons: 'Person properties, person columns and the persons table in queries',
 };
 
