@@ -4,6 +4,11 @@ import { averageBytes, batchBodies, captureBodies, eBodies, type Body } from './
 import { cpuSeconds, peakRssMb, resetPeakRss, spawnBareServer, spawnDurableFloorServer, spawnRealServer, spawnStoreFloorServer, type Child } from './_ingest-procs';
 import { cannon, hasWrk, wrk, type CannonCase, type RunResult } from './_ingest-runner';
 import type { BenchRow, Benchmark } from './types';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { missingEngines, startClickHouse } from '../src/cli/cluster/engines';
+import { freePort, stopAll } from '../src/cli/cluster/processes';
 
 /**
  * Ingestion of the real server (durable mode, the default: a 200 only after the fsync) next to a
@@ -414,6 +419,13 @@ const bench: Benchmark = async (ctx) => {
       await sFloor.stop();
       await sStore.stop();
     }
+    // The same load into an embedded server keeping its events in ClickHouse (EVENTS_STORE): the
+    // Debian 18.16 server, standalone, as `npm run cluster` starts one. INGEST_CLICKHOUSE=off skips it.
+    if (process.env.INGEST_CLICKHOUSE !== 'off') {
+      const missing = missingEngines().filter((m) => m.includes('clickhouse'));
+      if (missing.length) notes.push(`sustained into ClickHouse: skipped (${missing.join('; ')})`);
+      else rows.push(...(await sustainedIntoClickHouse(c, seconds, notes, problems, ctx.log)));
+    }
   }
 
   notes.push(
@@ -428,3 +440,54 @@ const bench: Benchmark = async (ctx) => {
 };
 
 export default bench;
+
+/** The sustained case against hogbase with EVENTS_STORE on a standalone ClickHouse 18.16 server. */
+async function sustainedIntoClickHouse(c: Case, seconds: number, notes: string[], problems: string[], log: (line: string) => void): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-clickhouse-'));
+  const own = { http: await freePort(), tcp: await freePort() };
+  const ch = await startClickHouse(dir, 0, [own], join(dir, 'clickhouse.log'), { standalone: true });
+  let server: Child | null = null;
+  try {
+    server = await spawnRealServer({ EVENTS_STORE: ch.url });
+    resetPeakRss(server.pid);
+    const probe = startQueryProbe((path) => apiJson(server!.url, 'GET', path).then((r) => r.status === 200, () => false));
+    const run = await cannon(server.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
+    const unknown = run.indeterminate * c.bodies[0].events;
+    const seen = await waitForCount(server.url, run.ackedEvents, unknown, 600_000);
+    const latencies = await probe.stop();
+    const peak = peakRssMb(server.pid);
+    const stored = run.ackedEvents / (run.seconds + seen.seconds);
+    if (seen.count === null || seen.count < run.ackedEvents || seen.count > run.ackedEvents + unknown) problems.push(`sustained into ClickHouse: events API shows ${seen.count}, ${run.ackedEvents} acknowledged (+${unknown} of unknown fate)`);
+    notes.push(
+      `sustained into ClickHouse 18.16 (EVENTS_STORE, standalone): ${run.ackedEvents.toLocaleString()} events acknowledged in ${run.seconds.toFixed(1)} s (${round(run.eps)}/s), ` +
+        `all countable through the events API ${seen.seconds.toFixed(1)} s after: ${round(stored)} events/s stored; hogbase's peak RSS ${peak} MB (the ClickHouse server's own memory not counted)`,
+    );
+    log(`sustained into ClickHouse: acked ${round(run.eps)}/s, stored ${round(stored)}/s, queryable after ${seen.seconds.toFixed(1)} s, RSS peak ${peak} MB`);
+    return [
+      {
+        case: `${c.name} ${seconds} s [autocannon]`,
+        server: 'hogbase durable, events in ClickHouse 18.16 (EVENTS_STORE)',
+        'req/s': round(run.rps),
+        'events/s': round(run.eps),
+        'p50 ms': round(run.p50, 1),
+        'p99 ms': round(run.p99, 1),
+        'peak RSS MB': peak,
+        'non-200': run.non200 + run.errors,
+        'queryable after s': round(seen.seconds, 2),
+        'queryable events/s': round(stored),
+      },
+      ...Object.entries(latencies).map(([name, lat]) => ({
+        case: `query during the sustained load into ClickHouse: ${name}`,
+        server: 'hogbase durable, events in ClickHouse 18.16 (EVENTS_STORE)',
+        'p50 ms': round(percentile(lat, 0.5), 1),
+        'p99 ms': round(percentile(lat, 0.99), 1),
+        'max ms': round(Math.max(...lat), 1),
+        queries: lat.length,
+      })),
+    ];
+  } finally {
+    await server?.stop();
+    await stopAll([ch.started], 'SIGTERM', 15_000);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

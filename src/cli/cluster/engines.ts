@@ -100,11 +100,12 @@ export interface ClickHousePorts {
  * ClickHouse server `index` (data in DIR/clickhouse-INDEX) on its ports, knowing every server as a
  * shard of the `hogbase_events` cluster (so the events table can be Distributed over them).
  */
-export async function startClickHouse(dir: string, index: number, shards: readonly ClickHousePorts[], log: string): Promise<{ started: Started; url: string }> {
+export async function startClickHouse(dir: string, index: number, shards: readonly ClickHousePorts[], log: string, options: { standalone?: boolean } = {}): Promise<{ started: Started; url: string }> {
   const home = join(dir, `clickhouse-${index}`);
   for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(join(home, sub), { recursive: true });
   const own = shards[index]!;
-  writeFileSync(join(home, 'config.xml'), clickhouseConfig(home, own, shards));
+  // Standalone (one embedded server's events, the ingest bench): a plain events table, no cluster.
+  writeFileSync(join(home, 'config.xml'), clickhouseConfig(home, own, options.standalone ? [] : shards));
   writeFileSync(join(home, 'users.xml'), CLICKHOUSE_USERS);
   const started = startDetached([CLICKHOUSE_BIN, `--config-file=${join(home, 'config.xml')}`], { log, cwd: home });
   const answers = async () => (await fetch(`http://127.0.0.1:${own.http}/?query=SELECT%201`)).ok;
@@ -130,12 +131,12 @@ const clickhouseConfig = (home: string, own: ClickHousePorts, shards: readonly C
   <default_profile>default</default_profile>
   <default_database>default</default_database>
   <timezone>UTC</timezone>
-  <remote_servers>
+${shards.length === 0 ? '' : `  <remote_servers>
     <${EVENTS_CLUSTER}>
 ${shards.map((s) => `      <shard><replica><host>127.0.0.1</host><port>${s.tcp}</port></replica></shard>`).join('\n')}
     </${EVENTS_CLUSTER}>
   </remote_servers>
-</yandex>
+`}</yandex>
 `;
 
 const CLICKHOUSE_USERS = `<?xml version="1.0"?>
