@@ -219,6 +219,8 @@ function decodeUtf8(bytes: Uint8Array): string {
  */
 export function parseJson(text: string): unknown {
   let value: unknown;
+  // Raw lone surrogates: text decoded from UTF-8 has none, lz64's UTF-16 may.
+  if (!text.isWellFormed()) text = text.toWellFormed();
   try {
     value = JSON.parse(text);
   } catch (error) {

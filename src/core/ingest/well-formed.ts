@@ -5,7 +5,7 @@
  * statement that reads it as JSON (a load, a persons flush) until it is gone.
  */
 
-/** A `\uD800`–`\uDFFF` escape in JSON text (text decoded from UTF-8 holds no lone surrogate otherwise). */
+/** A `\uD800`–`\uDFFF` escape in JSON text (raw lone surrogates are another matter: `String.isWellFormed`). */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
 /** Whether JSON text may parse to (or JSON.stringify output may stand for) a value with a lone surrogate. */

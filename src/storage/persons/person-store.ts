@@ -364,10 +364,13 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
 
   async function replaceGroups(c: DuckDBConnection, dirty: Map<string, { teamId: number; group: Group }>) {
     for (const { teamId, group } of dirty.values()) {
+      let properties = JSON.stringify(group.properties);
+      // As for persons: a lone surrogate would fail this flush and every one after it.
+      if (mayHoldLoneSurrogates(properties)) properties = JSON.stringify((group.properties = wellFormed(group.properties) as typeof group.properties));
       await c.run(
         `INSERT INTO groups (team_id, group_type, group_type_index, group_key, properties, created_at) VALUES (?, ?, ?, ?, ?, now())
          ON CONFLICT (team_id, group_type, group_key) DO UPDATE SET properties = excluded.properties`,
-        [teamId, group.groupType, group.groupTypeIndex, group.groupKey, JSON.stringify(group.properties)],
+        [teamId, group.groupType, group.groupTypeIndex, group.groupKey, properties],
       );
     }
   }

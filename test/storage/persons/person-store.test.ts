@@ -167,4 +167,14 @@ describe('person store: lone surrogates', () => {
     await reloaded.ensureLoaded(1);
     expect(reloaded.findByDistinctId(1, 'lone')!.properties).toEqual({ $creator_event_uuid, ...expected });
   });
+
+  test("a group's properties holding one are flushed as U+FFFD too", async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$groupidentify', 'g-lone', { properties: { $group_type: 'company', $group_key: 'lone-co', $group_set: { name: 'a\ud800b' } } }), '00000000-0000-4000-a000-0000000000fe');
+    await store.flush();
+    expect(store.pendingChanges()).toBe(0);
+    const rows = await db.query<{ properties: string }>("SELECT CAST(properties AS VARCHAR) AS properties FROM groups WHERE group_key = 'lone-co'");
+    expect(rows.map((r) => JSON.parse(r.properties))).toEqual([{ name: 'a\ufffdb' }]);
+  });
 });
