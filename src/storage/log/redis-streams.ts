@@ -110,11 +110,20 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
   if (!Number.isSafeInteger(options.partitions) || options.partitions < 1) throw new AppError('invalid_input', 'The log needs at least one partition.');
   const prefix = options.prefix ?? 'hogbase';
   // Reconnects by itself, a few times: beyond that, appends fail (503) instead of queueing.
-  const client = new RedisClient(options.url, { autoReconnect: true, maxRetries: 3, connectionTimeout: CONNECT_TIMEOUT_MS });
+  const connect = () => new RedisClient(options.url, { autoReconnect: true, maxRetries: 3, connectionTimeout: CONNECT_TIMEOUT_MS });
+  let client = connect();
+  let closed = false;
   const send = async <T>(command: string, args: string[]): Promise<T> => {
+    const used = client;
     try {
-      return (await client.send(command, args)) as T;
+      return (await used.send(command, args)) as T;
     } catch (error) {
+      // Bun's client gives up for good once its retries are spent ("Connection has failed" ever
+      // after): a Redis restarted later would never be used again. The next command gets a new one.
+      if (!used.connected && used === client && !closed) {
+        used.close();
+        client = connect();
+      }
       throw translateRedisError(error);
     }
   };
@@ -226,7 +235,10 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
       await send('XTRIM', [stream(p), 'MINID', keepFrom]);
     },
 
-    close: () => client.close(),
+    close: () => {
+      closed = true;
+      client.close();
+    },
   };
   return log;
 }

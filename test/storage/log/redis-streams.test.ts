@@ -126,6 +126,23 @@ run(`the Redis Streams log${redisAvailable ? '' : ` (skipped: ${REDIS_SKIP_REASO
     await killRedis(again);
   });
 
+  test('Redis restarted: appends fail with 503 while it is away, then go through again on the same log', async () => {
+    const own = await startRedis();
+    const log = await openRedisLog({ url: own.url, partitions: 1 });
+    const before = await log.append(0, record(0));
+    await killRedis(own, true);
+    // Bun's own client gives up after its retries; the log must not stay down with it.
+    for (let n = 0; n < 5; n++) {
+      const error = await log.append(0, record(1)).catch((e) => e);
+      expect({ kind: error.kind, retryAfter: error.retryAfter }).toEqual({ kind: 'unavailable', retryAfter: 1 });
+    }
+    const again = await startRedis(own.dir, own.port);
+    const after = await log.append(0, record(2));
+    expect((await log.read('w', 0, 10)).map((e) => e.id)).toEqual([before, after]);
+    log.close();
+    await killRedis(again);
+  });
+
   test('a Redis that does not fsync every write before answering is refused', async () => {
     const lax = await startRedis(undefined, undefined, false);
     const error = await openRedisLog({ url: lax.url, partitions: 1 }).catch((e) => e);
