@@ -5,6 +5,9 @@ import { BackupError, DatabaseLockedError, MetaStoreUnreachableError, NewerDatab
 import { withPipeline } from '../pipeline';
 import { COMMANDS, UsageError, runCommand, type Flags } from './commands';
 import { callControlSocket } from './control-socket';
+import { runLogDlq } from './log-dlq';
+import { EventLogUnreachableError, openEventLog } from '../storage/log/log-intake';
+import { LogNotDurableError } from '../storage/log/redis-streams';
 
 /**
  * Operator CLI: `npm run cli -- <command> [options]`. While the server runs, commands go to it
@@ -23,9 +26,11 @@ Commands:
   restore --from DIR                            Fill an empty DATA_DIR from a backup (the server must be stopped).
   dlq list [--json]                             List events acknowledged but not storable (dead letters), with the reason.
   dlq replay [--id ID ...]                      Feed dead letters (all, or the given ids) back through the write path.
+      In cluster mode (EVENT_LOG set, as for ROLE=node or writer) both work on the log's dead letters in Redis:
+      list shows each with its partition, entry, deliveries and reason; replay logs them again for the writers.
 
 Every command works while the server runs (through DATA_DIR/control.sock) or with it stopped.
-Environment: DATA_DIR (default ./data) selects the data directory.`;
+Environment: DATA_DIR (default ./data) selects the data directory; EVENT_LOG (with ROLE) the cluster's log for dlq.`;
 
 const OPTIONS = {
   email: { type: 'string' },
@@ -59,6 +64,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   try {
     const config = loadConfig(env);
     if (command === 'restore') return await restore(flags, config.DATA_DIR);
+    // Cluster mode: the dead letters are the log's, in Redis; no data directory is opened.
+    if (command === 'dlq' && config.EVENT_LOG) return await logDlq(config.EVENT_LOG, flags, positionals);
     // Paths are the operator's, relative to here: the server runs elsewhere.
     if (typeof flags.to === 'string') flags.to = resolve(flags.to);
     const remote = await callControlSocket(config.DATA_DIR, command, flags, positionals);
@@ -70,7 +77,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       console.error(`The server is running on this data directory and holds its database, and it did not answer on DATA_DIR/control.sock. Stop the server, then run the command again.`);
       return 75;
     }
-    if (error instanceof MetaStoreUnreachableError) {
+    if (error instanceof MetaStoreUnreachableError || error instanceof EventLogUnreachableError || error instanceof LogNotDurableError) {
       console.error(error.message);
       return 1;
     }
@@ -81,6 +88,16 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     throw error;
   } finally {
     await storage?.close();
+  }
+}
+
+async function logDlq(url: string, flags: Flags, positionals: string[]): Promise<number> {
+  const log = await openEventLog(url);
+  try {
+    await runLogDlq(log, flags, positionals, (text) => console.log(text));
+    return 0;
+  } finally {
+    log.close();
   }
 }
 

@@ -86,10 +86,10 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
 }
 
 /** Run the operator CLI as a separate process, in `cwd` (the repository unless given). */
-export async function runCliProcess(args: string[], dataDir: string, cwd = ROOT) {
+export async function runCliProcess(args: string[], dataDir: string, cwd = ROOT, env: Record<string, string> = {}) {
   const proc = Bun.spawn([process.execPath, join(ROOT, 'src/cli/index.ts'), ...args], {
     cwd,
-    env: { ...process.env, DATA_DIR: dataDir },
+    env: { ...process.env, DATA_DIR: dataDir, ...env },
     stdout: 'pipe',
     stderr: 'pipe',
   });
