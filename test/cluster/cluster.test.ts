@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { PostHog } from 'posthog-node-5';
 import { missingEngines } from '../../src/cli/cluster/engines';
 import { isAlive, isRunning, type ClusterState } from '../../src/cli/cluster/processes';
+import { chQuery, cluster, eventually, shardUrls, summaryOf, type UpSummary } from '../helpers/cluster';
 import { TEST_KEYS } from '../helpers/server-process';
 
 /**
@@ -13,42 +14,9 @@ import { TEST_KEYS } from '../helpers/server-process';
  * at one node is in ClickHouse; what is changed through one node's API is served by the other;
  * a writer killed outright loses and duplicates nothing acknowledged; `down` stops every process.
  */
-const ROOT = resolve(import.meta.dir, '..', '..');
 const missing = missingEngines();
 const run = missing.length ? describe.skip : describe;
 const SKIP = missing.length ? ` (skipped: missing ${missing.join('; ')})` : '';
-
-interface UpSummary {
-  nodes: string[];
-  project_id: number;
-  project_api_key: string;
-  personal_api_key: string;
-  pids: Record<'nodes' | 'writers' | 'clickhouse' | 'postgres' | 'redis', number[]>;
-}
-
-/** `npm run cluster -- <command> --dir DIR`'s script, run to its end: its status and output. */
-async function cluster(command: string, dir: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  // This test process owns the cluster: should it die before its `down`, the cluster is stopped anyway.
-  const owner = command === 'up' ? ['--owner-pid', String(process.pid)] : [];
-  const child = Bun.spawn([process.execPath, join(ROOT, 'src/cli/cluster/index.ts'), command, '--dir', dir, ...owner], {
-    cwd: ROOT,
-    env: { ...process.env, BOOTSTRAP_EMAIL: TEST_KEYS.email, BOOTSTRAP_PERSONAL_API_KEY: TEST_KEYS.personal, BOOTSTRAP_PROJECT_API_KEY: TEST_KEYS.project },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  return { code, stdout, stderr };
-}
-
-/** Ask until `holds`, at most `ms` (other processes do the work); the last answer either way. */
-async function eventually<T>(ask: () => Promise<T>, holds: (value: T) => boolean, ms: number): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await ask();
-    if (holds(value) || Date.now() > until) return value;
-    await Bun.sleep(50);
-  }
-}
 
 run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shards${SKIP}`, () => {
   let dir: string;
@@ -56,23 +24,15 @@ run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shar
   let shards: string[];
   let down: { code: number; stdout: string; stderr: string } | null = null;
 
-  /** One statement on a ClickHouse server over HTTP, its rows as TabSeparated text. */
-  const chQuery = async (base: string, statement: string) => {
-    const answer = await fetch(`${base}/?database=hogbase`, { method: 'POST', body: statement });
-    const text = await answer.text();
-    if (!answer.ok) throw new Error(text);
-    return text.trim();
-  };
   const count = async () => Number(await chQuery(shards[0]!, `SELECT count() FROM events FINAL WHERE team_id = ${up.project_id}`));
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hogbase-cluster-'));
     const started = await cluster('up', dir);
     if (started.code !== 0) throw new Error(`cluster up failed (${started.code}): ${started.stderr}`);
-    up = JSON.parse(started.stdout.trim().split('\n').pop()!) as UpSummary;
+    up = summaryOf(started.stdout);
     const state = JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')) as ClusterState;
-    // Each server's HTTP port from its config: the first is where writers insert (the Distributed table).
-    shards = [0, 1].map((i) => `http://127.0.0.1:${/<http_port>(\d+)</.exec(readFileSync(join(dir, `clickhouse-${i}`, 'config.xml'), 'utf8'))![1]}`);
+    shards = shardUrls(dir);
     expect(state.env.EVENTS_STORE).toContain(shards[0]!.replace('http://', '@'));
   }, 120_000);
 
@@ -167,7 +127,7 @@ run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shar
     expect(acknowledged).toBe(BATCHES * PER_BATCH);
     const added = await cluster('add-writer', dir);
     expect(added.code).toBe(0);
-    up.pids.writers = (JSON.parse(added.stdout.trim().split('\n').pop()!) as UpSummary).pids.writers;
+    up.pids.writers = summaryOf(added.stdout).pids.writers;
     // The dead writer's partitions come free when its leases run out (15 s); the new one takes its unacknowledged entries first.
     const expected = before + acknowledged;
     expect(await eventually(count, (n) => n >= expected, 60_000)).toBe(expected);
