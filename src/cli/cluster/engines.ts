@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RedisClient, SQL } from 'bun';
 import { EVENTS_CLUSTER } from '../../storage/clickhouse/schema';
@@ -79,16 +79,27 @@ export async function startRedis(dir: string, port: number, log: string): Promis
   const argv = [REDIS_BIN, '--bind', '127.0.0.1', '--port', String(port), '--dir', home, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
   const started = startDetached(argv, { log, cwd: home });
   const url = `redis://127.0.0.1:${port}`;
-  const ping = async () => {
-    const probe = new RedisClient(url, { autoReconnect: false, connectionTimeout: 500 });
-    try {
-      return (await probe.send('PING', [])) === 'PONG';
-    } finally {
-      probe.close();
-    }
-  };
-  await waitUntil('Redis', ping, () => isAlive(started.pid), 15_000, log);
+  await waitUntil('Redis', () => redisAnswers(url), () => isAlive(started.pid), 15_000, log);
   return { started, url };
+}
+
+/** Whether Redis answers commands (not while it loads its append-only file: that answers LOADING). */
+export async function redisAnswers(url: string): Promise<boolean> {
+  const probe = new RedisClient(url, { autoReconnect: false, connectionTimeout: 500 });
+  try {
+    return (await probe.send('PING', [])) === 'PONG';
+  } finally {
+    probe.close();
+  }
+}
+
+/** Whether the ClickHouse server on this HTTP port answers a query. */
+export const clickhouseAnswers = async (httpPort: number) => (await fetch(`http://127.0.0.1:${httpPort}/?query=SELECT%201`)).ok;
+
+/** The HTTP port ClickHouse server `index` of DIR listens on, from its config. */
+export function clickhouseHttpPort(dir: string, index: number): number {
+  const config = readFileSync(join(dir, `clickhouse-${index}`, 'config.xml'), 'utf8');
+  return Number(/<http_port>(\d+)</.exec(config)![1]);
 }
 
 export interface ClickHousePorts {
@@ -108,8 +119,7 @@ export async function startClickHouse(dir: string, index: number, shards: readon
   writeFileSync(join(home, 'config.xml'), clickhouseConfig(home, own, options.standalone ? [] : shards));
   writeFileSync(join(home, 'users.xml'), CLICKHOUSE_USERS);
   const started = startDetached([CLICKHOUSE_BIN, `--config-file=${join(home, 'config.xml')}`], { log, cwd: home });
-  const answers = async () => (await fetch(`http://127.0.0.1:${own.http}/?query=SELECT%201`)).ok;
-  await waitUntil(`ClickHouse ${index}`, answers, () => isAlive(started.pid), 30_000, join(home, 'error.log'));
+  await waitUntil(`ClickHouse ${index}`, () => clickhouseAnswers(own.http), () => isAlive(started.pid), 30_000, join(home, 'error.log'));
   return { started, url: `clickhouse://default@127.0.0.1:${own.http}/hogbase` };
 }
 

@@ -3,10 +3,11 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { missingEngines } from './engines';
 import { readState, ROLES, startDetached, stopAll, writeState, type ClusterState } from './processes';
+import { restartEngine, RestartError } from './restart';
 import { clusterUp, startWriter } from './up';
 
 /**
- * `npm run cluster -- up|down|add-writer --dir DIR`: a local cluster for trying cluster mode (see
+ * `npm run cluster -- up|down|add-writer|restart --dir DIR`: a local cluster for trying cluster mode (see
  * the README's Cluster mode). `up` prints, as its last line, one JSON object: the nodes' URLs, the
  * project and keys, and the PIDs of every role.
  */
@@ -18,6 +19,9 @@ Commands:
               Last line of output: {"nodes": [...], "project_id", "project_api_key", "personal_api_key", "pids": {...}}
               With --owner-pid, down runs by itself once that process is gone (tests).
   add-writer  Start one more writer for the cluster of DIR.
+  restart redis|clickhouse-N
+              Stop that engine (by PID; nothing to do if it is gone) and start it again on the same
+              port, data and configuration; prints the summary once it answers.
   down        Stop every process the cluster of DIR started (by PID), writers and nodes first.`;
 
 /** How long each role may take to stop on its signal before it is killed. */
@@ -54,7 +58,7 @@ function summary(state: ClusterState & { account: NonNullable<ClusterState['acco
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({ args: argv, options: { dir: { type: 'string' }, 'owner-pid': { type: 'string' } }, allowPositionals: true });
   const command = positionals[0];
-  if (!values.dir || !['up', 'down', 'add-writer'].includes(command ?? '')) {
+  if (!values.dir || !['up', 'down', 'add-writer', 'restart'].includes(command ?? '') || (command === 'restart') !== (positionals.length === 2) || (command !== 'restart' && positionals.length > 1)) {
     console.error(USAGE);
     return 64;
   }
@@ -74,11 +78,21 @@ async function main(argv: string[]): Promise<number> {
     console.error(`Cluster mode's engines are missing: ${missing.join('; ')}.`);
     return 69;
   }
-  if (command === 'add-writer') {
+  if (command === 'add-writer' || command === 'restart') {
     const state = readState(dir);
     if (!state?.account) {
       console.error(`No cluster runs from ${dir}: start one with up.`);
       return 1;
+    }
+    if (command === 'restart') {
+      try {
+        await restartEngine(dir, state, positionals[1]!);
+      } catch (error) {
+        console.error(error instanceof Error ? error.message : String(error));
+        return error instanceof RestartError ? 64 : 1;
+      }
+      console.log(JSON.stringify(summary({ ...state, account: state.account })));
+      return 0;
     }
     state.pids.writers.push(await startWriter(dir, state.pids.writers.length, state.env));
     writeState(dir, state);

@@ -16,6 +16,9 @@ export interface Started {
   /** The program, checked against /proc/PID/cmdline before a signal (a PID reused by another program is left alone). */
   program: string;
   log: string;
+  /** How it was started (engines: `restart` starts the same command again, on the same port and files). */
+  argv?: string[];
+  cwd?: string;
 }
 
 export interface ClusterState {
@@ -58,7 +61,7 @@ export function startDetached(argv: readonly string[], options: { log: string; c
     });
     if (!child.pid) throw new Error(`${argv[0]} could not be started`);
     child.unref();
-    return { pid: child.pid, program: argv[0]!, log: options.log };
+    return { pid: child.pid, program: argv[0]!, log: options.log, argv: [...argv], cwd: options.cwd };
   } finally {
     closeSync(fd);
   }
