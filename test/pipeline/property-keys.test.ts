@@ -57,4 +57,23 @@ describe('property keys from processing', () => {
     t = await reopenTestApp(t, {}, () => still);
     for (const f of await keysOf(t)) expect(f.reported).toEqual(f.scanned);
   });
+
+  test('a fractional epoch-ms timestamp just before midnight: its row and its keys fall on the day it is stored in, and it is stored', async () => {
+    const still = new Date(Date.UTC(2024, 2, 3));
+    t = await createTestApp({}, () => still, undefined, { directMinRows: 1 });
+    const midnight = Date.UTC(2024, 2, 2);
+    const batch = [
+      { event: 'e', distinct_id: 'u1', timestamp: at(0, 5), properties: { a: 1 } },
+      // Rounds to March 2, 00:00:00.000: the day its keys are filed under must be the same.
+      { event: 'e', distinct_id: 'u2', timestamp: midnight - 0.4, properties: { b: 1 } },
+      { event: 'e', distinct_id: 'u3', timestamp: at(1, 5), properties: { c: 1 } },
+    ];
+    expect((await t.call('POST', '/batch/', { key: null, body: { api_key: t.account.project.apiToken, batch } })).status).toBe(200);
+    await t.deps.storage.events.flush();
+    const files = await keysOf(t);
+    expect(files.map((f) => f.day)).toEqual(['2024-03-01', '2024-03-02']);
+    for (const f of files) expect(f.reported).toEqual(f.scanned);
+    expect(files[1].scanned).toContain('b');
+    expect((await t.json('GET', '/api/projects/1/events/?distinct_id=u2')).body.results.map((e: { timestamp: string }) => e.timestamp)).toEqual(['2024-03-02T00:00:00+00:00']);
+  });
 });

@@ -113,7 +113,10 @@ export function resolveEventTime(fields: EventTimeFields, now: number, sentAt: n
 
   if (result - now > FUTURE_CUTOFF_MS) result = now;
   if (!isWithinYears0To9999(result)) result = 0;
-  return result;
+  // Whole milliseconds, as stored: a client's fractional time (a number, or epoch digits with a
+  // fraction) otherwise reached the uuid (uuidv7 refused it: the request was dead-lettered after
+  // its 200) and the day its row's property keys are filed under.
+  return Math.round(result);
 }
 
 /** 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z. */

@@ -379,6 +379,7 @@ function readFrameAt(data: Uint8Array, p: number): { end: number; rows: number; 
 export async function* readRowFrames(path: string, blockBytes = 8 * 1024 * 1024): AsyncGenerator<{ text: string; rows: number }> {
   const file = await open(path, 'r');
   try {
+    const size = (await file.stat()).size;
     let pending = Buffer.alloc(0);
     let position = 0;
     for (;;) {
@@ -392,14 +393,35 @@ export async function* readRowFrames(path: string, blockBytes = 8 * 1024 * 1024)
         p = frame.end;
       }
       pending = data.subarray(p);
-      if (bytesRead === 0) {
-        if (pending.some((b) => b !== 0)) throw new Error(`${path}: a frame at byte ${position - pending.length} does not check out`);
-        return;
+      const at = position - pending.length;
+      // Said at once, not after holding the rest of the file: a damaged frame is not read past.
+      if (bytesRead === 0 ? pending.some((b) => b !== 0) : unreadable(pending, at, size) === 'damaged') {
+        throw new Error(`${path}: a frame at byte ${at} does not check out`);
       }
+      if (bytesRead === 0) return;
     }
   } finally {
     await file.close();
   }
+}
+
+/**
+ * Why no frame could be read from `data` (a file's bytes from `offset` on, the file `size` long):
+ * more bytes are needed (a frame cut by the block, or a zero tail so far), or the frame there is
+ * damaged (no frame header, a complete frame whose check failed, or one claiming to end past the
+ * file).
+ */
+function unreadable(data: Buffer, offset: number, size: number): 'more' | 'damaged' {
+  if (data.length === 0) return 'more';
+  if (data[0] !== 0x1d) return data.every((b) => b === 0) ? 'more' : 'damaged';
+  const nl = data.indexOf(0x0a);
+  if (nl < 0) return data.length < 64 ? 'more' : 'damaged';
+  const header = data.toString('latin1', 4, nl).split(' ');
+  const length = Number(header[0]);
+  if (header.length !== 3 || !Number.isSafeInteger(length)) return 'damaged';
+  const end = nl + 1 + length;
+  if (end <= data.length) return 'damaged';
+  return offset + end > size ? 'damaged' : 'more';
 }
 
 function indexOfMagic(data: Uint8Array, from: number): number {

@@ -71,3 +71,13 @@ describe('resolveEventTime: years 0-9999 kept, others become the epoch', () => {
     expect(resolveEventTime({ timestamp: Date.parse('9999-12-31T23:59:59.999Z') + 1 }, Date.parse('9999-12-31T23:59:59.999Z') + 1, null)).toBe(0);
   });
 });
+
+describe('resolveEventTime: whole milliseconds', () => {
+  test.each([
+    [1_709_251_199_999.4, 1_709_251_199_999],
+    [1_709_251_199_999.6, 1_709_251_200_000],
+    ['1709251199999.6', 1_709_251_200_000],
+  ])('%p → %p (fractions rounded: the day and the uuid follow the stored time)', (timestamp, expected) => {
+    expect(resolveEventTime({ timestamp }, 1_709_300_000_000, null)).toBe(expected);
+  });
+});
