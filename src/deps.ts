@@ -31,7 +31,7 @@ export interface IngestParser {
    * request received at `receivedAt` (`rows`; null without events): the body is moved there and
    * back, the parsed events stay there.
    */
-  prepare(req: IngestRequest, receivedAt: number): Promise<PreparedIngest & { rows: PreparedRows | null }>;
+  prepare(req: IngestRequest, receivedAt: number, uuidSeed: string): Promise<PreparedIngest & { rows: PreparedRows | null }>;
   /**
    * Whether the project of this key anonymizes addresses, as its requests show it: the threads
    * prepare the rows of its next bodies accordingly (`PreparedRows.anonymizeIps`), so a body is

@@ -7,6 +7,23 @@ export const uuidv7 = (now: number = Date.now()): string => Bun.randomUUIDv7('he
 
 export const uuidv4 = (): string => crypto.randomUUID();
 
+/** A request's seed for the ids of its events without a client uuid (see `seededUuids`): 16 random hex digits. */
+export const newUuidSeed = (): string => randomBytes(8).toString('hex');
+
+/**
+ * The ids of a request's events that came without a uuid, in order: version 7 at `ms`, the rest
+ * of the bits from `seed` (random per request, logged with it) and the event's place. A request
+ * processed again (after a crash before its rows were committed where they go) names its events
+ * as the first time, so a table that reads a repeated uuid once reads them once.
+ */
+export function seededUuids(ms: number, seed: string): () => string {
+  if (!/^[0-9a-f]{16}$/.test(seed)) throw new Error('a uuid seed is 16 hex digits');
+  const time = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  const head = `${time.slice(0, 8)}-${time.slice(8, 12)}-7${seed.slice(0, 3)}-${(8 | (parseInt(seed[3]!, 16) & 3)).toString(16)}${seed.slice(4, 7)}-${seed.slice(7, 12)}`;
+  let n = 0;
+  return () => `${head}${(n++ % 0x10000000).toString(16).padStart(7, '0')}`;
+}
+
 /**
  * A version-7 UUID for `ms` whose other bits come from `seed`: the same seed gives the same id.
  * A cluster writer names the events of a logged request without a client uuid so, by the

@@ -9,9 +9,9 @@ import type { IntakeContext } from '../storage/events/wal-format';
 import type { PersonStore } from '../storage/persons/types';
 import type { SeenTracker } from '../storage/seen/seen-tracker';
 import { createRowApplier } from './apply-rows';
-import { prepareRows, type PreparedRows } from './prepare-rows';
+import { newUuidsOf, prepareRows, type PreparedRows } from './prepare-rows';
 
-export { prepareRows, type PreparedRows } from './prepare-rows';
+export { newUuidsOf, prepareRows, type PreparedRows } from './prepare-rows';
 
 /**
  * A body read back from the log is prepared in another thread from this size: a small one's
@@ -40,7 +40,7 @@ export interface RowPreparer {
 export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, preparer?: RowPreparer, logger?: Logger): ProcessIntake & { logged: LoggedProcessor } {
   const applyRows = createRowApplier(persons, seen);
   const processIntake: ProcessIntake = async (ctx, events, text, prepared) => {
-    const newUuid = () => uuidv7(ctx.receivedAt);
+    const newUuid = newUuidsOf(ctx);
     let rows: PreparedRows;
     if (prepared) rows = await (prepared as Promise<PreparedRows>);
     else if (events) rows = prepareRows(ctx, events, newUuid);

@@ -1,4 +1,5 @@
 import { hotValuesOf } from '../core/events/columns';
+import { seededUuids, uuidv7 } from '../ids';
 import type { RawEvent } from '../core/ingest/extract-events';
 import { eventOverLimits, type LimitDrop } from '../core/ingest/limits';
 import { normalizeEvent, type DropReason } from '../core/ingest/normalize-event';
@@ -172,3 +173,7 @@ class TypedKeys {
     }
   }
 }
+
+/** The ids of a request's events without a client uuid: seeded when the request logged a seed (the same ids if processed again). */
+export const newUuidsOf = (ctx: Pick<IntakeContext, 'receivedAt' | 'uuidSeed'>): (() => string) =>
+  ctx.uuidSeed ? seededUuids(ctx.receivedAt, ctx.uuidSeed) : () => uuidv7(ctx.receivedAt);

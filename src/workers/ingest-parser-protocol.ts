@@ -14,7 +14,7 @@ import type { IntakeContext } from '../storage/events/wal-format';
  * - `anonymizing`: the keys whose projects anonymize addresses, as the main thread learns them.
  */
 export type WorkerRequest =
-  | { type: 'parse'; id: number; receivedAt: number; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
+  | { type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
   | { type: 'body'; id: number; body: string | Uint8Array; context: IntakeContext }
   | AnonymizingNote;
 

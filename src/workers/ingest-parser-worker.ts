@@ -3,8 +3,7 @@ import { parseJson } from '../core/ingest/decode-payload';
 import { extractEvents } from '../core/ingest/extract-events';
 import { prepareIngest } from '../core/ingest/prepare-ingest';
 import { isAppError } from '../errors';
-import { uuidv7 } from '../ids';
-import { prepareRows, type PreparedRows } from '../pipeline/prepare-rows';
+import { newUuidsOf, prepareRows, type PreparedRows } from '../pipeline/prepare-rows';
 import { movable, movableRows, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 /** An ingest thread (see ingest-parser.ts): parses bodies and prepares their rows. */
@@ -34,12 +33,12 @@ port.on('message', (m: WorkerRequest) => {
         true,
       );
       const ctx = { receivedAt: m.receivedAt, ip: m.ip, anonymizeIps: prepared.token !== null && anonymizing.has(prepared.token), sentAt: prepared.sentAt };
-      const rows = parsed && parsed.length > 0 ? crossing(prepareRows(ctx, parsed, () => uuidv7(ctx.receivedAt))) : null;
+      const rows = parsed && parsed.length > 0 ? crossing(prepareRows(ctx, parsed, newUuidsOf({ receivedAt: m.receivedAt, uuidSeed: m.uuidSeed }))) : null;
       reply = { id: m.id, prepared, rows };
       transfer = [...movable(prepared.body), ...(rows ? movableRows(rows) : [])];
     } else {
       const text = typeof m.body === 'string' ? m.body : utf8.decode(m.body);
-      const rows = crossing(prepareRows(m.context, extractEvents(parseJson(text), { engage: m.context.engage, logged: true }).events, () => uuidv7(m.context.receivedAt)));
+      const rows = crossing(prepareRows(m.context, extractEvents(parseJson(text), { engage: m.context.engage, logged: true }).events, newUuidsOf(m.context)));
       reply = { id: m.id, rows };
       transfer = movableRows(rows);
     }

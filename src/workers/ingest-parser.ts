@@ -29,9 +29,9 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
   };
   let nextId = 0;
   return {
-    async prepare(req, receivedAt) {
+    async prepare(req, receivedAt, uuidSeed) {
       const message: WorkerRequest = {
-        type: 'parse', id: ++nextId, receivedAt, body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query.toString(), ip: req.ip, engage: req.engage,
+        type: 'parse', id: ++nextId, receivedAt, uuidSeed, body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query.toString(), ip: req.ip, engage: req.engage,
       };
       const reply = await least().ask(message, movable(req.body));
       return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };

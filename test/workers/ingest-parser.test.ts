@@ -11,6 +11,7 @@ import { BASE, createTestApp, type TestApp } from '../helpers/test-app';
 const MAX = 1024 * 1024;
 const TOKEN = 'phc_parser_token_0123456789abcdefghijklmnopqrstuv';
 const NOW = new Date('2026-11-22T06:06:00.000Z');
+const SEED = '00000000000000aa';
 
 let pool: IngestParserPool;
 beforeAll(() => {
@@ -66,7 +67,7 @@ describe('ingest parser threads', () => {
     ['gzip-js by query, the key from the query', () => request(new Uint8Array(gzipSync(bytesOf({ ...batch(120), api_key: undefined }))), { query: new URLSearchParams('compression=gzip-js&token=phc_q') })],
   ])('%s: what the main thread would make, without the parsed events, and their rows prepared as the main thread would', async (_, make) => {
     const local = prepareIngest(make(), MAX, true);
-    const { rows, ...remote } = await pool.prepare(make(), NOW.getTime());
+    const { rows, ...remote } = await pool.prepare(make(), NOW.getTime(), SEED);
     expect(remote).toEqual({ ...local, parsed: null });
     expect(remote.events).toBe(120);
     expect(remote.distinctIds).toContain('anon-0-0');
@@ -78,7 +79,7 @@ describe('ingest parser threads', () => {
   test('a body moved to the thread comes back with the answer (its buffer is handed over both ways)', async () => {
     const body = bytesOf(batch(50));
     const copy = body.slice();
-    const prepared = await pool.prepare(request(body), NOW.getTime());
+    const prepared = await pool.prepare(request(body), NOW.getTime(), SEED);
     expect(body.byteLength).toBe(0); // moved, not copied
     expect(prepared.body).toEqual(copy);
   });
@@ -91,7 +92,7 @@ describe('ingest parser threads', () => {
   ])('%s: the same AppError as on the main thread', async (_, make) => {
     const local = thrown(() => prepareIngest(make(), MAX, false)) as AppError;
     expect(local).toBeInstanceOf(AppError);
-    const remote = await pool.prepare(make(), NOW.getTime()).then(
+    const remote = await pool.prepare(make(), NOW.getTime(), SEED).then(
       () => null,
       (error: unknown) => error,
     );
@@ -101,7 +102,7 @@ describe('ingest parser threads', () => {
 
   test('many bodies in flight over two threads: each is answered with its own (answers matched by id)', async () => {
     const bodies = Array.from({ length: 12 }, (_, k) => batch(30 + k, k));
-    const answers = await Promise.all(bodies.map((b) => pool.prepare(request(bytesOf(b)), NOW.getTime())));
+    const answers = await Promise.all(bodies.map((b) => pool.prepare(request(bytesOf(b)), NOW.getTime(), SEED)));
     expect(answers.map((a) => a.events)).toEqual(bodies.map((b) => b.batch.length));
     expect(answers.map((a) => a.distinctIds[0])).toEqual(bodies.map((_, k) => `user-${k}-0`));
   });
@@ -117,7 +118,7 @@ describe('capture through the app with a parser thread', () => {
     viaThread = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
     parser = createIngestParser(1, viaThread.deps.config.MAX_BODY_BYTES, silentLogger);
     viaThread.deps.ingestParser = {
-      prepare: (req, receivedAt) => (handedOver++, parser.prepare(req, receivedAt)),
+      prepare: (req, receivedAt, seed) => (handedOver++, parser.prepare(req, receivedAt, seed)),
       prepareBody: (context, body) => (preparedAgain++, parser.prepareBody(context, body)),
       noteAnonymizing: (token, anonymizes) => parser.noteAnonymizing(token, anonymizes),
     };

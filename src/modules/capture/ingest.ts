@@ -2,6 +2,7 @@ import { prepareIngest, type IngestRequest, type PreparedIngest } from '../../co
 import type { Deps } from '../../deps';
 import type { PreparedRows } from '../../pipeline';
 import { projectForPublicKey } from '../../http/project-key';
+import { newUuidSeed } from '../../ids';
 
 const NO_KEY = 'API key not provided. You can find your project API key in PostHog project settings.';
 
@@ -31,11 +32,14 @@ export interface IngestOutcome {
  */
 export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
   const receivedAt = deps.now().getTime();
+  // Fixed at receipt and logged with the request: its events without a uuid are named the same
+  // if it is processed again (see seededUuids).
+  const uuidSeed = newUuidSeed();
   if (deps.ingestParser && parseSize(req.body) >= PARSE_ELSEWHERE_MIN_BYTES) {
-    return deps.ingestParser.prepare(req, receivedAt).then(({ rows, ...prepared }) => logIngest(deps, prepared, receivedAt, rows));
+    return deps.ingestParser.prepare(req, receivedAt, uuidSeed).then(({ rows, ...prepared }) => logIngest(deps, prepared, receivedAt, uuidSeed, rows));
   }
   try {
-    return logIngest(deps, prepareIngest(req, deps.config.MAX_BODY_BYTES, true), receivedAt, null);
+    return logIngest(deps, prepareIngest(req, deps.config.MAX_BODY_BYTES, true), receivedAt, uuidSeed, null);
   } catch (error) {
     return Promise.reject(error);
   }
@@ -49,7 +53,7 @@ export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
  * (this machine's two vCPUs give well under two cores of throughput, so a second thread only
  * pays for large units of work).
  */
-async function logIngest(deps: Deps, prepared: PreparedIngest, receivedAt: number, rows: PreparedRows | null): Promise<IngestOutcome> {
+async function logIngest(deps: Deps, prepared: PreparedIngest, receivedAt: number, uuidSeed: string, rows: PreparedRows | null): Promise<IngestOutcome> {
   const project = await projectForPublicKey(deps, prepared.token, prepared.projectId, NO_KEY);
   if (prepared.events === 0) return { logged: 0 };
   const logged = prepared.events;
@@ -60,6 +64,7 @@ async function logIngest(deps: Deps, prepared: PreparedIngest, receivedAt: numbe
     anonymizeIps: project.settings.anonymize_ips,
     sentAt: prepared.sentAt,
     engage: prepared.engage,
+    uuidSeed,
   };
   // Prepared as the thread knew the project's setting: again from the body when it did not (the
   // project's first request since the start, or the setting changed), and the threads told.

@@ -207,6 +207,11 @@ export interface IntakeContext {
   sentAt: number | null;
   /** Posted to /engage (nameless events are `$identify`). */
   engage: boolean;
+  /**
+   * The seed of the ids its events without a client uuid get (`seededUuids`), so processing it
+   * again names them the same; absent in frames logged before it was kept (random ids then).
+   */
+  uuidSeed?: string;
 }
 
 /** An intake frame not yet encoded: the group commit writes many of them into one buffer. */

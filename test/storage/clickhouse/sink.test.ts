@@ -2,7 +2,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../../../src/storage/clickhouse/client';
 import { clickhouseSink, countEvents, newestEvents } from '../../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../../src/storage/clickhouse/schema';
-import type { EventSink } from '../../../src/storage/events';
+import type { EventSink, ProcessIntake } from '../../../src/storage/events';
+import { createIntakeProcessor } from '../../../src/pipeline';
+import { migrate } from '../../../src/storage/migrations';
+import { createPersonStore } from '../../../src/storage/persons/person-store';
+import type { SeenTracker } from '../../../src/storage/seen/seen-tracker';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../../helpers/clickhouse';
 import { makeEvent, openHarness, type Harness } from '../events/helpers';
 
@@ -48,6 +52,44 @@ for (const engine of engines) {
       expect(newest).toEqual(expected.map(({ hot: _hot, ...r }) => r));
       const stats = h.store.stats();
       expect({ hot: stats.hotRows, files: stats.parquetFiles, loaded: stats.flushedRows }).toEqual({ hot: 0, files: 0, loaded: 2_500 });
+    });
+
+    test('a restart after the insert and before the watermark moved: the requests are processed again, and events without a client uuid get the ids they got the first time (read once)', async () => {
+      const teamId = ++team;
+      const real = clickhouseSink(ch);
+      let inserted = 0;
+      const dying: EventSink = {
+        async load(files, watermark) {
+          inserted += await real.load(files, watermark);
+          return new Promise<number>(() => undefined); // the process dies here: the watermark never moves
+        },
+      };
+      let processor: ProcessIntake | null = null;
+      const intake: ProcessIntake = async (...args) => {
+        if (!processor) {
+          await migrate(h!.db);
+          processor = createIntakeProcessor(createPersonStore(h!.db), { recordSummary() {} } as unknown as SeenTracker);
+        }
+        return processor(...args);
+      };
+      h = await openHarness({ intake, sink: dying, bufferMaxAgeMs: 60_000 });
+      const events = Array.from({ length: 20 }, (_, i) => ({ event: 'e', distinct_id: `u${i}`, properties: { i } }));
+      await h.store.appendIntake({
+        context: { teamId, receivedAt: Date.UTC(2025, 0, 1), ip: null, anonymizeIps: false, sentAt: null, engage: false, uuidSeed: '0123456789abcdef' },
+        body: JSON.stringify({ api_key: 'k', batch: events }),
+        events: events.length,
+        parsed: events,
+        distinctIds: events.map((e) => e.distinct_id),
+      });
+      void h.store.flush();
+      for (let i = 0; i < 400 && inserted === 0; i++) await Bun.sleep(25);
+      expect(inserted).toBe(20);
+      // The "crash": the same files opened again, the sink working.
+      h.store = { close: async () => undefined } as typeof h.store;
+      processor = null;
+      await h.reopen({ intake, sink: real, hooks: {} });
+      await h.store.flush();
+      expect(await countEvents(ch, teamId)).toBe(20);
     });
 
     test('a load that fails after its insert (its answer lost, or the process killed before the watermark moved) is done again: the rows are read once', async () => {
