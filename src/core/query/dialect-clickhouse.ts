@@ -4,9 +4,11 @@ import { joinSql, sql, trusted, type QueryParam, type SqlFragment } from './sql'
 import type { ValueType } from './types';
 
 /**
- * What separates ClickHouse 18.16 (the Debian server) from a modern one: exactly the three version
- * switches of the reference (scale-out.md). Everything else this dialect writes is in the subset
- * both run (no `true`/`false`, ILIKE, toStartOfWeek, CTEs or window functions).
+ * What separates ClickHouse 18.16 (the Debian server) from a modern one: the three version
+ * switches of the reference (scale-out.md) for what statements are written with, and whether a
+ * mutation can be waited for by a setting (storage's business, not this dialect's). Everything
+ * else this dialect writes is in the subset both run (no `true`/`false`, ILIKE, toStartOfWeek,
+ * CTEs or window functions).
  */
 export interface ClickHouseFeatures {
   /** DateTime64(6) timestamps; without it, DateTime and whole seconds (storage keeps the microseconds apart). */
@@ -15,17 +17,23 @@ export interface ClickHouseFeatures {
   jsonExtract: boolean;
   /** Server-side typed `{p0:String}` parameters; without them, values are rendered as escaped literals. */
   queryParams: boolean;
+  /**
+   * `SETTINGS mutations_sync = 1` on `ALTER … DELETE` (the statement answers once the mutation is
+   * applied, or fails with its reason); without it (18.16 refuses the clause) storage polls
+   * `system.mutations`.
+   */
+  mutationsSync: boolean;
 }
 
 /**
  * The switches for a server's `SELECT version()`. DateTime64 came in 20.1; JSONExtract and query
- * parameters a little earlier (19.x), but below 20.1 the 18.16 forms are taken for all three: they
+ * parameters (and mutations_sync) a little earlier (19.x), but below 20.1 the 18.16 forms are taken for all: they
  * also run on the versions in between, so a wrong guess there costs speed, never an error.
  */
 export function clickhouseFeatures(version: string): ClickHouseFeatures {
   const [major = 0, minor = 0] = version.split('.').map((n) => Number.parseInt(n, 10) || 0);
   const modern = major > 20 || (major === 20 && minor >= 1);
-  return { datetime64: modern, jsonExtract: modern, queryParams: modern };
+  return { datetime64: modern, jsonExtract: modern, queryParams: modern, mutationsSync: modern };
 }
 
 type ParamType = 'String' | 'Int64' | 'Float64' | 'UInt8';
@@ -218,6 +226,6 @@ function jsonFunctions(
 }
 
 /** Modern ClickHouse (chDB, 20.1 and later servers). */
-export const CLICKHOUSE: Dialect = clickhouseDialect({ datetime64: true, jsonExtract: true, queryParams: true });
+export const CLICKHOUSE: Dialect = clickhouseDialect({ datetime64: true, jsonExtract: true, queryParams: true, mutationsSync: true });
 /** ClickHouse 18.16 (Debian's server). */
-export const CLICKHOUSE_18: Dialect = clickhouseDialect({ datetime64: false, jsonExtract: false, queryParams: false });
+export const CLICKHOUSE_18: Dialect = clickhouseDialect({ datetime64: false, jsonExtract: false, queryParams: false, mutationsSync: false });

@@ -166,6 +166,6 @@ describe('ClickHouse rendering', () => {
     ['20.1.2.4', true],
     ['26.7.2.1', true],
   ])('version %s: modern %p', (version, modern) => {
-    expect(clickhouseFeatures(version)).toEqual({ datetime64: modern, jsonExtract: modern, queryParams: modern });
+    expect(clickhouseFeatures(version)).toEqual({ datetime64: modern, jsonExtract: modern, queryParams: modern, mutationsSync: modern });
   });
 });
