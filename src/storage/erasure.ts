@@ -1,6 +1,6 @@
 import type { CohortStore } from './cohorts/types';
 import type { Database } from './db';
-import type { ErasedEvents, EventStore } from './events';
+import type { ErasedEvents, EventStore, PersonMatch } from './events';
 import type { FlagStore } from './flags/types';
 import type { Logger } from '../logger';
 import type { PersonStore } from './persons/types';
@@ -11,6 +11,11 @@ export interface PersonErasure {
   distinctIds: string[];
   /** What their events' removal did; null when their events were kept. */
   events: ErasedEvents | null;
+}
+
+/** Where the events are kept outside the event store's tiers (ClickHouse): the rows of the person deleted there, all visible to no read once it resolves; returns how many. */
+export interface PersonEventsEraser {
+  erasePersonEvents(teamId: number, match: PersonMatch): Promise<number>;
 }
 
 interface Job {
@@ -36,23 +41,36 @@ interface Job {
  * with it); events loaded later are kept, and once the person is deleted new events of their
  * distinct ids make a new person, as in PostHog.
  *
+ * With the events loaded into a table elsewhere (EVENTS_STORE: `eventsElsewhere`), they are
+ * deleted there after the store's own tiers, in the same order and for the same reason: the wait
+ * above has put every row of the person logged before the call into that table, and moved the
+ * store's watermark past them before it returned (the sink inserts, then the watermark moves), so
+ * no replay after a crash inserts them again once they are deleted; their log files and processed
+ * copies are removed by the loads themselves.
+ *
  * The steps span tables and files, so the job is recorded (`person_erasures`) before the first
  * and removed after the last; every step is idempotent, and a job found at start (a crash in
  * between) is run again to the end.
  */
 export function createPersonErasure(
   db: Database,
-  stores: { persons: PersonStore; cohorts: CohortStore; flags: FlagStore; events: EventStore },
+  stores: { persons: PersonStore; cohorts: CohortStore; flags: FlagStore; events: EventStore; eventsElsewhere?: PersonEventsEraser },
   now: () => Date,
   logger?: Logger,
 ) {
-  const { persons, cohorts, flags, events } = stores;
+  const { persons, cohorts, flags, events, eventsElsewhere } = stores;
 
   async function run(job: Job): Promise<ErasedEvents | null> {
     await persons.deletePerson(job.teamId, job.personUuid, job.distinctIds);
     await cohorts.removePerson(job.teamId, job.personUuid);
     await flags.deletePersonHashKeys(job.teamId, job.personUuid);
-    const erased = job.deleteEvents ? await events.erasePersonEvents(job.teamId, { distinctIds: job.distinctIds, personIds: [job.personUuid] }) : null;
+    const match: PersonMatch = { distinctIds: job.distinctIds, personIds: [job.personUuid] };
+    const erased = job.deleteEvents ? await events.erasePersonEvents(job.teamId, match) : null;
+    if (job.deleteEvents && eventsElsewhere) {
+      const started = performance.now();
+      const rows = await eventsElsewhere.erasePersonEvents(job.teamId, match);
+      logger?.info('person events erased from the events database', { project: job.teamId, rows, ms: Math.round(performance.now() - started) });
+    }
     await db.run('DELETE FROM person_erasures WHERE team_id = ? AND person_uuid = TRY_CAST(? AS UUID)', [job.teamId, job.personUuid]);
     return erased;
   }

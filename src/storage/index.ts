@@ -28,7 +28,8 @@ import type { ClickHouse } from './clickhouse/client';
 import { openClickHouseEventReads } from './clickhouse/event-reads';
 import { clickhouseSink, deleteTeamEvents as deleteClickHouseTeamEvents } from './clickhouse/events-table';
 import { openClickHouse, parseClickHouseUrl } from './clickhouse/client';
-import { migrateClickHouse } from './clickhouse/schema';
+import { eventsSharded, migrateClickHouse } from './clickhouse/schema';
+import { deletePersonEvents } from './clickhouse/person-erasure';
 
 export { DatabaseLockedError } from './db';
 export { NewerDatabaseError } from './migrations';
@@ -157,9 +158,17 @@ export interface StorageOptions {
   eventStore?: Partial<Parameters<typeof createEventStore>[1]>;
 }
 
-/** Where the events API reads events: the ClickHouse database holding them, or the embedded store. */
-function eventReadsOf(options: StorageOptions, store: EventStore): EventReads {
-  if (options.eventsStore) return openClickHouseEventReads(options.eventsStore, { awaitVisible: (teamId) => store.awaitVisible(teamId) });
+/**
+ * Where the events API reads events: the ClickHouse database holding them, or the embedded store.
+ * A person's events are deleted there only by an embedded server over one (unsharded) table:
+ * a node cannot wait for what the cluster's writers have not inserted yet (a mutation would
+ * leave those rows, and a 202 would promise more than was done), and the Distributed table takes
+ * no mutation (each shard's would be needed).
+ */
+function eventReadsOf(options: StorageOptions, store: EventStore, erasesEvents: boolean): EventReads {
+  if (options.eventsStore) {
+    return openClickHouseEventReads(options.eventsStore, { awaitVisible: (teamId) => store.awaitVisible(teamId), answers: erasesEvents ? ['event_erasure'] : [] });
+  }
   return options.eventReads ? openClickHouseEventReads(options.eventReads) : duckdbEventReads(store);
 }
 
@@ -220,6 +229,7 @@ export class EventsStoreUnreachableError extends Error {
 }
 
 async function openStores(options: StorageOptions, log: RedisLog | null): Promise<Storage> {
+  const erasesElsewhere = options.eventsStore ? !(await eventsSharded(options.eventsStore)) : false;
   await mkdir(options.dataDir, { recursive: true });
   const db: Database = await openDatabase(join(options.dataDir, DATABASE_FILE), {
     memoryLimit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
@@ -263,7 +273,8 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
     await db.close();
     throw error;
   }
-  const erasure = createPersonErasure(db, { persons, cohorts, flags, events: store }, () => new Date(options.now?.() ?? Date.now()), options.logger);
+  const eventsElsewhere = erasesElsewhere && options.eventsStore ? { erasePersonEvents: deletePersonEvents.bind(null, options.eventsStore) } : undefined;
+  const erasure = createPersonErasure(db, { persons, cohorts, flags, events: store, eventsElsewhere }, () => new Date(options.now?.() ?? Date.now()), options.logger);
   // An erasure cut short by a stop or crash is finished before anything is served.
   await erasure.resume().catch((error) => options.logger?.error('person erasure could not be finished; it is retried at the next start', { error: String(error) }));
   // Cohort calculations and definitions' volumes run in DuckDB over its own events: with the
@@ -293,7 +304,7 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
     eventsSource,
     events: store,
     intake: log ? createLogIntake(log) : { append: (input) => store.appendIntake(input) },
-    eventReads: eventReadsOf(options, store),
+    eventReads: eventReadsOf(options, store, erasesElsewhere),
     statementRows: (teamId, compiled, page, runner) => statementRows({ events: store, persons }, runner, teamId, compiled, page),
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),

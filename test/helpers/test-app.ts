@@ -55,11 +55,13 @@ export async function createSharingTestApp(t: TestApp, env: Record<string, strin
   return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), t.account, { ...env, META_STORE: t.deps.config.META_STORE }, now, silentLogger, {});
 }
 
-/** The same data directory opened again, as a restarted server would (`t` is closed first, its data kept). */
-export async function reopenTestApp(t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}): Promise<TestApp> {
+/** The same data directory opened again, as a restarted server would (`t` is closed first, its data kept; a ClickHouse given in `storageOptions` stays open). */
+export async function reopenTestApp(
+  t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}, storageOptions: TestStorageOptions = {},
+): Promise<TestApp> {
   await t.deps.storage.close();
   const metaStore = t.deps.config.META_STORE;
-  return openTestApp(t.dataDir, t.account, metaStore && !env.META_STORE ? { ...env, META_STORE: metaStore } : env, now, logger, store);
+  return openTestApp(t.dataDir, t.account, metaStore && !env.META_STORE ? { ...env, META_STORE: metaStore } : env, now, logger, store, storageOptions);
 }
 
 async function openTestApp(

@@ -231,17 +231,25 @@ for (const engine of engines) for (const mode of MODES) {
       expect(await f.list({ person_id: personOf(f) })).toMatchObject({ status: 200, body: expected.body });
     });
 
-    if (mode.own) {
-      const unsupported = (what: string) => ({ status: 400, body: { type: 'validation_error', code: 'invalid_input', detail: `${what}: the ClickHouse events store does not support this yet.`, attr: null } });
+    const unsupported = (what: string) => ({ status: 400, body: { type: 'validation_error', code: 'invalid_input', detail: `${what}: the ClickHouse events store does not support this yet.`, attr: null } });
 
-      test('a cohort defined by events and deleting a person\'s events are a 400 (they run over DuckDB\'s events), and change nothing', async () => {
-        const behavioral = { name: 'viewers', filters: { properties: { type: 'AND', values: [{ type: 'behavioral', value: 'performed_event', key: '$pageview', event_type: 'events', time_value: 30, time_interval: 'day' }] } } };
-        expect(await f.t.json('POST', `/api/projects/${f.projectId}/cohorts/`, { body: behavioral })).toMatchObject(unsupported('Cohorts defined by events (behavioral filters)'));
-        expect((await f.t.json('GET', `/api/projects/${f.projectId}/cohorts/`)).body.count).toBe(0);
+    if (!mode.own) {
+      // A node's shape (it reads what others insert): it cannot wait for the rows the writers
+      // have not inserted yet, so it does not claim an erasure (persons-delete-clickhouse.test.ts
+      // has the embedded server's).
+      test('deleting a person\'s events is a 400 where the events are only read, and changes nothing', async () => {
         const alice = f.t.deps.storage.persons.findByDistinctId(f.projectId, 'alice')!;
         expect(await f.t.json('DELETE', `/api/projects/${f.projectId}/persons/${alice.uuid}/?delete_events=true`)).toMatchObject(unsupported("Deleting a person's events (delete_events)"));
         expect((await f.t.json('GET', `/api/projects/${f.projectId}/persons/${alice.uuid}/`)).status).toBe(200);
         expect((await f.list({ distinct_id: 'alice' })).body.count).toBeGreaterThan(0);
+      });
+    }
+
+    if (mode.own) {
+      test('a cohort defined by events is a 400 (it runs over DuckDB\'s events), and changes nothing', async () => {
+        const behavioral = { name: 'viewers', filters: { properties: { type: 'AND', values: [{ type: 'behavioral', value: 'performed_event', key: '$pageview', event_type: 'events', time_value: 30, time_interval: 'day' }] } } };
+        expect(await f.t.json('POST', `/api/projects/${f.projectId}/cohorts/`, { body: behavioral })).toMatchObject(unsupported('Cohorts defined by events (behavioral filters)'));
+        expect((await f.t.json('GET', `/api/projects/${f.projectId}/cohorts/`)).body.count).toBe(0);
       });
 
       test('a deleted project\'s events are deleted from ClickHouse', async () => {

@@ -55,7 +55,7 @@ export const personsModule = (deps: Deps) => {
         detail: {
           summary: 'Delete a person and their distinct ids; with `delete_events`, also every event of theirs',
           description:
-            'Answers once done: the person, their distinct ids, cohort memberships and flag hash keys are gone, and with `delete_events` every event with one of their distinct ids or their person id, whether it was still in the log, in the hot table, in Parquet files or in person-clustered copies (those files are written again without the rows). 503 with Retry-After when the log is too far behind to wait for, before anything is deleted.',
+            'Answers once done: the person, their distinct ids, cohort memberships and flag hash keys are gone, and with `delete_events` every event with one of their distinct ids or their person id, whether it was still in the log, in the hot table, in Parquet files or in person-clustered copies (those files are written again without the rows), or in the ClickHouse events table (EVENTS_STORE: deleted by a mutation, answered once applied; a 400 on a cluster node). 503 with Retry-After when the log is too far behind to wait for, before anything is deleted.',
         },
       },
     )

@@ -47,12 +47,12 @@ export const toPersonBody = (project: Project, person: Person) => {
 export const wantsEvents = (value: string | undefined): boolean => value !== undefined && !/^(false|0)$/i.test(value);
 
 /**
- * Delete the person (and with `deleteEvents` their events, from every tier: storage/erasure.ts),
+ * Delete the person (and with `deleteEvents` their events, from every tier or ClickHouse: storage/erasure.ts),
  * then what the flag checks remember of their distinct ids. A person deleted meanwhile by
  * another request is a 404, as it is to everyone after.
  */
 export async function deletePerson(deps: Deps, teamId: number, person: Person, deleteEvents: boolean): Promise<void> {
-  // Before anything is deleted: where the events cannot be erased yet (ClickHouse), nothing is.
+  // Before anything is deleted: where the events cannot be erased yet (a node, a sharded ClickHouse table), nothing is.
   if (deleteEvents) deps.storage.eventReads.requireFeature('event_erasure');
   const done = await deps.storage.deletePerson(teamId, person.uuid, { deleteEvents });
   if (!done) throw new AppError('not_found', 'Not found.');

@@ -3,7 +3,7 @@ import { sql, trusted, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row } from '../db';
 import type { EventsRelation, TimeRange } from '../events/relation';
-import { unsupportedOnClickHouse, type EventReads } from '../events/reads';
+import { unsupportedOnClickHouse, type EventReads, type ReadFeature } from '../events/reads';
 import type { ClickHouse } from './client';
 
 /**
@@ -14,12 +14,15 @@ import type { ClickHouse } from './client';
  * shows them once before the merges do.
  *
  * What is not here yet: persons (they are not beside the events in ClickHouse, so no person
- * property, person column or persons table can be read), exports, and per-file counts (a count
- * is a plain `count()`: ClickHouse answers it from its own marks).
+ * property, person column or persons table can be read), exports, behavioural cohorts, and
+ * per-file counts (a count is a plain `count()`: ClickHouse answers it from its own marks).
+ * Deleting a person's events is answered where the owner says so (`answers`).
  */
 export interface ClickHouseReadsOptions {
   /** Wait until the team's acknowledged events are in the table (the writer's business; nothing to wait for without it). */
   awaitVisible?: (teamId: number) => Promise<void>;
+  /** Features answered here beyond reads (`event_erasure`: the owner deletes a person's events in this table); none by default. */
+  answers?: readonly ReadFeature[];
 }
 
 const ms = (v: number | Date): number => {
@@ -87,7 +90,7 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
     },
     propertyValueNames: (rel, scope, key, scanLimit) => clickhouseValueNames(ch, rel, scope, key, scanLimit),
     requireFeature: (feature) => {
-      throw unsupportedOnClickHouse(feature);
+      if (!options.answers?.includes(feature)) throw unsupportedOnClickHouse(feature);
     },
   };
 }

@@ -65,3 +65,10 @@ export async function migrateClickHouse(ch: ClickHouse): Promise<void> {
     await ch.command(sql`INSERT INTO ${migrations} (version, applied_at) SELECT ${ch.dialect.bind(version)}, now()`);
   }
 }
+
+/** Whether `events` is the Distributed table over shards (see EVENTS_CLUSTER), which takes no `ALTER … DELETE` of its own. */
+export async function eventsSharded(ch: ClickHouse): Promise<boolean> {
+  const [database, name] = ch.table('events').split('.') as [string, string];
+  const [row] = await ch.query<{ engine: string }>(sql`SELECT engine FROM system.tables WHERE database = ${ch.dialect.bind(database)} AND name = ${ch.dialect.bind(name)}`);
+  return row?.engine === 'Distributed';
+}
