@@ -391,23 +391,7 @@ const bench: Benchmark = async (ctx) => {
         'queryable after s': round(storeSeen.seconds, 2),
         'queryable events/s': round(storeStored),
       });
-      rows.push({
-        case: `${c.name} ${seconds} s [autocannon]`,
-        server: SERVER_NAMES.real,
-        'req/s': round(run.rps),
-        'events/s': round(run.eps),
-        'p50 ms': round(run.p50, 1),
-        'p99 ms': round(run.p99, 1),
-        'peak RSS MB': peak,
-        'non-200': run.non200 + run.errors,
-        'queryable after s': round(seen.seconds, 2),
-        'queryable events/s': round(stored),
-        target: 'queryable events/s ≥ 100,000',
-        met: stored >= 100_000 ? 'yes' : 'NO',
-      });
-      for (const [name, lat] of Object.entries(latencies)) {
-        rows.push({ case: `query during the sustained load: ${name}`, server: SERVER_NAMES.real, 'p50 ms': round(percentile(lat, 0.5), 1), 'p99 ms': round(percentile(lat, 0.99), 1), 'max ms': round(Math.max(...lat), 1), queries: lat.length, target: 'p99 ≤ 2,000 ms', met: percentile(lat, 0.99) <= 2000 ? 'yes' : 'NO' });
-      }
+      rows.push(...sustainedRows(`${c.name} ${seconds} s [autocannon]`, SERVER_NAMES.real, { run, seen, peak, stored, latencies }, 'query during the sustained load'));
       notes.push(
         `sustained: ${run.ackedEvents.toLocaleString()} events acknowledged in ${run.seconds.toFixed(1)} s (${round(run.eps)}/s; the durable floor ${round(floorRun.eps)}/s), ` +
           `all countable ${seen.seconds.toFixed(1)} s after the load: ${round(stored)} events/s stored, ${round(stored / floorRun.eps, 3)} of the floor; peak RSS ${peak} MB. ` +
@@ -441,6 +425,41 @@ const bench: Benchmark = async (ctx) => {
 
 export default bench;
 
+/** A sustained run's row (against the issue's targets) and its queries' rows. */
+function sustainedRows(
+  name: string,
+  server: string,
+  m: { run: RunResult; seen: { seconds: number }; peak: number | null; stored: number; latencies: Record<string, number[]> },
+  queries: string,
+): BenchRow[] {
+  return [
+    {
+      case: name,
+      server,
+      'req/s': round(m.run.rps),
+      'events/s': round(m.run.eps),
+      'p50 ms': round(m.run.p50, 1),
+      'p99 ms': round(m.run.p99, 1),
+      'peak RSS MB': m.peak,
+      'non-200': m.run.non200 + m.run.errors,
+      'queryable after s': round(m.seen.seconds, 2),
+      'queryable events/s': round(m.stored),
+      target: 'queryable events/s ≥ 100,000',
+      met: m.stored >= 100_000 ? 'yes' : 'NO',
+    },
+    ...Object.entries(m.latencies).map(([query, lat]) => ({
+      case: `${queries}: ${query}`,
+      server,
+      'p50 ms': round(percentile(lat, 0.5), 1),
+      'p99 ms': round(percentile(lat, 0.99), 1),
+      'max ms': round(Math.max(...lat), 1),
+      queries: lat.length,
+      target: 'p99 ≤ 2,000 ms',
+      met: percentile(lat, 0.99) <= 2000 ? 'yes' : 'NO',
+    })),
+  ];
+}
+
 /** The sustained case against hogbase with EVENTS_STORE on a standalone ClickHouse 18.16 server. */
 async function sustainedIntoClickHouse(c: Case, seconds: number, notes: string[], problems: string[], log: (line: string) => void): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-clickhouse-'));
@@ -463,28 +482,7 @@ async function sustainedIntoClickHouse(c: Case, seconds: number, notes: string[]
         `all countable through the events API ${seen.seconds.toFixed(1)} s after: ${round(stored)} events/s stored; hogbase's peak RSS ${peak} MB (the ClickHouse server's own memory not counted)`,
     );
     log(`sustained into ClickHouse: acked ${round(run.eps)}/s, stored ${round(stored)}/s, queryable after ${seen.seconds.toFixed(1)} s, RSS peak ${peak} MB`);
-    return [
-      {
-        case: `${c.name} ${seconds} s [autocannon]`,
-        server: 'hogbase durable, events in ClickHouse 18.16 (EVENTS_STORE)',
-        'req/s': round(run.rps),
-        'events/s': round(run.eps),
-        'p50 ms': round(run.p50, 1),
-        'p99 ms': round(run.p99, 1),
-        'peak RSS MB': peak,
-        'non-200': run.non200 + run.errors,
-        'queryable after s': round(seen.seconds, 2),
-        'queryable events/s': round(stored),
-      },
-      ...Object.entries(latencies).map(([name, lat]) => ({
-        case: `query during the sustained load into ClickHouse: ${name}`,
-        server: 'hogbase durable, events in ClickHouse 18.16 (EVENTS_STORE)',
-        'p50 ms': round(percentile(lat, 0.5), 1),
-        'p99 ms': round(percentile(lat, 0.99), 1),
-        'max ms': round(Math.max(...lat), 1),
-        queries: lat.length,
-      })),
-    ];
+    return sustainedRows(`${c.name} ${seconds} s [autocannon]`, 'hogbase durable, events in ClickHouse 18.16 (EVENTS_STORE)', { run, seen, peak, stored, latencies }, 'query during the sustained load into ClickHouse');
   } finally {
     await server?.stop();
     await stopAll([ch.started], 'SIGTERM', 15_000);

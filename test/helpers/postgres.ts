@@ -1,3 +1,4 @@
+import { postgresUser } from '../../src/cli/cluster/engines';
 import { spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,15 +61,7 @@ function stopByPid(data: string) {
 }
 
 /** The user the server runs as: PostgreSQL refuses root. */
-function serverUser(): { uid: number; gid: number } | null {
-  if (process.getuid?.() !== 0) return null;
-  for (const name of ['postgres', 'nobody']) {
-    const uid = spawnSync('id', ['-u', name]);
-    const gid = spawnSync('id', ['-g', name]);
-    if (uid.status === 0 && gid.status === 0) return { uid: Number(uid.stdout.toString()), gid: Number(gid.stdout.toString()) };
-  }
-  throw new Error('running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as');
-}
+const serverUser = postgresUser;
 
 async function start(): Promise<Server> {
   if (!BIN) throw new Error(POSTGRES_SKIP_REASON);

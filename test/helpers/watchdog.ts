@@ -1,5 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 
 /**
  * Runs a server and stops it by its PID (with `signal`), then removes its directory, when the
@@ -34,12 +33,4 @@ export function launchWatched(options: { name: string; dir: string; argv: readon
 }
 
 /** A free loopback port (another process may take it before it is used: callers retry). */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
+export { freePort } from '../../src/cli/cluster/processes';

@@ -32,7 +32,7 @@ function postgresBin(): string | null {
 }
 
 /** PostgreSQL refuses to run as root: then it runs as `postgres` (or `nobody`). */
-function postgresUser(): { uid: number; gid: number } | null {
+export function postgresUser(): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;
   for (const name of ['postgres', 'nobody']) {
     const uid = spawnSync('id', ['-u', name]);
