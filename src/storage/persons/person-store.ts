@@ -15,13 +15,53 @@ interface TeamPersons {
 const groupKey = (type: string, key: string) => `${type}\u0000${key}`;
 
 /**
+ * Rows from one JSON parameter, parsed by DuckDB's from_json on its own threads (an appender
+ * would cost the main thread a call per value and a synchronous close; see bench/NOTES.md).
+ */
+const staged = (shape: string) => `(SELECT unnest(from_json(?::JSON, '[${shape}]'), recursive := true)) AS s`;
+
+/**
+ * Persons written in one statement: a person the table holds is updated in place, where a delete
+ * and insert cost several times the CPU on a checkpointed table, most of it in the indexes and at
+ * the commit (see bench/NOTES.md). A row under the uuid with another id or project is left as it
+ * is (and counted out: see replacePersons).
+ */
+const MERGE_PERSONS = `MERGE INTO persons
+  USING ${staged('{"id":"BIGINT","uuid":"UUID","team_id":"INTEGER","properties":"JSON","is_identified":"BOOLEAN","created_ms":"BIGINT"}')}
+  ON persons.uuid = s.uuid
+  WHEN MATCHED AND persons.id = s.id AND persons.team_id = s.team_id THEN
+    UPDATE SET properties = s.properties, is_identified = s.is_identified, created_at = make_timestamp(s.created_ms * 1000)
+  WHEN NOT MATCHED THEN INSERT (id, uuid, team_id, properties, is_identified, created_at, version)
+    VALUES (s.id, s.uuid, s.team_id, s.properties, s.is_identified, make_timestamp(s.created_ms * 1000), 0)`;
+const DELETE_PERSONS = `DELETE FROM persons WHERE uuid IN (SELECT unnest(from_json(?::JSON, '["UUID"]')))`;
+
+const MERGE_DISTINCT_IDS = `MERGE INTO person_distinct_ids
+  USING ${staged('{"team_id":"INTEGER","distinct_id":"VARCHAR","person_uuid":"UUID"}')}
+  ON person_distinct_ids.team_id = s.team_id AND person_distinct_ids.distinct_id = s.distinct_id
+  WHEN MATCHED THEN UPDATE SET person_uuid = s.person_uuid
+  WHEN NOT MATCHED THEN INSERT (team_id, distinct_id, person_uuid) VALUES (s.team_id, s.distinct_id, s.person_uuid)`;
+const DELETE_DISTINCT_IDS = `DELETE FROM person_distinct_ids
+  WHERE (team_id, distinct_id) IN (SELECT (s.team_id, s.distinct_id) FROM ${staged('{"team_id":"INTEGER","distinct_id":"VARCHAR"}')})`;
+
+/** One person as an element of the JSON that MERGE_PERSONS reads. */
+function personRow(p: Person, teamId: number): string {
+  let properties = JSON.stringify(p.properties);
+  // A lone surrogate would fail this flush and every one after it: replaced (in memory too).
+  if (mayHoldLoneSurrogates(properties)) properties = JSON.stringify((p.properties = wellFormed(p.properties) as typeof p.properties));
+  return `{"id":${p.id},"uuid":${JSON.stringify(p.uuid)},"team_id":${teamId},"properties":${properties},"is_identified":${p.isIdentified},"created_ms":${Math.round(p.createdAt)}}`;
+}
+
+/**
+ * Distinct ids come through the capture decoder, which leaves no lone surrogate, but one would
+ * fail every flush (DuckDB's JSON refuses its escape): U+FFFD, as the appender's UTF-8 wrote it.
+ */
+const wellFormedJson = (json: string) => (mayHoldLoneSurrogates(json) ? JSON.stringify(wellFormed(JSON.parse(json))) : json);
+
+/**
  * Persons live in memory per project (loaded on first use) so ingestion and flag checks never
  * wait for the database; changes are collected per person and written in bulk by `flush`.
  * Memory grows with the number of persons: about 300 bytes plus properties each.
  */
-/** The staging rows' shape for DuckDB's from_json (properties stay JSON). */
-const PERSON_STAGE_SHAPE = '[{"id":"BIGINT","uuid":"VARCHAR","team_id":"INTEGER","properties":"JSON","is_identified":"BOOLEAN","created_ms":"BIGINT"}]';
-
 /**
  * With a `home` (PostgreSQL), persons are loaded from it and every flush writes there first; the
  * DuckDB tables are then a copy for joins with events, made again for each project it loads.
@@ -308,58 +348,41 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
     });
   }
 
-  // Bulk replace through a temporary staging table: the changed persons go to DuckDB as one
-  // JSON text (a parameter) that DuckDB parses itself on its own threads. An appender would cost
-  // the main thread a call per value plus a synchronous close (a large share of it under a
-  // stream of `$set` events; see bench/NOTES.md).
   async function replacePersons(c: DuckDBConnection, dirty: Map<string, number>, from = teams) {
     if (!dirty.size) return;
+    const gone: string[] = [];
     const keys: string[] = [];
     const rows: string[] = [];
     for (const [uuid, teamId] of dirty) {
-      keys.push(uuid);
       const p = from.get(teamId)?.persons.get(uuid);
-      if (!p) continue;
-      let properties = JSON.stringify(p.properties);
-      // A lone surrogate would fail this flush and every one after it: replaced (in memory too).
-      if (mayHoldLoneSurrogates(properties)) properties = JSON.stringify((p.properties = wellFormed(p.properties) as typeof p.properties));
-      rows.push(
-        `{"id":${p.id},"uuid":${JSON.stringify(p.uuid)},"team_id":${teamId},"properties":${properties},` +
-          `"is_identified":${p.isIdentified},"created_ms":${Math.round(p.createdAt)}}`,
-      );
+      if (!p) gone.push(uuid);
+      else {
+        keys.push(uuid);
+        rows.push(personRow(p, teamId));
+      }
     }
-    await c.run(
-      `CREATE OR REPLACE TEMP TABLE stage_person_keys AS SELECT unnest(from_json(?::JSON, '["VARCHAR"]')) AS uuid`,
-      [JSON.stringify(keys)],
-    );
-    await c.run(
-      `CREATE OR REPLACE TEMP TABLE stage_persons AS SELECT unnest(from_json(?::JSON, '${PERSON_STAGE_SHAPE}'), recursive := true)`,
-      [`[${rows.join(',')}]`],
-    );
-    await c.run('DELETE FROM persons WHERE uuid IN (SELECT uuid::UUID FROM stage_person_keys)');
-    await c.run(
-      `INSERT INTO persons (id, uuid, team_id, properties, is_identified, created_at, version)
-       SELECT id, uuid::UUID, team_id, properties, is_identified, make_timestamp(created_ms * 1000), 0 FROM stage_persons`,
-    );
+    if (gone.length) await c.run(DELETE_PERSONS, [JSON.stringify(gone)]);
+    if (!rows.length) return;
+    const json = `[${rows.join(',')}]`;
+    const { rowsChanged } = await c.run(MERGE_PERSONS, [json]);
+    // A row the merge left (its uuid under another id or project) is replaced as before.
+    if (rowsChanged === rows.length) return;
+    await c.run(DELETE_PERSONS, [JSON.stringify(keys)]);
+    await c.run(MERGE_PERSONS, [json]);
   }
 
   async function replaceDistinctIds(c: DuckDBConnection, dirty: Map<string, { teamId: number; distinctId: string }>, from = teams) {
     if (!dirty.size) return;
-    await c.run('CREATE OR REPLACE TEMP TABLE stage_pdi (team_id INTEGER, distinct_id VARCHAR, person_uuid VARCHAR)');
-    const a = await c.createAppender('stage_pdi', 'main', 'temp');
+    const gone: string[] = [];
+    const rows: string[] = [];
     for (const { teamId, distinctId } of dirty.values()) {
+      const key = `"team_id":${teamId},"distinct_id":${JSON.stringify(distinctId)}`;
       const p = from.get(teamId)?.byDistinctId.get(distinctId);
-      if (!p) continue;
-      a.appendInteger(teamId);
-      a.appendVarchar(distinctId);
-      a.appendVarchar(p.uuid);
-      a.endRow();
+      if (!p) gone.push(`{${key}}`);
+      else rows.push(`{${key},"person_uuid":${JSON.stringify(p.uuid)}}`);
     }
-    a.closeSync();
-    await c.run(
-      'DELETE FROM person_distinct_ids WHERE (team_id, distinct_id) IN (SELECT (team_id, distinct_id) FROM stage_pdi)',
-    );
-    await c.run('INSERT INTO person_distinct_ids SELECT team_id, distinct_id, person_uuid::UUID FROM stage_pdi');
+    if (gone.length) await c.run(DELETE_DISTINCT_IDS, [wellFormedJson(`[${gone.join(',')}]`)]);
+    if (rows.length) await c.run(MERGE_DISTINCT_IDS, [wellFormedJson(`[${rows.join(',')}]`)]);
   }
 
   async function replaceGroups(c: DuckDBConnection, dirty: Map<string, { teamId: number; group: Group }>) {

@@ -178,3 +178,108 @@ describe('person store: lone surrogates', () => {
     expect(rows.map((r) => JSON.parse(r.properties))).toEqual([{ name: 'a\ufffdb' }]);
   });
 });
+
+describe('person store: what a flush writes', () => {
+  const rows = () => db.query<{ rowid: number; uuid: string; properties: string; is_identified: boolean }>('SELECT rowid, uuid::VARCHAR AS uuid, properties, is_identified FROM persons ORDER BY uuid');
+  const ids = () => db.query<{ distinct_id: string; person_uuid: string }>('SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids ORDER BY distinct_id');
+
+  test('a flush that changes some persons leaves the rows of the others untouched; those it changes are updated in place', async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    for (const d of ['a', 'b', 'c']) store.processEvent(1, ev('$pageview', d, { set: { name: d } }));
+    await store.flush();
+    // Stored as they would be after a restart, where deleting a row costs the most.
+    await db.run('CHECKPOINT');
+    const before = await rows();
+    const b = store.findByDistinctId(1, 'b')!;
+    store.setProperties(1, b.uuid, { plan: 'pro' });
+    await store.flush();
+    const after = await rows();
+    expect(after.filter((r) => r.uuid !== b.uuid)).toEqual(before.filter((r) => r.uuid !== b.uuid));
+    const changed = after.find((r) => r.uuid === b.uuid)!;
+    expect({ rowid: changed.rowid, properties: JSON.parse(changed.properties) }).toEqual({
+      rowid: before.find((r) => r.uuid === b.uuid)!.rowid,
+      properties: { ...b.properties, plan: 'pro' },
+    });
+  });
+
+  test('new, changed, merged-away and moved rows in one flush: the tables hold what memory holds, as a reload shows', async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'anon', { set: { a: 1 } }));
+    store.processEvent(1, ev('$pageview', 'user', { set: { u: 1 } }));
+    await store.flush();
+    store.processEvent(1, ev('$identify', 'user', { anonDistinctId: 'anon', set: { u: 2 } }));
+    store.processEvent(1, ev('$pageview', 'new', { set: { n: 1 } }));
+    await store.flush();
+    const user = store.findByDistinctId(1, 'user')!;
+    const fresh = store.findByDistinctId(1, 'new')!;
+    expect((await rows()).map((r) => ({ uuid: r.uuid, properties: JSON.parse(r.properties), is_identified: r.is_identified }))).toEqual(
+      [user, fresh].map((p) => ({ uuid: p.uuid, properties: p.properties, is_identified: p.isIdentified })).sort((x, y) => x.uuid.localeCompare(y.uuid)),
+    );
+    expect(await ids()).toEqual([
+      { distinct_id: 'anon', person_uuid: user.uuid },
+      { distinct_id: 'new', person_uuid: fresh.uuid },
+      { distinct_id: 'user', person_uuid: user.uuid },
+    ]);
+  });
+
+  test('a row the table holds under another id, or none for a person it should hold, is written as memory has it', async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'kept'));
+    store.processEvent(1, ev('$pageview', 'lost'));
+    await store.flush();
+    const kept = store.findByDistinctId(1, 'kept')!;
+    const lost = store.findByDistinctId(1, 'lost')!;
+    // Changed behind the store's back: one row under another id, one person's row gone.
+    await db.run('UPDATE persons SET id = id + 1000 WHERE uuid = ?::UUID', [kept.uuid]);
+    await db.run('DELETE FROM persons WHERE uuid = ?::UUID', [lost.uuid]);
+    store.setProperties(1, kept.uuid, { v: 1 });
+    store.setProperties(1, lost.uuid, { v: 2 });
+    store.processEvent(1, ev('$identify', 'lost', { anonDistinctId: 'lost-anon' }));
+    await store.flush();
+    const stored = await db.query<{ id: number; uuid: string; properties: string }>('SELECT id, uuid::VARCHAR AS uuid, properties FROM persons ORDER BY id');
+    expect(stored.map((r) => ({ id: r.id, uuid: r.uuid, properties: JSON.parse(r.properties) }))).toEqual(
+      [kept, lost].map((p) => ({ id: p.id, uuid: p.uuid, properties: p.properties })).sort((x, y) => x.id - y.id),
+    );
+    expect(await ids()).toEqual([
+      { distinct_id: 'kept', person_uuid: kept.uuid },
+      { distinct_id: 'lost', person_uuid: lost.uuid },
+      { distinct_id: 'lost-anon', person_uuid: lost.uuid },
+    ]);
+  });
+
+  test('a statement failing mid-flush leaves both tables as they were and every change pending; the next flush writes them', async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'old', { set: { v: 1 } }));
+    await store.flush();
+    await db.run('CHECKPOINT');
+    const before = { persons: await rows(), ids: await ids() };
+    const old = store.findByDistinctId(1, 'old')!;
+    store.setProperties(1, old.uuid, { v: 2 });
+    store.processEvent(1, ev('$pageview', 'other', { set: { w: 1 } }));
+    // The persons are written first; the distinct ids' statement then fails.
+    await db.run('ALTER TABLE person_distinct_ids RENAME TO person_distinct_ids_gone');
+    await expect(store.flush()).rejects.toThrow();
+    await db.run('ALTER TABLE person_distinct_ids_gone RENAME TO person_distinct_ids');
+    expect({ persons: await rows(), ids: await ids() }).toEqual(before);
+    expect(store.pendingChanges()).toBe(3);
+    await store.flush();
+    expect(store.pendingChanges()).toBe(0);
+    const reloaded = createPersonStore(db);
+    await reloaded.ensureLoaded(1);
+    expect(reloaded.findByDistinctId(1, 'old')!.properties).toEqual({ ...old.properties, v: 2 });
+    expect(reloaded.findByDistinctId(1, 'other')!.properties.w).toBe(1);
+  });
+
+  test('a distinct id holding a lone surrogate is written as U+FFFD, as before', async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'x\ud800y'));
+    await store.flush();
+    expect(store.pendingChanges()).toBe(0);
+    expect((await ids()).map((r) => r.distinct_id)).toEqual(['x\ufffdy']);
+  });
+});
