@@ -43,4 +43,20 @@ describe('recent uuids', () => {
     expect(known).toBeGreaterThan(5);
     expect(forgotten).toBeGreaterThan(20);
   });
+
+  test.each([1, 2, 3, 5, 8])('with %i generations: through every widening and reuse of a generation, a uuid is known exactly while its generation is held; new ones are never taken for repeats', (generations) => {
+    const r = new RecentUuids(500, generations);
+    const added: Array<{ gen: number; n: number }> = [];
+    for (let n = 0; n < 500 * (generations + 3); n += 250) {
+      for (const entry of added) {
+        // Read before the call: checking adds the uuid again, to the generation it then names.
+        const covered = entry.gen >= r.oldestGeneration;
+        entry.gen = r.generation;
+        expect(r.addAll([uuid(entry.n)])).toBe(covered);
+      }
+      added.push({ gen: r.generation, n });
+      expect(r.addAll(range(n, 250))).toBe(false);
+    }
+    expect(r.oldestGeneration).toBeGreaterThan(2);
+  });
 });
