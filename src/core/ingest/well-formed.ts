@@ -30,3 +30,18 @@ export function wellFormed(value: unknown): unknown {
   for (const k of keys) o[k] = wellFormed(o[k]);
   return o;
 }
+
+/** JSON text with its lone surrogates replaced (parsed and written again only when it may hold one). */
+export const wellFormedJson = (json: string): string => (mayHoldLoneSurrogates(json) ? JSON.stringify(wellFormed(JSON.parse(json))) : json);
+
+/**
+ * `value` as JSON text a store's JSON reader takes. A value holding a lone surrogate is made
+ * well-formed first and handed to `keep`, so what memory holds is what gets stored.
+ */
+export function storableJson<T>(value: T, keep: (fixed: T) => void): string {
+  const json = JSON.stringify(value);
+  if (!mayHoldLoneSurrogates(json)) return json;
+  const fixed = wellFormed(value) as T;
+  keep(fixed);
+  return JSON.stringify(fixed);
+}

@@ -1,4 +1,4 @@
-import { mayHoldLoneSurrogates, wellFormed } from '../../core/ingest/well-formed';
+import { storableJson, wellFormedJson } from '../../core/ingest/well-formed';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
@@ -45,17 +45,15 @@ const DELETE_DISTINCT_IDS = `DELETE FROM person_distinct_ids
 
 /** One person as an element of the JSON that MERGE_PERSONS reads. */
 function personRow(p: Person, teamId: number): string {
-  let properties = JSON.stringify(p.properties);
   // A lone surrogate would fail this flush and every one after it: replaced (in memory too).
-  if (mayHoldLoneSurrogates(properties)) properties = JSON.stringify((p.properties = wellFormed(p.properties) as typeof p.properties));
+  const properties = storableJson(p.properties, (fixed) => (p.properties = fixed));
   return `{"id":${p.id},"uuid":${JSON.stringify(p.uuid)},"team_id":${teamId},"properties":${properties},"is_identified":${p.isIdentified},"created_ms":${Math.round(p.createdAt)}}`;
 }
 
-/**
+/*
  * Distinct ids come through the capture decoder, which leaves no lone surrogate, but one would
  * fail every flush (DuckDB's JSON refuses its escape): U+FFFD, as the appender's UTF-8 wrote it.
  */
-const wellFormedJson = (json: string) => (mayHoldLoneSurrogates(json) ? JSON.stringify(wellFormed(JSON.parse(json))) : json);
 
 /**
  * Persons live in memory per project (loaded on first use) so ingestion and flag checks never
@@ -387,9 +385,8 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
 
   async function replaceGroups(c: DuckDBConnection, dirty: Map<string, { teamId: number; group: Group }>) {
     for (const { teamId, group } of dirty.values()) {
-      let properties = JSON.stringify(group.properties);
       // As for persons: a lone surrogate would fail this flush and every one after it.
-      if (mayHoldLoneSurrogates(properties)) properties = JSON.stringify((group.properties = wellFormed(group.properties) as typeof group.properties));
+      const properties = storableJson(group.properties, (fixed) => (group.properties = fixed));
       await c.run(
         `INSERT INTO groups (team_id, group_type, group_type_index, group_key, properties, created_at) VALUES (?, ?, ?, ?, ?, now())
          ON CONFLICT (team_id, group_type, group_key) DO UPDATE SET properties = excluded.properties`,
