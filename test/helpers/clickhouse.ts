@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeClickHouseHome } from '../../src/cli/cluster/engines';
 import { chdbPath } from './chdb';
 import { freePort, launchWatched } from './watchdog';
 
@@ -58,45 +59,15 @@ export async function startClickHouseServer(): Promise<ClickHouseServer> {
   };
 }
 
-const config = (dir: string, http: number, tcp: number) => `<?xml version="1.0"?>
-<yandex>
-  <logger><level>warning</level><log>${dir}/server.log</log><errorlog>${dir}/error.log</errorlog><console>0</console></logger>
-  <http_port>${http}</http_port>
-  <tcp_port>${tcp}</tcp_port>
-  <listen_host>127.0.0.1</listen_host>
-  <max_connections>256</max_connections>
-  <max_concurrent_queries>64</max_concurrent_queries>
-  <mark_cache_size>268435456</mark_cache_size>
-  <uncompressed_cache_size>268435456</uncompressed_cache_size>
-  <path>${dir}/data/</path>
-  <tmp_path>${dir}/tmp/</tmp_path>
-  <user_files_path>${dir}/user_files/</user_files_path>
-  <format_schema_path>${dir}/format_schemas/</format_schema_path>
-  <users_config>${dir}/users.xml</users_config>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-  <timezone>UTC</timezone>
-</yandex>
-`;
-
-const USERS = `<?xml version="1.0"?>
-<yandex>
-  <profiles><default></default></profiles>
-  <users><default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default></users>
-  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
-</yandex>
-`;
-
 async function startServer(): Promise<number> {
   if (!clickhouseServerAvailable) throw new Error(CLICKHOUSE_SKIP_REASON);
   let lastError = '';
   // A port taken between the probe and the start: try others (bounded).
   for (let attempt = 0; attempt < 3; attempt++) {
     const dir = mkdtempSync(join(tmpdir(), 'hogbase-ch-'));
-    for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(join(dir, sub));
     const [http, tcp] = [await freePort(), await freePort()];
-    writeFileSync(join(dir, 'config.xml'), config(dir, http, tcp));
-    writeFileSync(join(dir, 'users.xml'), USERS);
+    // The files `npm run cluster` starts its servers from, standalone.
+    writeClickHouseHome(dir, { http, tcp }, []);
     const log = join(dir, 'out.log');
     // Killed outright: a test server's data does not need its ~9 s graceful stop.
     launchWatched({ name: 'clickhouse', dir, argv: [SERVER_BIN, `--config-file=${join(dir, 'config.xml')}`], log, signal: 'KILL' });

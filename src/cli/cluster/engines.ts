@@ -108,16 +108,25 @@ export interface ClickHousePorts {
 }
 
 /**
+ * A ClickHouse server's directory as it starts from (`config.xml`, `users.xml`, its data
+ * folders): listening on loopback on `own`, knowing `shards` as the `hogbase_events` cluster
+ * (none: a standalone server). Tests start their server from the same files.
+ */
+export function writeClickHouseHome(home: string, own: ClickHousePorts, shards: readonly ClickHousePorts[]): void {
+  for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(join(home, sub), { recursive: true });
+  writeFileSync(join(home, 'config.xml'), clickhouseConfig(home, own, shards));
+  writeFileSync(join(home, 'users.xml'), CLICKHOUSE_USERS);
+}
+
+/**
  * ClickHouse server `index` (data in DIR/clickhouse-INDEX) on its ports, knowing every server as a
  * shard of the `hogbase_events` cluster (so the events table can be Distributed over them).
  */
 export async function startClickHouse(dir: string, index: number, shards: readonly ClickHousePorts[], log: string, options: { standalone?: boolean } = {}): Promise<{ started: Started; url: string }> {
   const home = join(dir, `clickhouse-${index}`);
-  for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(join(home, sub), { recursive: true });
   const own = shards[index]!;
   // Standalone (one embedded server's events, the ingest bench): a plain events table, no cluster.
-  writeFileSync(join(home, 'config.xml'), clickhouseConfig(home, own, options.standalone ? [] : shards));
-  writeFileSync(join(home, 'users.xml'), CLICKHOUSE_USERS);
+  writeClickHouseHome(home, own, options.standalone ? [] : shards);
   const started = startDetached([CLICKHOUSE_BIN, `--config-file=${join(home, 'config.xml')}`], { log, cwd: home });
   await waitUntil(`ClickHouse ${index}`, () => clickhouseAnswers(own.http), () => isAlive(started.pid), 30_000, join(home, 'error.log'));
   return { started, url: `clickhouse://default@127.0.0.1:${own.http}/hogbase` };
