@@ -362,14 +362,7 @@ const bench: Benchmark = async (ctx) => {
       const storeSeen = await waitForCount(sStore.url, storeRun.ackedEvents, storeRun.indeterminate * c.bodies[0].events, 600_000, true);
       const storePeak = peakRssMb(sStore.pid);
       const storeStored = storeRun.ackedEvents / (storeRun.seconds + storeSeen.seconds);
-      resetPeakRss(sReal.pid);
-      const probe = startQueryProbe((path) => apiJson(sReal.url, 'GET', path).then((r) => r.status === 200, () => false));
-      const run = await cannon(sReal.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
-      const unknownS = run.indeterminate * c.bodies[0].events;
-      const seen = await waitForCount(sReal.url, run.ackedEvents, unknownS, 600_000);
-      const latencies = await probe.stop();
-      const peak = peakRssMb(sReal.pid);
-      const stored = run.ackedEvents / (run.seconds + seen.seconds);
+      const { run, unknown: unknownS, seen, latencies, peak, stored } = await sustainedLoad(sReal, c, seconds);
       const ok = seen.count !== null && seen.count >= run.ackedEvents && seen.count <= run.ackedEvents + unknownS;
       if (!ok) problems.push(`sustained: events API shows ${seen.count}, ${run.ackedEvents} acknowledged (+${unknownS} of unknown fate)`);
       rows.push({
@@ -425,6 +418,21 @@ const bench: Benchmark = async (ctx) => {
 
 export default bench;
 
+/**
+ * The sustained load against a real server, with queries probing it meanwhile: acknowledged,
+ * then counted through its events API until every acknowledged event is there (queryable
+ * events/s over both), and its peak RSS.
+ */
+async function sustainedLoad(server: Child, c: Case, seconds: number) {
+  resetPeakRss(server.pid);
+  const probe = startQueryProbe((path) => apiJson(server.url, 'GET', path).then((r) => r.status === 200, () => false));
+  const run = await cannon(server.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
+  const unknown = run.indeterminate * c.bodies[0].events;
+  const seen = await waitForCount(server.url, run.ackedEvents, unknown, 600_000);
+  const latencies = await probe.stop();
+  return { run, unknown, seen, latencies, peak: peakRssMb(server.pid), stored: run.ackedEvents / (run.seconds + seen.seconds) };
+}
+
 /** A sustained run's row (against the issue's targets) and its queries' rows. */
 function sustainedRows(
   name: string,
@@ -468,14 +476,7 @@ async function sustainedIntoClickHouse(c: Case, seconds: number, notes: string[]
   let server: Child | null = null;
   try {
     server = await spawnRealServer({ EVENTS_STORE: ch.url });
-    resetPeakRss(server.pid);
-    const probe = startQueryProbe((path) => apiJson(server!.url, 'GET', path).then((r) => r.status === 200, () => false));
-    const run = await cannon(server.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
-    const unknown = run.indeterminate * c.bodies[0].events;
-    const seen = await waitForCount(server.url, run.ackedEvents, unknown, 600_000);
-    const latencies = await probe.stop();
-    const peak = peakRssMb(server.pid);
-    const stored = run.ackedEvents / (run.seconds + seen.seconds);
+    const { run, unknown, seen, latencies, peak, stored } = await sustainedLoad(server, c, seconds);
     if (seen.count === null || seen.count < run.ackedEvents || seen.count > run.ackedEvents + unknown) problems.push(`sustained into ClickHouse: events API shows ${seen.count}, ${run.ackedEvents} acknowledged (+${unknown} of unknown fate)`);
     notes.push(
       `sustained into ClickHouse 18.16 (EVENTS_STORE, standalone): ${run.ackedEvents.toLocaleString()} events acknowledged in ${run.seconds.toFixed(1)} s (${round(run.eps)}/s), ` +
