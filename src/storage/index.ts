@@ -29,6 +29,7 @@ import { openClickHouseEventReads } from './clickhouse/event-reads';
 import { clickhouseSink, deleteTeamEvents as deleteClickHouseTeamEvents } from './clickhouse/events-table';
 import { openClickHouse, parseClickHouseUrl } from './clickhouse/client';
 import { eventsSharded, migrateClickHouse } from './clickhouse/schema';
+import { redactUrl } from './postgres/client';
 import { deletePersonEvents } from './clickhouse/person-erasure';
 
 export { DatabaseLockedError } from './db';
@@ -223,7 +224,7 @@ async function openEventsDatabase(url: string): Promise<ClickHouse> {
 /** Raised at start when the events database (EVENTS_STORE) cannot be reached or set up. */
 export class EventsStoreUnreachableError extends Error {
   constructor(url: string, cause: unknown) {
-    super(`The events database ${url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')} (EVENTS_STORE) cannot be reached: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super(`The events database ${redactUrl(url)} (EVENTS_STORE) cannot be reached: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'EventsStoreUnreachableError';
   }
 }

@@ -76,8 +76,6 @@ function priorUuids(root: string, prior: PriorRows): string | null {
 export interface LoadResult {
   inserted: number;
   files: ParquetFile[];
-  /** Loaded into the sink (no hot rows, no files here). */
-  sink?: boolean;
 }
 
 function dedupedSource(source: string, prior: PriorRows, root: string, filter: boolean): string {

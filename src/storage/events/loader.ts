@@ -421,7 +421,7 @@ export class SegmentLoader {
     // the watermark moves replays the batch): the watermark moves after it.
     const inserted = await this.s.sink.load(files, watermark);
     await markApplied(this.db, watermark);
-    return { inserted, files: [], sink: true };
+    return { inserted, files: [] };
   }
 
   /** Large loads go straight to Parquet; uuids are checked against the files a retry's original may be in. */
@@ -496,7 +496,8 @@ export class SegmentLoader {
     const watermark = batch[batch.length - 1].id;
     const uuidGen = oldestUuidGen(batch);
     this.tiers.addFiles(result.files.map((f) => ({ ...f, uuidGen })));
-    if (result.inserted > 0 && result.files.length === 0 && !result.sink) {
+    // With a sink nothing of a load stays in DuckDB: no hot rows to track.
+    if (result.inserted > 0 && result.files.length === 0 && !this.s.sink) {
       this.tiers.hot.push({ seg: watermark, rows: result.inserted, at: this.s.now() });
       this.tiers.hotGens.push({ seg: watermark, uuidGen });
     }
