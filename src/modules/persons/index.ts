@@ -1,4 +1,3 @@
-import { wellFormed } from '../../core/ingest/well-formed';
 import { Elysia, t } from 'elysia';
 import { personFilter } from '../../core/persons/person-filter';
 import type { Deps } from '../../deps';
@@ -64,7 +63,7 @@ export const personsModule = (deps: Deps) => {
       async ({ principal, params, body }) => {
         const project = await resolveProject(deps, principal, params.project_id);
         const person = await findPerson(deps, project.id, params.id);
-        const updated = body.properties ? persons.setProperties(project.id, person.uuid, wellFormed(body.properties) as typeof body.properties) : person;
+        const updated = body.properties ? persons.setProperties(project.id, person.uuid, body.properties) : person;
         return toPersonBody(project, updated ?? person);
       },
       {

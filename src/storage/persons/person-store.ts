@@ -1,4 +1,4 @@
-import { storableJson, wellFormedJson } from '../../core/ingest/well-formed';
+import { storableJson, wellFormed, wellFormedJson } from '../../core/ingest/well-formed';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
@@ -430,7 +430,8 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
       const t = team(teamId);
       const p = t.persons.get(uuid);
       if (!p) return null;
-      apply(teamId, t, { type: 'update_person', personId: uuid, properties: { ...p.properties, ...set }, isIdentified: p.isIdentified });
+      // From the private API: a lone surrogate is replaced here, for either engine's flush.
+      apply(teamId, t, { type: 'update_person', personId: uuid, properties: { ...p.properties, ...(wellFormed(set) as typeof set) }, isIdentified: p.isIdentified });
       return p;
     },
     groupTypeMapping: (teamId) => Object.fromEntries(teams.get(teamId)?.groupTypes ?? []),
