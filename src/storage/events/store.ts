@@ -106,17 +106,26 @@ class DuckDbEventStore implements EventStore {
   /** Free bytes on the data disk at the last check (null: unknown). */
   private diskFree: number | null = null;
   private intakeSeq = 0;
-  /** Distinct ids named by capture requests not yet processed: team → id → latest sequence number. */
-  private pendingIds = new Map<number, Map<string, number>>();
-  private pendingCount = 0;
   /**
-   * The same requests' ids in log order (from `pendingHead` on), so forgetting what processing
-   * has done costs what it forgets. A scan of every id remembered, made by each request once
-   * `maxPendingIds` were pending (an anonymous burst), cost many times the request's own work
-   * (see bench/NOTES.md).
+   * Distinct ids named by capture requests not yet processed: team → id → latest sequence number,
+   * for the requests of `pendingLog[pendingHead, indexedTo)`. Built only when a flag check asks
+   * (`indexPending`): most requests are processed before anyone asks about their ids, and
+   * indexing every id of every request at receipt cost the main thread more than the check
+   * ever saves (see bench/NOTES.md).
+   */
+  private pendingIds = new Map<number, Map<string, number>>();
+  /** Ids in `pendingIds`, and ids of the requests not indexed yet (counted with repeats). */
+  private indexedCount = 0;
+  private unindexedCount = 0;
+  /**
+   * The requests whose ids are remembered, in log order (from `pendingHead` on), so forgetting
+   * what processing has done costs what it forgets. A scan of every id remembered, made by each
+   * request once `maxPendingIds` were pending (an anonymous burst), cost many times the
+   * request's own work (see bench/NOTES.md).
    */
   private pendingLog: Array<{ teamId: number; seq: number; ids: readonly string[] }> = [];
   private pendingHead = 0;
+  private indexedTo = 0;
   private overflowSeq = 0;
   /** The latest capture request's sequence number per project. */
   private lastSeqOfTeam = new Map<number, number>();
@@ -297,18 +306,29 @@ class DuckDbEventStore implements EventStore {
   private trackPending(teamId: number, distinctIds: readonly string[], seq: number): void {
     this.lastSeqOfTeam.set(teamId, seq);
     this.sweepPending();
-    if (this.pendingCount + distinctIds.length > this.s.maxPendingIds) {
+    if (this.indexedCount + this.unindexedCount + distinctIds.length > this.s.maxPendingIds) {
       // Too many to remember one by one: a check for any id waits for everything up to here.
       this.overflowSeq = seq;
       return;
     }
     if (distinctIds.length === 0) return;
-    let ids = this.pendingIds.get(teamId);
-    if (!ids) this.pendingIds.set(teamId, (ids = new Map()));
-    const known = ids.size;
-    for (const id of distinctIds) ids.set(id, seq);
-    this.pendingCount += ids.size - known;
     this.pendingLog.push({ teamId, seq, ids: distinctIds });
+    this.unindexedCount += distinctIds.length;
+  }
+
+  /** Index the ids of the requests remembered since the last check (see `pendingIds`). */
+  private indexPending(): void {
+    const log = this.pendingLog;
+    for (let i = Math.max(this.indexedTo, this.pendingHead); i < log.length; i++) {
+      const { teamId, seq, ids: named } = log[i];
+      let ids = this.pendingIds.get(teamId);
+      if (!ids) this.pendingIds.set(teamId, (ids = new Map()));
+      const known = ids.size;
+      for (const id of named) ids.set(id, seq);
+      this.indexedCount += ids.size - known;
+    }
+    this.indexedTo = log.length;
+    this.unindexedCount = 0;
   }
 
   /** Forget the ids of requests processed since the last call (oldest first; an id named again later stays). */
@@ -320,28 +340,36 @@ class DuckDbEventStore implements EventStore {
       // Every request remembered is processed (each id remembered was named by one of them at
       // its latest), so all are forgotten at once, without looking each one up.
       this.pendingIds.clear();
-      this.pendingCount = 0;
+      this.indexedCount = 0;
+      this.unindexedCount = 0;
       log.length = 0;
       this.pendingHead = 0;
+      this.indexedTo = 0;
       return;
     }
     while (head < log.length && log[head].seq <= done) {
-      const { teamId, ids: named } = log[head++];
+      const { teamId, ids: named } = log[head];
+      if (head++ >= this.indexedTo) {
+        this.unindexedCount -= named.length;
+        continue;
+      }
       const ids = this.pendingIds.get(teamId);
       if (!ids) continue;
       for (const id of named) {
         const seq = ids.get(id);
         if (seq === undefined || seq > done) continue;
         ids.delete(id);
-        this.pendingCount--;
+        this.indexedCount--;
       }
       if (ids.size === 0) this.pendingIds.delete(teamId);
     }
     if (head === log.length) {
       log.length = 0;
       head = 0;
+      this.indexedTo = 0;
     } else if (head >= 4096 && head * 2 >= log.length) {
       log.splice(0, head);
+      this.indexedTo = Math.max(0, this.indexedTo - head);
       head = 0;
     }
     this.pendingHead = head;
@@ -351,6 +379,7 @@ class DuckDbEventStore implements EventStore {
   intakePending(teamId: number, distinctIds: readonly string[]): boolean {
     const done = this.loader.processedSeq;
     if (this.overflowSeq > done) return true;
+    this.indexPending();
     const ids = this.pendingIds.get(teamId);
     if (!ids) return false;
     for (const id of distinctIds) {
@@ -369,6 +398,7 @@ class DuckDbEventStore implements EventStore {
   async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = PERSONS_WAIT_MS): Promise<void> {
     const done = this.loader.processedSeq;
     let target = this.overflowSeq > done ? this.overflowSeq : 0;
+    if (teamId !== null && distinctIds !== null) this.indexPending();
     const ids = teamId === null ? undefined : this.pendingIds.get(teamId);
     if (teamId === null) target = this.intakeSeq > done ? this.intakeSeq : target;
     else if (distinctIds === null) {
@@ -581,7 +611,7 @@ class DuckDbEventStore implements EventStore {
       backpressure: this.backpressure(0),
       appliedSegment: this.loader.done,
       compactedSegment: this.tiers.snapshot.compactedSegment,
-      pendingDistinctIds: this.pendingCount,
+      pendingDistinctIds: this.indexedCount + this.unindexedCount,
     };
   }
 

@@ -128,7 +128,11 @@ export function encodeRowLines(rows: readonly UnplacedRow[]): RowLines {
     if (plain(r.uuid) && plain(r.event) && plain(r.distinctId) && plain(ec) && plainOrNull(h[0]) && plainOrNull(h[1]) && plainOrNull(h[2]) && plainOrNull(h[3])) {
       // Nothing to quote (nor a value reading as the NULL mark), and one byte a character.
       const before = [r.uuid, TEAM_SLOT, r.event, r.distinctId, PERSON_SLOT, int(r.timestamp), int(r.createdAt), ec, h[0] ?? NULL_MARK, h[1] ?? NULL_MARK, h[2] ?? NULL_MARK, h[3] ?? NULL_MARK, ''].join(FIELD);
-      if (buf.length - o < before.length + props.length * 3 + 1) buf = grow(buf, o + before.length + Buffer.byteLength(props) + 1);
+      // The worst case (three bytes a character) first; the exact size only when that does not fit.
+      if (buf.length - o < before.length + props.length * 3 + 1) {
+        const need = before.length + Buffer.byteLength(props) + 1;
+        if (buf.length - o < need) buf = grow(buf, o + need);
+      }
       teams[i] = o + r.uuid.length + 1;
       persons[i] = teams[i] + TEAM_SLOT.length + 1 + r.event.length + 1 + r.distinctId.length + 1;
       o += buf.write(before, o);
