@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PostHog } from 'posthog-node-5';
+import posthogJsPackage from 'posthog-js/package.json';
+import { launchChromium, newDesktopContext, servePages } from '../helpers/browser';
 import { missingEngines } from '../../src/cli/cluster/engines';
 import { isAlive, isRunning, type ClusterState } from '../../src/cli/cluster/processes';
 import { chQuery, cluster, eventually, shardUrls, summaryOf, type UpSummary } from '../helpers/cluster';
@@ -90,6 +92,72 @@ run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shar
     const decide = async () => (await (await fetch(`${a}/decide/?v=3`, { method: 'POST', body: JSON.stringify({ token: up.project_api_key, distinct_id: 'sdk-user-1' }) })).json()) as { featureFlags: Record<string, unknown> };
     expect((await eventually(decide, (r) => r.featureFlags['cluster-flag'] === true, 5_000)).featureFlags).toEqual({ 'cluster-flag': true });
   }, 30_000);
+
+  test('posthog-js in Chromium sends to node A; node B lists its events and decides flags (posthog-js and posthog-node) from the person it set', async () => {
+    const [a, b] = up.nodes;
+    const flag = { key: 'cluster-enterprise', filters: { groups: [{ properties: [{ key: 'plan', value: ['enterprise'], operator: 'exact', type: 'person' }], rollout_percentage: 100 }] } };
+    const created = await fetch(`${b}/api/projects/${up.project_id}/feature_flags/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${up.personal_api_key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(flag),
+    });
+    expect(created.status).toBe(201);
+    const userId = 'cluster-browser-user';
+    // Page A identifies through node A; page B only says who it is (bootstrap, no properties), so
+    // posthog-js cannot send the plan along with its flags request: node B has to know the person.
+    const page = (host: string, extra: Record<string, unknown>) => `<!doctype html><html><head><title>cluster shop</title><script src="/array.full.js"></script><script>
+window.__flags = null;
+posthog.init(${JSON.stringify(up.project_api_key)}, ${JSON.stringify({ api_host: host, request_batching: false, autocapture: false, capture_pageleave: false, disable_session_recording: true, disable_surveys: true, ...extra })});
+posthog.onFeatureFlags(function (flags, variants) { window.__flags = { distinctId: posthog.get_distinct_id(), variants: variants }; });
+</script></head><body>shop</body></html>`;
+    const pages = servePages({
+      '/a.html': page(a!, {}),
+      '/b.html': page(b!, { bootstrap: { distinctID: userId, isIdentifiedID: true } }),
+    });
+    const browser = await launchChromium();
+    try {
+      const context = await newDesktopContext(browser);
+      const onA = await context.newPage();
+      await onA.goto(`${pages.origin}/a.html`, { waitUntil: 'load', timeout: 15_000 });
+      const anonId: string = await onA.evaluate(() => (globalThis as any).posthog.get_distinct_id());
+      await onA.evaluate(() => (globalThis as any).posthog.capture('cluster browser event', { color: 'red', count: 3, nested: { ok: true } }));
+      await onA.evaluate((id) => (globalThis as any).posthog.identify(id, { plan: 'enterprise', email: 'browser@example.com' }), userId);
+      await onA.evaluate(() => (globalThis as any).posthog.capture('cluster after identify', { step: 2 }));
+
+      // Node B lists what posthog-js sent to node A, with the properties it sent.
+      type Listed = { count: number; results: Array<{ event: string; distinct_id: string; properties: Record<string, any> }> };
+      const listed = async (distinctId: string) =>
+        (await (await fetch(`${b}/api/projects/${up.project_id}/events/?distinct_id=${distinctId}&limit=100`, { headers: { authorization: `Bearer ${up.personal_api_key}` } })).json()) as Listed;
+      const anon = await eventually(() => listed(anonId), (p) => p.results.length >= 2, 30_000);
+      const user = await eventually(() => listed(userId), (p) => p.results.some((e) => e.event === 'cluster after identify'), 30_000);
+      expect(anon.results.map((e) => e.event).sort()).toEqual(['$pageview', 'cluster browser event']);
+      const custom = anon.results.find((e) => e.event === 'cluster browser event')!;
+      expect(custom.properties).toMatchObject({ color: 'red', count: 3, nested: { ok: true }, $lib: 'web', $lib_version: posthogJsPackage.version, $current_url: `${pages.origin}/a.html`, $browser: 'Chrome' });
+      const identify = user.results.find((e) => e.event === '$identify')!;
+      expect(identify.properties).toMatchObject({ $anon_distinct_id: anonId, $set: { plan: 'enterprise', email: 'browser@example.com' } });
+
+      // posthog-node asks node B, with no person properties of its own: B reads the person the writer stored.
+      const client = new PostHog(up.project_api_key, { host: b, flushAt: 1, flushInterval: 0 });
+      try {
+        expect(await eventually(() => client.getFeatureFlag(flag.key, userId), (v) => v === true, 30_000)).toBe(true);
+        expect(await client.getFeatureFlag(flag.key, 'cluster-browser-stranger')).toBe(false);
+      } finally {
+        await client.shutdown();
+      }
+
+      // posthog-js on a page that talks only to node B: the flag is on for the person set through A.
+      const onB = await context.newPage();
+      await onB.goto(`${pages.origin}/b.html`, { waitUntil: 'load', timeout: 15_000 });
+      await onB.waitForFunction(() => (globalThis as any).__flags !== null, undefined, { timeout: 15_000 });
+      expect(await onB.evaluate(() => (globalThis as any).__flags)).toMatchObject({ distinctId: userId, variants: { [flag.key]: true } });
+      await context.close();
+      // Everything posthog-js sent is in before the next test counts events: B's $pageview too.
+      await eventually(() => listed(userId), (p) => p.results.filter((e) => e.event === '$pageview').length === 1, 30_000);
+    } finally {
+      await browser.close();
+      pages.stop();
+    }
+  }, 90_000);
 
   test('kill -9 of the writer during a load, another writer started: every acknowledged event is in ClickHouse exactly once', async () => {
     const before = await count();
