@@ -7,20 +7,25 @@ import type { WriterPass } from './writer';
  * `idleMs` when a pass found none, after `retryMs` when a pass failed (ClickHouse or Redis away:
  * the entries stay in the log, unacknowledged, and are taken again). The partitions' entries all
  * writers are done with are trimmed from Redis now and then (its append-only file only shrinks
- * by what is trimmed). Time comes from the caller (`now`, `sleep`), so tests need not wait.
+ * by what is trimmed), and their consumers of writers long gone are deleted (each writer process
+ * is a consumer of its own name, which Redis keeps forever otherwise). Time comes from the caller (`now`, `sleep`), so tests need not wait.
  */
 export interface WriterLoopOptions {
   writer: { pass(): Promise<WriterPass>; release(): Promise<void> };
-  log: Pick<RedisLog, 'trim'>;
+  log: Pick<RedisLog, 'trim' | 'pruneConsumers'>;
   logger: Logger;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
   idleMs?: number;
   retryMs?: number;
   trimEveryMs?: number;
+  /** Idle time after which a consumer that owns nothing is deleted. */
+  consumerIdleMs?: number;
 }
 
-const DEFAULTS = { idleMs: 200, retryMs: 1_000, trimEveryMs: 5_000 };
+// A consumer idle for several leases is a writer that is gone or holds other partitions; the
+// prune is safe for a live one anyway (it owns nothing, and its next read creates it again).
+const DEFAULTS = { idleMs: 200, retryMs: 1_000, trimEveryMs: 5_000, consumerIdleMs: 60_000 };
 
 export function createWriterLoop(options: WriterLoopOptions) {
   const o = { ...DEFAULTS, ...options };
@@ -30,7 +35,10 @@ export function createWriterLoop(options: WriterLoopOptions) {
   async function trimHeld(partitions: readonly number[]) {
     if (o.now() - lastTrim < o.trimEveryMs) return;
     lastTrim = o.now();
-    for (const p of partitions) await o.log.trim(p);
+    for (const p of partitions) {
+      await o.log.trim(p);
+      await o.log.pruneConsumers(p, o.consumerIdleMs);
+    }
   }
 
   /** One turn: a pass, then the pause it calls for. Resolves to the pass (null when it failed). */

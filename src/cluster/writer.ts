@@ -1,3 +1,4 @@
+import { AppError } from '../errors';
 import { uuidv7FromSeed } from '../ids';
 import type { Logger } from '../logger';
 import type { LoggedProcessor } from '../pipeline';
@@ -6,6 +7,7 @@ import { insertProcessed } from '../storage/clickhouse/events-table';
 import type { IntakeContext } from '../storage/events/wal-format';
 import type { LogEntry, RedisLog } from '../storage/log/redis-streams';
 import type { PersonStore } from '../storage/persons/types';
+import { MetaStoreUnreachableError } from '../storage/postgres/client';
 
 /**
  * A writer of cluster mode: takes logged capture requests from the partitions it holds, processes
@@ -26,8 +28,8 @@ export interface WriterOptions {
   leaseMs?: number;
   /** Entries a batch takes from one partition. */
   batchEntries?: number;
-  /** Deliveries after which an entry that keeps failing goes to the dead letters. */
-  maxDeliveries?: number;
+  /** Failures of an entry's own processing after which it goes to the dead letters. */
+  maxFailures?: number;
 }
 
 export interface WriterPass {
@@ -37,7 +39,7 @@ export interface WriterPass {
   partitions: number[];
 }
 
-const DEFAULTS = { leaseMs: 15_000, batchEntries: 500, maxDeliveries: 3 };
+const DEFAULTS = { leaseMs: 15_000, batchEntries: 500, maxFailures: 3 };
 
 export function createWriter(options: WriterOptions) {
   const o = { ...DEFAULTS, ...options };
@@ -63,15 +65,19 @@ export function createWriter(options: WriterOptions) {
         pass.rows += rows;
         done.push(entry.id);
       } catch (error) {
+        // PostgreSQL away (persons loaded for a project) is no fault of the entry: the pass fails
+        // and the entry is tried again, however long the outage lasts.
+        if (isDependencyFailure(error)) throw error;
         const reason = error instanceof Error ? error.message : String(error);
-        if (entry.deliveries >= o.maxDeliveries) {
+        const failures = await o.log.failed(partition, entry.id);
+        if (failures >= o.maxFailures) {
           // Out of the way of the entries behind it, kept for the operator.
           await o.log.deadLetter(entry, reason);
           pass.deadLettered++;
-          o.logger.error('a logged request keeps failing: moved to the dead letters', { partition, id: entry.id, deliveries: entry.deliveries, reason });
+          o.logger.error('a logged request keeps failing: moved to the dead letters', { partition, id: entry.id, failures, deliveries: entry.deliveries, reason });
           continue;
         }
-        o.logger.warn('a logged request failed; it is tried again', { partition, id: entry.id, deliveries: entry.deliveries, reason });
+        o.logger.warn('a logged request failed; it is tried again', { partition, id: entry.id, failures, deliveries: entry.deliveries, reason });
         break;
       }
     }
@@ -98,4 +104,19 @@ export function createWriter(options: WriterOptions) {
       held = new Set();
     },
   };
+}
+
+/**
+ * Bun's PostgreSQL client errors of the connection rather than of a statement, and failed sockets;
+ * PostgreSQL's own SQLSTATE classes 08 (connection), 53 (resources) and 57 (shut down, cancelled).
+ */
+const CONNECTION_ERROR = /^(ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|QUERY_CANCELLED|TLS)|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE)/;
+const SERVER_UNAVAILABLE = /^(08|53|57)/;
+
+/** A failure of something the writer depends on, not of the entry it was processing. */
+export function isDependencyFailure(error: unknown): boolean {
+  if (error instanceof AppError) return error.kind === 'unavailable' || error.kind === 'query_timeout';
+  if (error instanceof MetaStoreUnreachableError) return true;
+  const { code, errno } = (error ?? {}) as { code?: unknown; errno?: unknown };
+  return (typeof code === 'string' && CONNECTION_ERROR.test(code)) || (code === 'ERR_POSTGRES_SERVER_ERROR' && SERVER_UNAVAILABLE.test(String(errno)));
 }

@@ -10,6 +10,7 @@ function harness(script: Array<WriterPass | Error>) {
   let clock = 0;
   const slept: number[] = [];
   const trimmed: number[] = [];
+  const pruned: Array<[number, number]> = [];
   let released = 0;
   const loop = createWriterLoop({
     writer: {
@@ -20,7 +21,7 @@ function harness(script: Array<WriterPass | Error>) {
       },
       release: async () => void released++,
     },
-    log: { trim: async (p) => void trimmed.push(p) },
+    log: { trim: async (p) => void trimmed.push(p), pruneConsumers: async (p, idle) => pruned.push([p, idle]) },
     logger: silentLogger,
     now: () => clock,
     sleep: async (ms) => {
@@ -30,8 +31,9 @@ function harness(script: Array<WriterPass | Error>) {
     idleMs: 200,
     retryMs: 1_000,
     trimEveryMs: 5_000,
+    consumerIdleMs: 60_000,
   });
-  return { loop, slept, trimmed, released: () => released, advance: (ms: number) => (clock += ms) };
+  return { loop, slept, trimmed, pruned, released: () => released, advance: (ms: number) => (clock += ms) };
 }
 
 describe('the writer loop', () => {
@@ -43,15 +45,15 @@ describe('the writer loop', () => {
     expect(h.slept).toEqual([200, 1_000]);
   });
 
-  test("the held partitions are trimmed at most once per interval", async () => {
+  test("the held partitions are trimmed, and their idle consumers pruned, at most once per interval", async () => {
     const h = harness([pass(1), pass(1), pass(1)]);
     await h.loop.turn();
-    expect(h.trimmed).toEqual([]);
+    expect([h.trimmed, h.pruned]).toEqual([[], []]);
     h.advance(5_000);
     await h.loop.turn();
-    expect(h.trimmed).toEqual([0, 3]);
+    expect([h.trimmed, h.pruned]).toEqual([[0, 3], [[0, 60_000], [3, 60_000]]]);
     await h.loop.turn();
-    expect(h.trimmed).toEqual([0, 3]);
+    expect([h.trimmed, h.pruned]).toEqual([[0, 3], [[0, 60_000], [3, 60_000]]]);
   });
 
   test('stop: the turn under way ends, then the partitions are released', async () => {

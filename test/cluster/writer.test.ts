@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { RedisClient } from 'bun';
 import { createWriter } from '../../src/cluster/writer';
+import { AppError } from '../../src/errors';
 import { uuidv7FromSeed } from '../../src/ids';
 import { silentLogger } from '../../src/logger';
 import { createIntakeProcessor } from '../../src/pipeline';
@@ -91,7 +92,7 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     const before = await countEvents(ch, teamId);
     await append(5, '[{"event": "broken", ');
     await append(6, [{ event: 'after', distinct_id: 'user-4' }]);
-    const w = writer('writer-d', { maxDeliveries: 2 });
+    const w = writer('writer-d', { maxFailures: 2 });
     expect(await w.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
     expect(await w.pass()).toEqual({ entries: 1, rows: 1, deadLettered: 1, partitions: [0] });
     expect((await newestEvents(ch, teamId, { limit: 1 })).map((r) => r.event)).toEqual(['after']);
@@ -99,6 +100,36 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     const letters = await log.listDeadLetters();
     expect(letters.map((l) => [l.body, l.deliveries])).toEqual([['[{"event": "broken", ', 2]]);
     expect(letters[0]!.reason).toContain('JSON');
+    await w.release();
+    log.close();
+  });
+
+  test('passes that fail elsewhere (ClickHouse away, PostgreSQL away) count for nothing: only the entry\'s own failures send it to the dead letters', async () => {
+    log = await openRedisLog({ url: redis.url, prefix: `w${++prefix}`, partitions: 1 });
+    const before = await countEvents(ch, teamId);
+    await append(7, [{ event: 'through an outage', distinct_id: 'user-5' }]);
+    const away = new Proxy(ch, { get: (target, key) => (key === 'insertTabSeparated' ? () => Promise.reject(new Error('ClickHouse: connection refused')) : Reflect.get(target, key)) });
+    const processor = createIntakeProcessor(app.deps.storage.persons, app.deps.storage.seen).logged;
+    // PostgreSQL away three times, then one failure of the entry itself, then it goes through.
+    const outcomes: Array<Error | null> = [
+      ...Array.from({ length: 3 }, () => new AppError('unavailable', 'The management database is not available.')),
+      new Error('one failure of its own'),
+    ];
+    const flaky: typeof processor = (...args) => {
+      const failure = outcomes.shift();
+      return failure ? Promise.reject(failure) : processor(...args);
+    };
+    const w = writer('writer-e', { maxFailures: 2, process: flaky });
+    for (let i = 0; i < 3; i++) await expect(writer('writer-e', { ch: away, maxFailures: 2 }).pass()).rejects.toThrow('ClickHouse: connection refused');
+    for (let i = 0; i < 3; i++) await expect(w.pass()).rejects.toThrow('management database');
+    expect(await w.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
+    expect(await w.pass()).toEqual({ entries: 1, rows: 1, deadLettered: 0, partitions: [0] });
+    expect(await log.listDeadLetters()).toEqual([]);
+    expect(await countEvents(ch, teamId)).toBe(before + 1);
+    // Its failure count went with its acknowledgement.
+    const raw = new RedisClient(redis.url);
+    expect(Number(await raw.send('EXISTS', [`w${prefix}:failures:0`]))).toBe(0);
+    raw.close();
     await w.release();
     log.close();
   });

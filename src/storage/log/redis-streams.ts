@@ -15,7 +15,12 @@ import { AppError } from '../../errors';
  *   (XAUTOCLAIM) and processes them first, so a partition is processed by one writer at a time,
  *   in order.
  * - **Dead letters**: an entry that keeps failing is moved to a dead-letter stream (and
- *   acknowledged), where the CLI lists and replays it.
+ *   acknowledged), where the CLI lists and replays it. "Keeps failing" counts the failures of the
+ *   entry itself (`failed`), not Redis's delivery count: that one also grows with every pass that
+ *   failed for another reason (ClickHouse away, an entry before it failing), and would send
+ *   healthy entries to the dead letters after an outage.
+ * - **Consumers**: every writer process is a consumer of its own name, which Redis keeps after the
+ *   process is gone; the holder of a partition deletes the idle ones that own nothing (`pruneConsumers`).
  * Payloads are text (the request's context and decoded body): replies from Bun's client are strings.
  */
 
@@ -59,6 +64,9 @@ const GROUP = 'writers';
  */
 export const LOG_PARTITIONS = 16;
 const CONNECT_TIMEOUT_MS = 2000;
+const ACK_CHUNK = 1000;
+/** Consumers one prune deletes at most: it runs inside Redis, which does nothing else meanwhile. */
+const PRUNE_LIMIT = 100;
 
 /** FNV-1a over the project and distinct id: the same person always lands in the same partition. */
 export function partitionOf(teamId: number, distinctId: string, partitions: number): number {
@@ -73,6 +81,29 @@ export function partitionOf(teamId: number, distinctId: string, partitions: numb
 
 /** Renew a lease only while it is still ours. */
 const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
+/**
+ * Acknowledge, and forget the entries' failures. One script: a failure count must not outlive its
+ * entry (a later entry never reuses the id, but the hash would only grow).
+ */
+const ACK = `redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2)) if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HDEL', KEYS[2], unpack(ARGV, 2)) end return 1`;
+/**
+ * Delete a partition's consumers that are idle, own no pending entry and do not hold its lease, at
+ * most ARGV[3] of them. Atomic, so no consumer can take entries between the check and the delete
+ * (XGROUP DELCONSUMER drops the pending entries it owns: they would never be delivered again). A
+ * live writer deleted here is created again by its next read.
+ */
+const PRUNE = `local holder = redis.call('GET', KEYS[2])
+local removed = 0
+for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local info = {}
+  for i = 1, #c, 2 do info[c[i]] = c[i + 1] end
+  if removed >= tonumber(ARGV[3]) then break end
+  if tonumber(info['pending']) == 0 and tonumber(info['idle']) >= tonumber(ARGV[2]) and info['name'] ~= holder then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], info['name'])
+    removed = removed + 1
+  end
+end
+return removed`;
 /** Drop a lease only while it is still ours. */
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
 
@@ -96,6 +127,10 @@ export interface RedisLog {
   /** The partition's next entries for this writer: its unacknowledged ones first, then new ones. */
   read(consumer: string, partition: number, count: number): Promise<LogEntry[]>;
   ack(partition: number, ids: readonly string[]): Promise<void>;
+  /** Note one failure of the entry's own processing; its failures so far (forgotten once acknowledged). */
+  failed(partition: number, id: string): Promise<number>;
+  /** Delete up to `limit` consumers of the partition idle for `minIdleMs` that own nothing; how many. */
+  pruneConsumers(partition: number, minIdleMs: number, limit?: number): Promise<number>;
   /** Move an entry that keeps failing to the dead-letter stream (it stops blocking its partition). */
   deadLetter(entry: LogEntry, reason: string): Promise<void>;
   listDeadLetters(): Promise<DeadLetterEntry[]>;
@@ -130,6 +165,7 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
   await checkDurable(send);
   const stream = (p: number) => `${prefix}:log:${p}`;
   const leaseKey = (p: number) => `${prefix}:lease:${p}`;
+  const failures = (p: number) => `${prefix}:failures:${p}`;
   const dead = `${prefix}:dead`;
   for (let p = 0; p < options.partitions; p++) {
     await send('XGROUP', ['CREATE', stream(p), GROUP, '0', 'MKSTREAM']).catch((error) => {
@@ -192,12 +228,17 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
     },
 
     async ack(p, ids) {
-      if (ids.length) await send('XACK', [stream(p), GROUP, ...ids]);
+      // Lua's unpack takes a few thousand values at most.
+      for (let i = 0; i < ids.length; i += ACK_CHUNK) await send('EVAL', [ACK, '2', stream(p), failures(p), GROUP, ...ids.slice(i, i + ACK_CHUNK)]);
     },
+
+    failed: async (p, id) => Number(await send<number>('HINCRBY', [failures(p), id, '1'])),
+
+    pruneConsumers: async (p, minIdleMs, limit = PRUNE_LIMIT) => Number(await send<number>('EVAL', [PRUNE, '2', stream(p), leaseKey(p), GROUP, String(minIdleMs), String(limit)])),
 
     async deadLetter(entry, reason) {
       await send('XADD', [dead, '*', 'partition', String(entry.partition), 'id', entry.id, 'reason', reason, 'deliveries', String(entry.deliveries), 'context', entry.context, 'body', entry.body, 'events', String(entry.events)]);
-      await send('XACK', [stream(entry.partition), GROUP, entry.id]);
+      await log.ack(entry.partition, [entry.id]);
     },
 
     async listDeadLetters() {

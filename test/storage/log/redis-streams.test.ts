@@ -110,6 +110,52 @@ run(`the Redis Streams log${redisAvailable ? '' : ` (skipped: ${REDIS_SKIP_REASO
     log.close();
   });
 
+  test("an entry's failures are counted until it is acknowledged or dead-lettered", async () => {
+    const log = await open();
+    const [a, b] = [await log.append(0, record(1)), await log.append(0, record(2))];
+    const entries = await log.read('w', 0, 10);
+    expect([await log.failed(0, a), await log.failed(0, a), await log.failed(0, b)]).toEqual([1, 2, 1]);
+    await log.ack(0, [a]);
+    await log.deadLetter(entries[1]!, 'bad');
+    const raw = new RedisClient(redis.url);
+    expect(Number(await raw.send('EXISTS', [`t${prefixes}:failures:0`]))).toBe(0);
+    raw.close();
+    // Counted afresh should the id be seen again (a replayed dead letter gets a new id anyway).
+    expect(await log.failed(0, a)).toBe(1);
+    log.close();
+  });
+
+  test('consumers that are idle, own no pending entry and do not hold the lease are deleted, a bounded number at a time', async () => {
+    const log = await open();
+    const consumers = async (p: number) => {
+      const raw = new RedisClient(redis.url);
+      const reply = (await raw.send('XINFO', ['CONSUMERS', `t${prefixes}:log:${p}`, 'writers'])) as Array<Record<string, unknown>>;
+      raw.close();
+      return reply.map((c) => `${c.name}:${c.pending}`).sort();
+    };
+    for (let n = 0; n < 5; n++) await log.append(0, record(n));
+    await log.append(1, record(9));
+    // Writers gone, each after acknowledging what it read.
+    for (const gone of ['gone-1', 'gone-2', 'gone-3']) await log.ack(0, (await log.read(gone, 0, 1)).map((e) => e.id));
+    // One gone with an entry unacknowledged (the next holder claims it), one that holds the lease.
+    await log.read('crashed', 0, 1);
+    expect(await log.lease('holder', 60_000)).toEqual([0, 1]);
+    await log.ack(0, (await log.read('holder', 0, 1)).map((e) => e.id));
+    await log.ack(1, (await log.read('gone-1', 1, 1)).map((e) => e.id));
+    expect(await consumers(0)).toEqual(['crashed:1', 'gone-1:0', 'gone-2:0', 'gone-3:0', 'holder:0']);
+    // Not idle long enough: all were just active.
+    expect(await log.pruneConsumers(0, 60_000)).toBe(0);
+    expect(await log.pruneConsumers(0, 0, 2)).toBe(2);
+    expect(await log.pruneConsumers(0, 0)).toBe(1);
+    expect(await consumers(0)).toEqual(['crashed:1', 'holder:0']);
+    expect(await log.pruneConsumers(0, 0)).toBe(0);
+    // Another partition's consumers are its own.
+    expect(await consumers(1)).toEqual(['gone-1:0']);
+    // The crashed one's entry is still there for the next holder.
+    expect(await log.takeOver('holder', 0)).toBe(1);
+    log.close();
+  });
+
   test('an entry Redis answered for survives Redis being killed', async () => {
     const own = await startRedis();
     const log = await openRedisLog({ url: own.url, partitions: 1 });
