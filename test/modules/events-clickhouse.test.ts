@@ -7,7 +7,7 @@ import { migrateClickHouse } from '../../src/storage/clickhouse/schema';
 import { encodePlacedLines } from '../../src/storage/events/wal-format';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../helpers/clickhouse';
 import type { TestApp } from '../helpers/test-app';
-import { allPages, byKey, NOW, openEventsFixture, relative, VISIBLE, type EventsFixture, type FixtureEvent } from './events-fixture';
+import { allPages, byKey, CHAIN, NOW, openEventsFixture, relative, VISIBLE, type EventsFixture, type FixtureEvent } from './events-fixture';
 
 /**
  * The events API answered from ClickHouse gives the bodies the DuckDB store gives for the same
@@ -75,7 +75,7 @@ const UNSUPPORTED: Array<[string, Call, string]> = [
   ['a person property filter', props([{ key: 'email', value: 'alice@', operator: 'icontains', type: 'person' }]), 'Person properties, person columns and the persons table in queries'],
   ['select of a person property', list({ select: JSON.stringify(['person.properties.email', 'count()']) }), 'Person properties, person columns and the persons table in queries'],
   ['HogQL over persons', hogql('SELECT id FROM persons'), 'Person properties, person columns and the persons table in queries'],
-  ['an export', list({ format: 'csv' }), 'Exports (format=csv, json or parquet)'],
+  ['a Parquet export', list({ format: 'parquet' }), 'Parquet exports (format=parquet)'],
 ];
 
 /**
@@ -84,6 +84,30 @@ const UNSUPPORTED: Array<[string, Call, string]> = [
  * 18.16 answers it.
  */
 const wholeSeconds = (body: unknown): unknown => JSON.parse(JSON.stringify(body).replace(/(T\d{2}:\d{2}:\d{2})\.\d{6}\+00:00/g, '$1+00:00'));
+
+/** Exports compared byte for byte: of project A or of the exports project (X). */
+const EXPORTS: Array<[string, 'A' | 'X', Record<string, string>]> = [
+  ['csv', 'A', { format: 'csv' }],
+  ['csv of odd values, persons and elements', 'X', { format: 'csv' }],
+  ['csv, limit', 'X', { format: 'csv', limit: '2' }],
+  ['csv, ascending', 'X', { format: 'csv', orderBy: JSON.stringify(['timestamp']) }],
+  ['csv, a property filter', 'A', { format: 'csv', properties: JSON.stringify([{ key: 'plan', operator: 'is_set' }]) }],
+  ['csv, offset', 'X', { format: 'csv', limit: '2', offset: '1' }],
+  ['csv, nothing matches', 'A', { format: 'csv', event: 'none' }],
+  ['json', 'A', { format: 'json' }],
+  ['json of odd values', 'X', { format: 'json' }],
+  ['json, limit (next given)', 'X', { format: 'json', limit: '2' }],
+  ['json, after and before', 'A', { format: 'json', after: '2024-01-06T00:00:00Z', before: '2024-01-09T12:00:00Z' }],
+  ['ndjson', 'X', { format: 'ndjson' }],
+  // Not `properties.big` or `.obj`: a select on 18.16 gives a number's own JSON text (`1e+21`), not DuckDB's (`1e21`), exported or not.
+  ['csv of a select', 'X', { format: 'csv', select: JSON.stringify(['event', 'distinct_id', 'properties.neg', 'properties.empty', 'properties.hash', 'properties.text', 'properties.flag']) }],
+  ['json of a select with where', 'A', { format: 'json', select: JSON.stringify(['event', 'count()']), where: JSON.stringify(["event != 'signup'"]) }],
+];
+
+async function exportOf(f: EventsFixture, projectId: number, query: Record<string, string>) {
+  const res = await f.t.call('GET', `/api/projects/${projectId}/events/?${new URLSearchParams(query)}`);
+  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+}
 
 const pathOf = (f: EventsFixture, call: Call) =>
   call.path
@@ -152,10 +176,35 @@ async function tickPages(f: EventsFixture, limit: number) {
   return pages;
 }
 
+/**
+ * A third project for exports: values whose CSV text DuckDB's writer and `json_extract_string`
+ * spell their own way (quotes, `#`, empty text, `1e21`, nested objects with integer-like keys,
+ * null), a person with the CSV's person columns set, and times a millisecond apart.
+ */
+const EXPORT_BASE = NOW.getTime() - 3 * 3_600_000;
+const exported = (n: number, event: string, distinctId: string, properties: Record<string, unknown>): Omit<FixtureEvent, 'key'> => ({
+  event, distinct_id: distinctId, timestamp: new Date(EXPORT_BASE + n * 1_000 + n), properties, uuid: `0e000000-0000-4000-8000-0000000000${String(n).padStart(2, '0')}`,
+});
+const EXPORT_EVENTS = [
+  exported(1, '$identify', 'dana', { $set: { email: 'dana@example.com', name: 'Dana, "D"', username: '#dana' } }),
+  exported(2, 'odd values', 'dana', { big: 1e21, small: 1.5e-7, neg: -3, int: 12345678901234567000, flag: false, nil: null, empty: '', hash: '#x', 'comma,key': 'a\r\nb' }),
+  exported(3, 'nested', 'erin', { obj: { '2': 1, b: [1, 2e25, 'é"\u0001'], '1': { z: null } }, list: [], text: 'ünïcödé' }),
+  exported(4, '#hash event', '#erin', { $elements_chain: CHAIN, plan: 'pro' }),
+  exported(5, 'odd values', 'frank', { big: -1e-300, int: 0, flag: true, empty: ' ' }),
+];
+
+async function openExportProject(f: EventsFixture): Promise<number> {
+  const project = await f.t.deps.storage.management.createProject(f.t.account.organization.id, 'Exports', {});
+  await f.ingest(project.apiToken, EXPORT_EVENTS);
+  return project.id;
+}
+
 let duck: EventsFixture;
+let duckExports: number;
 beforeAll(async () => {
   duck = await openEventsFixture();
   await ingestTies(duck);
+  duckExports = await openExportProject(duck);
 });
 afterAll(async () => {
   await duck?.close();
@@ -176,22 +225,26 @@ for (const engine of engines) for (const mode of MODES) {
   run(`the events API on ClickHouse: ${engine.name}, ${mode.name}${engine.available ? '' : ` (skipped: ${engine.reason})`}`, () => {
     let ch: ClickHouse;
     let f: EventsFixture;
+    let exportsProject: number;
     beforeAll(async () => {
       ch = await engine.open();
       await migrateClickHouse(ch);
       if (mode.own) {
         f = await openEventsFixture({}, { eventsStore: ch });
         await ingestTies(f);
+        exportsProject = await openExportProject(f);
       } else {
         f = await openEventsFixture({}, { eventReads: ch });
         await ingestTies(f);
-        const rows = (await Promise.all([f.projectId, f.projectC, f.other.projectId].map((id) => storedRows(f.t, id)))).flat();
+        exportsProject = await openExportProject(f);
+        const rows = (await Promise.all([f.projectId, f.projectC, f.other.projectId, exportsProject].map((id) => storedRows(f.t, id)))).flat();
         const text = encodePlacedLines(rows).toString('utf8');
         await insertProcessed(ch, text, 1);
         // A load retried after an unknown outcome: the reads (FINAL) still show each event once.
         await insertProcessed(ch, text, 1);
       }
       expect(f.projectId).toBe(duck.projectId);
+      expect(exportsProject).toBe(duckExports);
     });
     afterAll(async () => {
       await f?.close();
@@ -206,6 +259,25 @@ for (const engine of engines) for (const mode of MODES) {
       else {
         expect(got).not.toEqual(expected);
         expect(got).toEqual({ status: expected.status, body: wholeSeconds(expected.body) });
+      }
+    });
+
+    test.each(EXPORTS)('export, %s: the same bytes as DuckDB', async (_name, project, query) => {
+      const expected = await exportOf(duck, project === 'A' ? duck.projectId : duckExports, query);
+      expect(expected.status).toBe(200);
+      expect(expected.text.length).toBeGreaterThan(20);
+      expect(await exportOf(f, project === 'A' ? f.projectId : exportsProject, query)).toEqual(expected);
+    });
+
+    test('an export read in slices of two rows (several statements) is the same as DuckDB\'s', async () => {
+      for (const fx of [duck, f]) fx.t.deps.exportSlices = { rows: 2, firstRows: 1 };
+      try {
+        for (const [, project, query] of EXPORTS) {
+          const expected = await exportOf(duck, project === 'A' ? duck.projectId : duckExports, query);
+          expect(await exportOf(f, project === 'A' ? f.projectId : exportsProject, query)).toEqual(expected);
+        }
+      } finally {
+        for (const fx of [duck, f]) delete fx.t.deps.exportSlices;
       }
     });
 

@@ -167,3 +167,79 @@ class Scanner {
     }
   }
 }
+
+/**
+ * The top-level members of a JSON object's text, each value as its own text (not parsed: a
+ * nested object keeps its keys in their order, which parsing would change for integer-like
+ * keys). Anything but an object has none.
+ */
+export function jsonObjectMembers(text: string): Map<string, string> {
+  const members = new Map<string, string>();
+  let i = skipSpace(text, 0);
+  if (text[i] !== '{') return members;
+  i = skipSpace(text, i + 1);
+  while (i < text.length && text[i] !== '}') {
+    const keyEnd = jsonValueEnd(text, i);
+    const key = JSON.parse(text.slice(i, keyEnd)) as string;
+    const start = skipSpace(text, skipSpace(text, keyEnd) + 1);
+    const end = jsonValueEnd(text, start);
+    if (!members.has(key)) members.set(key, text.slice(start, end).trimEnd());
+    i = skipSpace(text, end);
+    if (text[i] === ',') i = skipSpace(text, i + 1);
+  }
+  return members;
+}
+
+const SPACE = /\s/;
+const skipSpace = (text: string, i: number): number => {
+  while (i < text.length && SPACE.test(text[i] as string)) i++;
+  return i;
+};
+
+/** Where the JSON value starting at `i` ends (for a scalar: at the next `,`, `}` or `]` outside a string). */
+function jsonValueEnd(text: string, i: number): number {
+  let depth = 0;
+  let inString = false;
+  for (; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') {
+        inString = false;
+        if (depth === 0) return i + 1;
+      }
+    } else if (c === '"') inString = true;
+    else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      if (depth === 0) return i;
+      if (--depth === 0) return i + 1;
+    } else if (c === ',' && depth === 0) return i;
+  }
+  return i;
+}
+
+/**
+ * What DuckDB's `json_extract_string` gives for a member's JSON text (CSV exports' property
+ * columns): a string unquoted, null as null, anything else its JSON minified, numbers as DuckDB's
+ * JSON writer spells them (`1e21`, where JavaScript writes `1e+21`).
+ */
+export function duckdbJsonString(raw: string | undefined): string | null {
+  if (raw === undefined || raw === 'null') return null;
+  if (raw[0] === '"') return JSON.parse(raw) as string;
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i] as string;
+    if (inString) {
+      if (c === '\\') {
+        out += c + (raw[i + 1] ?? '');
+        i++;
+        continue;
+      }
+      if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (SPACE.test(c) || (c === '+' && (raw[i - 1] === 'e' || raw[i - 1] === 'E'))) continue;
+    out += c;
+  }
+  return out;
+}

@@ -73,7 +73,7 @@ export async function* jsonSlices(
     const scan = cap === null ? await newestFirst(slice) : null;
     const statement = scan
       ? sliceScanRowsStatement(scan, ctx.teamId, scope.where)
-      : sliceRowsStatement(await scopeRelation(ctx, scope, slice.from, slice.to), ctx.teamId, scope.where, order, cap);
+      : sliceRowsStatement(await scopeRelation(ctx, scope, slice.from, slice.to), ctx.teamId, scope.where, order, cap, ctx.runner);
     for await (const rows of ctx.runner.stream(statement, 'properties')) {
       let text = '';
       for (const row of rows) {

@@ -140,7 +140,7 @@ export function exportSliceRows(ctx: ExportContext): { rows: number; firstRows: 
 async function countBuckets(ctx: ExportContext, scope: Scope, window: { bottom: number | null; top: number }, target: number): Promise<Bucket[]> {
   const count = async (from: number | null, to: number, width: number): Promise<Bucket[]> => {
     const relation = await scopeRelation(ctx, scope, from, to);
-    const rows = await ctx.runner.rows(bucketCountsStatement(relation, ctx.teamId, scope.where, width), 'properties');
+    const rows = await ctx.runner.rows(bucketCountsStatement(relation, ctx.teamId, scope.where, ctx.runner.timeBucket(width), ctx.runner.dialect), 'properties');
     return rows.map((r) => ({ from: Math.max(Number(r.bucket), from ?? Number.NEGATIVE_INFINITY), to: Math.min(Number(r.bucket) + width, to), n: Number(r.n) }));
   };
   let buckets = await count(window.bottom, window.top, HOUR_MS);
@@ -207,12 +207,12 @@ async function exportWindow(ctx: ExportContext, req: ListRequest, scope: Scope):
 
 /** `offset` (and `cursor`) of an export: continue after the offset-th row of the listing. */
 export async function startingPoint(ctx: ExportContext, req: ListRequest, scope: Scope): Promise<Scope | null> {
-  const cursor = req.cursor ? afterKey(req.cursor, req.order) : null;
+  const cursor = req.cursor ? afterKey(req.cursor, req.order, ctx.runner) : null;
   const where = allOf(scope.where, cursor);
   if (req.offset === 0) return { ...scope, where };
   const keys = await findKeys(ctx, { ...scope, where }, req.order, listWindow(req), req.offset);
   const last = keys[req.offset - 1];
-  return last ? { ...scope, where: allOf(where, afterKey(last, req.order)) } : null;
+  return last ? { ...scope, where: allOf(where, afterKey(last, req.order, ctx.runner)) } : null;
 }
 
 /**

@@ -1,7 +1,7 @@
-import { bind, joinSql, jsonPointer, sql, trusted, type SqlFragment } from '../../core/query';
+import { bind, DUCKDB, joinSql, jsonPointer, sql, trusted, type Dialect, type SqlFragment } from '../../core/query';
 import { EVENT_CSV_PERSON_COLUMNS, type EventCsvColumn } from '../../core/events/csv';
 import type { PropertyType } from '../../core/ingest/property-type';
-import { allOf, EVENT_ROW_COLUMNS, listOrder, type Order } from './queries';
+import { allOf, DUCKDB_ENGINE, EVENT_ROW_COLUMNS, eventRowColumns, listOrder, type EventsEngine, type Order } from './queries';
 
 /**
  * The SQL of streamed exports. An export reads one slice of time at a time (sorted by DuckDB a
@@ -11,33 +11,19 @@ import { allOf, EVENT_ROW_COLUMNS, listOrder, type Order } from './queries';
 
 export const HOUR_MS = 3_600_000;
 
-/** Rows by bucket of `widthMs` (aligned on the epoch): `bucket` is its start, in epoch ms. */
-export function bucketCountsStatement(relation: string, teamId: number, where: SqlFragment, widthMs: number): SqlFragment {
-  if (!Number.isSafeInteger(widthMs) || widthMs < 1) throw new Error('a bucket width must be a positive integer');
-  return sql`SELECT CAST(floor(epoch_ms(timestamp) / ${bind(widthMs)}) AS BIGINT) * ${bind(widthMs)} AS bucket, count(*) AS n FROM ${trusted(relation)} WHERE ${allOf(
-    sql`team_id = ${bind(teamId)}`,
-    where,
-  )} GROUP BY ALL`;
+/** Rows by bucket (`bucket`: the engine's start of a row's bucket, epoch ms): `bucket` is its start, in epoch ms. */
+export function bucketCountsStatement(relation: string, teamId: number, where: SqlFragment, bucket: SqlFragment, dialect: Dialect = DUCKDB): SqlFragment {
+  return sql`SELECT ${bucket} AS bucket, count(*) AS n FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${dialect.bind(teamId)}`, where)} GROUP BY bucket`;
 }
 
 /** Most property columns an events CSV gets; a wider export should `select` its columns. */
 export const MAX_CSV_PROPERTY_KEYS = 1_000;
 
-/**
- * The header of a CSV export can only be written once every property key of the exported rows is
- * known, so a first pass lists them (DuckDB reads each row's keys; the rows are not sent).
- */
-export function propertyKeysStatement(relation: string, teamId: number, where: SqlFragment): SqlFragment {
-  return sql`SELECT DISTINCT unnest(json_keys(properties)) AS key FROM ${trusted(relation)} WHERE ${allOf(
-    sql`team_id = ${bind(teamId)}`,
-    where,
-  )} LIMIT ${bind(MAX_CSV_PROPERTY_KEYS + 1)}`;
-}
-
 /** One slice of a JSON export: the event rows, in list order. */
-export function sliceRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number | null): SqlFragment {
-  const head = sql`SELECT ${trusted(EVENT_ROW_COLUMNS.join(', '))} FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${bind(teamId)}`, where)} ORDER BY ${trusted(
-    listOrder(order),
+export function sliceRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number | null, engine: EventsEngine = DUCKDB_ENGINE): SqlFragment {
+  const { bind } = engine.dialect;
+  const head = sql`SELECT ${trusted(eventRowColumns(engine).join(', '))} FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${bind(teamId)}`, where)} ORDER BY ${trusted(
+    listOrder(order, engine),
   )}`;
   return limit === null ? head : sql`${head} LIMIT ${bind(limit)}`;
 }

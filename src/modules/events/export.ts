@@ -2,19 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect, type SqlFragment } from '../../core/query';
-import { csvRecord, duckdbCsvField, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
+import { assembleEventsQuery, compileSelect, sql, type SqlFragment } from '../../core/query';
+import { csvRecord, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
-import type { PersonObject } from './event-object';
 import { countListing } from '../../storage/events/counts';
-import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS, propertyKeysStatement } from './export-queries';
+import { csvRowSlices, NO_PERSON_FIELDS, personCsvFields } from './export-csv-rows';
+import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS } from './export-queries';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
 import { copiedRows, FILE_CHUNK, newestFirstRelation, planExport, plannedToRead, scopeRelation, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, relationFor, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
-import { asEvents, type Order } from './queries';
+import { allOf, asEvents, type Order } from './queries';
 
 export type { ExportContext } from './export-plan';
 
@@ -109,6 +109,7 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   }
   const columns = eventCsvColumns(keys);
   await ctx.flushPersons();
+  if (!ctx.runner.writesFiles) return withHeader(columns, csvRowSlices(ctx, scope, req.order, slices, req.limit, columns));
   return csvSlices(ctx, scope, req.order, slices, req.limit, columns);
 }
 
@@ -136,6 +137,11 @@ async function eventJsonChunks(ctx: ExportContext, req: ListRequest, url: URL): 
 
 async function* noChunks(): AsyncGenerator<Uint8Array> {}
 
+async function* withHeader(columns: readonly EventCsvColumn[], records: AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  yield encoder.encode(csvRecord(columns.map((c) => c.name)));
+  yield* records;
+}
+
 /**
  * The property keys of the rows in [lo, hi) that the export's conditions select: the header. When
  * nothing but time filters the export, a file lying wholly inside the window contributes all its
@@ -145,10 +151,17 @@ async function* noChunks(): AsyncGenerator<Uint8Array> {}
 async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: Scope, lo: number | null, hi: number): Promise<Set<string>> {
   const keys = new Set<string>();
   const scan = async (relation: string) => {
-    for (const r of await ctx.runner.rows(propertyKeysStatement(relation, ctx.teamId, scope.where), 'properties')) keys.add(String(r.key));
+    const rowsWanted = allOf(sql`team_id = ${ctx.runner.dialect.bind(ctx.teamId)}`, scope.where);
+    const { statement, keysOf } = ctx.runner.propertyKeys(relation, rowsWanted, MAX_CSV_PROPERTY_KEYS + 1);
+    for await (const rows of ctx.runner.stream(statement, 'properties')) {
+      for (const row of rows) for (const key of keysOf(row)) keys.add(key);
+      // One key past the cap is enough to refuse the export.
+      if (keys.size > MAX_CSV_PROPERTY_KEYS) return;
+    }
   };
   const onlyTime = !scope.person && scope.conditions.sql.trim() === '' && !req.cursor && req.offset === 0;
-  if (!onlyTime) {
+  // Per-file key lists are the file-backed store's: any other engine's rows are read.
+  if (!onlyTime || !ctx.runner.writesFiles) {
     await scan(await scopeRelation(ctx, scope, lo, hi));
     return keys;
   }
@@ -178,7 +191,7 @@ interface Written {
   rows: number;
 }
 
-const NO_PERSON = encoder.encode(','.repeat(EVENT_CSV_PERSON_COLUMNS.length));
+const NO_PERSON = encoder.encode(NO_PERSON_FIELDS);
 
 /**
  * The slices' CSV records, at most `limit` of them. Each slice is capped by what the slices
@@ -270,32 +283,11 @@ async function* sliceBytes(written: Written, splice: (chunk: Uint8Array) => { by
 }
 
 /**
- * The person columns of a CSV record, each after a comma, as the sorted path's join writes them
- * (`PERSON` in export-queries): the smallest distinct id, `is_identified`, and email, name and
- * username as `json_extract_string` gives them. A distinct id without a person gets NO_PERSON.
- */
-function personCsvFields(person: PersonObject): string {
-  const prop = (key: string): string | null => {
-    const v = person.properties[key];
-    if (v === undefined || v === null) return null;
-    return typeof v === 'string' ? v : JSON.stringify(v);
-  };
-  const value: Record<(typeof EVENT_CSV_PERSON_COLUMNS)[number], string | null> = {
-    'person.distinct_ids.0': person.distinct_ids[0] ?? null,
-    'person.is_identified': person.is_identified ? 'true' : 'false',
-    'person.properties.email': prop('email'),
-    'person.properties.name': prop('name'),
-    'person.properties.username': prop('username'),
-  };
-  return EVENT_CSV_PERSON_COLUMNS.map((c) => `,${duckdbCsvField(value[c])}`).join('');
-}
-
-/**
  * A select export: the selected columns, as CSV records, or as JSON arrays in the select list's
  * envelope (`hasMore` and `next` as the select list gives them: one row more than `limit` read).
  */
 async function selectChunks(ctx: ExportContext, req: ListRequest, format: ExportFormat, url: URL): Promise<AsyncGenerator<Uint8Array>> {
-  const compiled = compileSelect(req.select, req.where, ctx.now);
+  const compiled = compileSelect(req.select, req.where, ctx.now, ctx.runner.dialect);
   const scope = await listScope(ctx, req, selectFragment(compiled));
   const statement = scope
     ? assembleEventsQuery({
@@ -306,6 +298,7 @@ async function selectChunks(ctx: ExportContext, req: ListRequest, format: Export
         orderBy: selectOrder(compiled, req),
         limit: req.limit === null ? Number.MAX_SAFE_INTEGER : req.limit + 1,
         offset: req.offset,
+        dialect: ctx.runner.dialect,
       })
     : null;
   const runner = ctx.runner;

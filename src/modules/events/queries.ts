@@ -49,7 +49,7 @@ export interface EventKey {
 }
 
 export const timestampText = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-const DUCKDB_ENGINE: EventsEngine = {
+export const DUCKDB_ENGINE: EventsEngine = {
   dialect: DUCKDB,
   timeColumns: ['timestamp'],
   timeKey: (ms) => [DUCKDB.instant(timestampText(ms), 'datetime')],
@@ -87,7 +87,7 @@ export function distinctIdIn(ids: readonly string[], dialect: Dialect = DUCKDB):
 }
 
 /** The columns a whole event row is read with: EVENT_ROW_COLUMNS and the rest of the engine's exact time. */
-const rowColumns = (engine: EventsEngine): string[] => [...EVENT_ROW_COLUMNS, ...engine.timeColumns.slice(1)];
+export const eventRowColumns = (engine: EventsEngine): string[] => [...EVENT_ROW_COLUMNS, ...engine.timeColumns.slice(1)];
 
 /** Phase 1 of a list page: only the keys (and, for a person's list, their distinct ids), which reads the narrow columns. */
 export function keysStatement(
@@ -105,7 +105,7 @@ export function keyAtStatement(relation: string, teamId: number, where: SqlFragm
 
 /** A list's first `limit` whole rows in one statement (a person's list; see `personRows`). */
 export function pageRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number, engine: EventsEngine = DUCKDB_ENGINE): SqlFragment {
-  return assembleEventsQuery({ relation, teamId, filters: where, columns: rowColumns(engine), orderBy: listOrder(order, engine), limit, dialect: engine.dialect });
+  return assembleEventsQuery({ relation, teamId, filters: where, columns: eventRowColumns(engine), orderBy: listOrder(order, engine), limit, dialect: engine.dialect });
 }
 
 /**
@@ -121,7 +121,7 @@ export function rowsByKeysStatement(relation: string, teamId: number, keys: read
   const uniqueTimes = [...new Map(times.map((t) => [JSON.stringify(t), t])).values()];
   const ids = keys.every((k) => k.distinctId !== undefined) ? [...new Set(keys.map((k) => k.distinctId as string))] : [];
   const byId = ids.length ? sql` AND ${distinctIdIn(ids, engine.dialect)}` : trusted('');
-  return sql`SELECT ${trusted(rowColumns(engine).join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND timestamp IN (${joinSql(
+  return sql`SELECT ${trusted(eventRowColumns(engine).join(', '))} FROM ${trusted(relation)} WHERE team_id = ${bind(teamId)} AND timestamp IN (${joinSql(
     uniqueTimes,
     ', ',
   )}) AND uuid IN (${joinSql(keys.map((k) => bind(k.uuid)), ', ')})${byId}`;

@@ -95,7 +95,7 @@ export function createEventsService(deps: Deps) {
       const ctx = await context(teamId, query.person_id, now);
       recordUsage(teamId, [query.event]);
       if (req.format) {
-        ctx.runner.requireFeature('exports');
+        if (req.format === 'parquet') ctx.runner.requireFeature('parquet_exports');
         return exportEvents(ctx, req, req.format, requestUrl);
       }
       return req.select.length ? selectEvents(ctx, req, requestUrl) : listEvents(ctx, req, requestUrl);

@@ -3,7 +3,7 @@ import { sql, trusted, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row } from '../db';
 import type { EventsRelation, TimeRange } from '../events/relation';
-import { unsupportedOnClickHouse, type EventReads, type ReadFeature } from '../events/reads';
+import { jsonObjectKeys, unsupportedOnClickHouse, type EventReads, type ReadFeature } from '../events/reads';
 import type { ClickHouse } from './client';
 
 /**
@@ -14,7 +14,8 @@ import type { ClickHouse } from './client';
  * shows them once before the merges do.
  *
  * What is not here yet: persons (they are not beside the events in ClickHouse, so no person
- * property, person column or persons table can be read), exports, behavioural cohorts, and
+ * property, person column or persons table can be read), Parquet exports (18.16 has no Parquet
+ * format, and a modern server's file would not be the DuckDB store's), behavioural cohorts, and
  * per-file counts (a count is a plain `count()`: ClickHouse answers it from its own marks).
  * Deleting a person's events is answered where the owner says so (`answers`).
  */
@@ -89,6 +90,19 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
       throw unsupportedOnClickHouse('persons');
     },
     propertyValueNames: (rel, scope, key, scanLimit) => clickhouseValueNames(ch, rel, scope, key, scanLimit),
+    writesFiles: false,
+    timeBucket: (widthMs) => {
+      const at = datetime64 ? 'toUnixTimestamp64Milli(timestamp)' : exactMs;
+      return sql`intDiv(${trusted(at)}, ${ch.dialect.bind(widthMs)}) * ${ch.dialect.bind(widthMs)}`;
+    },
+    propertyKeys: (rel, scope, limit) =>
+      ch.features.jsonExtract
+        ? {
+            statement: sql`SELECT DISTINCT arrayJoin(JSONExtractKeys(properties)) AS key FROM ${trusted(rel)} WHERE ${scope} LIMIT ${ch.dialect.bind(limit)}`,
+            keysOf: (row) => [String(row.key)],
+          }
+        : // 18.16 has no function listing an object's keys: the rows' properties come back, read here.
+          { statement: sql`SELECT properties FROM ${trusted(rel)} WHERE ${scope}`, keysOf: (row) => jsonObjectKeys(row.properties) },
     requireFeature: (feature) => {
       if (!options.answers?.includes(feature)) throw unsupportedOnClickHouse(feature);
     },

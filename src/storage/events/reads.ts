@@ -1,4 +1,4 @@
-import { DUCKDB, type Dialect, type SqlFragment } from '../../core/query';
+import { bind, DUCKDB, sql, trusted, type Dialect, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row, SqlParam } from '../db';
 import { eventsWithPersons, personsRelation } from '../persons/relations';
@@ -40,15 +40,41 @@ export interface EventReads {
    * another value its JSON text (`/events/values/`; the JSON functions differ by engine).
    */
   propertyValueNames(relation: string, scope: SqlFragment, key: string, scanLimit: number): SqlFragment;
+  /**
+   * Whether the engine writes a statement's result straight into a file on this machine
+   * (DuckDB's `COPY … TO`): a CSV export then has it write each slice. Otherwise the export's
+   * rows are streamed from it and written here.
+   */
+  readonly writesFiles: boolean;
+  /** The start of a row's bucket of `widthMs` (aligned on the epoch), in epoch ms, over the relation's columns. */
+  timeBucket(widthMs: number): SqlFragment;
+  /**
+   * The distinct top-level property keys of `relation`'s rows meeting `scope`, at most `limit`
+   * rows of them: a statement and how each of its rows gives keys (an engine that cannot list an
+   * object's keys gives the rows' properties, whose keys are read here).
+   */
+  propertyKeys(relation: string, scope: SqlFragment, limit: number): PropertyKeysQuery;
   /** Throws a 400 when this engine cannot answer `feature` yet. */
   requireFeature(feature: ReadFeature): void;
 }
 
+export interface PropertyKeysQuery {
+  statement: SqlFragment;
+  keysOf(row: Row): Iterable<string>;
+}
+
+/** The top-level keys of a JSON object's text (none for anything else). */
+export function jsonObjectKeys(text: unknown): string[] {
+  if (typeof text !== 'string' || !text) return [];
+  const value: unknown = JSON.parse(text);
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value) : [];
+}
+
 /** Features not every engine answers yet. */
-export type ReadFeature = 'exports' | 'behavioral_cohorts' | 'event_erasure';
+export type ReadFeature = 'parquet_exports' | 'behavioral_cohorts' | 'event_erasure';
 
 const FEATURE_NAMES: Record<ReadFeature | 'persons', string> = {
-  exports: 'Exports (format=csv, json or parquet)',
+  parquet_exports: 'Parquet exports (format=parquet)',
   behavioral_cohorts: 'Cohorts defined by events (behavioral filters)',
   event_erasure: "Deleting a person's events (delete_events)",
   persons: 'Person properties, person columns and the persons table in queries',
@@ -77,6 +103,12 @@ export function duckdbEventReads(store: EventStore): EventReads {
     joinPersons: eventsWithPersons,
     personsRelation,
     propertyValueNames: duckdbValueNames,
+    writesFiles: true,
+    timeBucket: (widthMs) => sql`CAST(floor(epoch_ms(timestamp) / ${bind(widthMs)}) AS BIGINT) * ${bind(widthMs)}`,
+    propertyKeys: (relation, scope, limit) => ({
+      statement: sql`SELECT DISTINCT unnest(json_keys(properties)) AS key FROM ${trusted(relation)} WHERE ${scope} LIMIT ${bind(limit)}`,
+      keysOf: (row) => [String(row.key)],
+    }),
     requireFeature: () => undefined,
   };
 }

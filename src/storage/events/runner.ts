@@ -1,7 +1,7 @@
 import { observe, type Histogram } from '../../core/metrics/histogram';
 import { queryTimeout, type Dialect, type SqlFragment } from '../../core/query';
 import type { Row } from '../db';
-import type { EventReads, ReadFeature } from './reads';
+import type { EventReads, PropertyKeysQuery, ReadFeature } from './reads';
 import type { EventsRelation, TimeRange } from './relation';
 import type { RelationOptions } from './types';
 
@@ -56,6 +56,22 @@ export class QueryRunner {
   /** Occurrences of a property's values (see EventReads.propertyValueNames). */
   propertyValueNames(relation: string, scope: SqlFragment, key: string, scanLimit: number): SqlFragment {
     return this.options.store().propertyValueNames(relation, scope, key, scanLimit);
+  }
+
+  /** Whether the engine writes results into files here (see EventReads.writesFiles). */
+  get writesFiles(): boolean {
+    return this.options.store().writesFiles;
+  }
+
+  /** A row's time bucket of `widthMs` in epoch ms (see EventReads.timeBucket). */
+  timeBucket(widthMs: number): SqlFragment {
+    if (!Number.isSafeInteger(widthMs) || widthMs < 1) throw new Error('a bucket width must be a positive integer');
+    return this.options.store().timeBucket(widthMs);
+  }
+
+  /** The property keys of a relation's rows (see EventReads.propertyKeys). */
+  propertyKeys(relation: string, scope: SqlFragment, limit: number): PropertyKeysQuery {
+    return this.options.store().propertyKeys(relation, scope, limit);
   }
 
   /** Throws a 400 when the engine cannot answer `feature` yet. */

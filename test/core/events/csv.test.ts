@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { csvField, csvRecord, duckdbCsvField, eventCsvColumns, spliceCsvRecords } from '../../../src/core/events/csv';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { csvField, csvRecord, duckdbCsvField, duckdbJsonString, eventCsvColumns, jsonObjectMembers, spliceCsvRecords } from '../../../src/core/events/csv';
 
 describe('csvField (RFC 4180)', () => {
   test.each([
@@ -97,5 +98,41 @@ describe('duckdbCsvField (quoting as DuckDB COPY writes it, measured)', () => {
     ["a'b;c\tNULL", "a'b;c\tNULL"],
   ] as const)('%p', (value, written) => {
     expect(duckdbCsvField(value)).toBe(written);
+  });
+});
+
+describe('duckdbJsonString over jsonObjectMembers: what DuckDB\'s json_extract_string gives', () => {
+  const PROPERTIES = [
+    { s: 'text', e: '', q: 'a,"b"\r\nc', u: 'ünï\u0001\u2028', n: null, t: true, f: false },
+    { big: 1e21, small: 1.5e-7, neg: -3, huge: 12345678901234567000, max: 1.7976931348623157e308, tiny: 5e-324, zero: 0 },
+    { obj: { '2': 1, b: [1, 2e25, 'é"\\'], '1': { z: null } }, list: [], nested: { a: { b: { c: [null, false] } } } },
+    { 'comma,key': 1, 'quote"d': 'x', '': 'empty key', '$set': { email: 'a@b' } },
+  ];
+
+  test.each(PROPERTIES.map((p) => [JSON.stringify(p)]))('%s', async (text) => {
+    const keys = Object.keys(JSON.parse(text));
+    const db = await DuckDBInstance.create(':memory:');
+    const connection = await db.connect();
+    try {
+      const pointers = keys.map((k) => `'/${k.replaceAll('~', '~0').replaceAll('/', '~1').replaceAll("'", "''")}'`);
+      const reader = await connection.runAndReadAll(`SELECT json_extract_string(?::JSON, [${pointers.join(', ')}]) AS v`, [text]);
+      const expected = (reader.getRowObjectsJson()[0] as { v: Array<string | null> }).v;
+      const members = jsonObjectMembers(text);
+      expect(keys.map((k) => duckdbJsonString(members.get(k)))).toEqual(expected);
+    } finally {
+      connection.closeSync();
+    }
+  });
+
+  test('text with spaces between members (not as JSON.stringify writes it) is read the same', () => {
+    const members = jsonObjectMembers(' { "a" : [ 1 , 2e+3 ] , "b" : "x" } ');
+    expect([...members.keys()]).toEqual(['a', 'b']);
+    expect(duckdbJsonString(members.get('a'))).toBe('[1,2e3]');
+    expect(duckdbJsonString(members.get('b'))).toBe('x');
+    expect(duckdbJsonString(members.get('missing'))).toBeNull();
+  });
+
+  test('anything but an object has no members', () => {
+    for (const text of ['', '[1]', '"x"', 'null', '3']) expect(jsonObjectMembers(text).size).toBe(0);
   });
 });
