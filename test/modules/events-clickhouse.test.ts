@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { StoredEventRow } from '../../src/core/events/columns';
 import { sql, trusted } from '../../src/core/query';
+import { AppError } from '../../src/errors';
+import type { EventReads } from '../../src/storage/events/reads';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../../src/storage/clickhouse/client';
 import { insertProcessed } from '../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../src/storage/clickhouse/schema';
@@ -278,6 +280,40 @@ for (const engine of engines) for (const mode of MODES) {
         }
       } finally {
         for (const fx of [duck, f]) delete fx.t.deps.exportSlices;
+      }
+    });
+
+    test('a statement failing after the body started cuts it short: no CSV or JSON that looks complete', async () => {
+      const real = f.t.deps.storage.eventReads;
+      const storage = f.t.deps.storage as { eventReads: EventReads };
+      f.t.deps.exportSlices = { rows: 2, firstRows: 1 };
+      try {
+        for (const format of ['csv', 'json']) {
+          // A run that succeeds counts the statements; the next fails its last one (the last slice's rows).
+          let statements = 0;
+          let failAt = Number.POSITIVE_INFINITY;
+          storage.eventReads = {
+            ...real,
+            streamQuery: (text, params, options) => {
+              if (++statements >= failAt) throw new AppError('unavailable', 'The events database is not reachable; retry later.');
+              return real.streamQuery(text, params, options);
+            },
+          };
+          const whole = await exportOf(f, exportsProject, { format });
+          expect(whole.status).toBe(200);
+          failAt = statements;
+          statements = 0;
+          const res = await f.t.call('GET', `/api/projects/${exportsProject}/events/?format=${format}`);
+          expect(res.status).toBe(200);
+          const read = await res.text().then(
+            (text) => ({ text, error: null }),
+            (error: unknown) => ({ text: null, error }),
+          );
+          expect(read).toEqual({ text: null, error: expect.objectContaining({ kind: 'unavailable' }) });
+        }
+      } finally {
+        storage.eventReads = real;
+        delete f.t.deps.exportSlices;
       }
     });
 

@@ -103,7 +103,7 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   const read = plannedToRead(slices);
   const lo = read.some((s) => s.from === null) ? null : Math.min(...read.map((s) => s.from as number));
   const hi = Math.max(...read.map((s) => s.to));
-  const keys = await exportPropertyKeys(ctx, req, scope, lo, hi);
+  const keys = ctx.runner.writesFiles ? await exportPropertyKeys(ctx, req, scope, lo, hi) : await slicesPropertyKeys(ctx, scope, read);
   if (keys.size > MAX_CSV_PROPERTY_KEYS) {
     throw new AppError('invalid_input', `These events have more than ${MAX_CSV_PROPERTY_KEYS} property keys: choose the columns with select.`, 'format');
   }
@@ -150,18 +150,9 @@ async function* withHeader(columns: readonly EventCsvColumn[], records: AsyncGen
  */
 async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: Scope, lo: number | null, hi: number): Promise<Set<string>> {
   const keys = new Set<string>();
-  const scan = async (relation: string) => {
-    const rowsWanted = allOf(sql`team_id = ${ctx.runner.dialect.bind(ctx.teamId)}`, scope.where);
-    const { statement, keysOf } = ctx.runner.propertyKeys(relation, rowsWanted, MAX_CSV_PROPERTY_KEYS + 1);
-    for await (const rows of ctx.runner.stream(statement, 'properties')) {
-      for (const row of rows) for (const key of keysOf(row)) keys.add(key);
-      // One key past the cap is enough to refuse the export.
-      if (keys.size > MAX_CSV_PROPERTY_KEYS) return;
-    }
-  };
+  const scan = (relation: string) => addPropertyKeys(ctx, scope, relation, keys);
   const onlyTime = !scope.person && scope.conditions.sql.trim() === '' && !req.cursor && req.offset === 0;
-  // Per-file key lists are the file-backed store's: any other engine's rows are read.
-  if (!onlyTime || !ctx.runner.writesFiles) {
+  if (!onlyTime) {
     await scan(await scopeRelation(ctx, scope, lo, hi));
     return keys;
   }
@@ -178,6 +169,31 @@ async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: S
   }
   await scan(asEvents(relation.parts(rest, true)));
   return keys;
+}
+
+/**
+ * The property keys of the slices' rows, a statement per slice: an engine that does not write
+ * files here (ClickHouse) answers each statement once it is finished (see its `stream`), so a
+ * slice bounds what it holds for the answer, as it does for the rows.
+ */
+async function slicesPropertyKeys(ctx: ExportContext, scope: Scope, slices: readonly Slice[]): Promise<Set<string>> {
+  const keys = new Set<string>();
+  for (const slice of slices) {
+    if (keys.size > MAX_CSV_PROPERTY_KEYS) break;
+    await addPropertyKeys(ctx, scope, await scopeRelation(ctx, scope, slice.from, slice.to), keys);
+  }
+  return keys;
+}
+
+/** Adds the keys of `relation`'s rows in the scope to `keys`, stopping once there are more than MAX_CSV_PROPERTY_KEYS. */
+async function addPropertyKeys(ctx: ExportContext, scope: Scope, relation: string, keys: Set<string>): Promise<void> {
+  const rowsWanted = allOf(sql`team_id = ${ctx.runner.dialect.bind(ctx.teamId)}`, scope.where);
+  const { statement, keysOf } = ctx.runner.propertyKeys(relation, rowsWanted, MAX_CSV_PROPERTY_KEYS + 1);
+  for await (const rows of ctx.runner.stream(statement, 'properties')) {
+    for (const row of rows) for (const key of keysOf(row)) keys.add(key);
+    // One key past the cap is enough to refuse the export (leaving the loop stops the statement).
+    if (keys.size > MAX_CSV_PROPERTY_KEYS) return;
+  }
 }
 
 async function* emptyCsv(): AsyncGenerator<Uint8Array> {

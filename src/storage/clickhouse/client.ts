@@ -68,6 +68,12 @@ function isConnectionError(error: unknown): boolean {
   return (typeof code === 'string' && /^E[A-Z]+$/.test(code)) || (error instanceof Error && /socket hang up|timeout/i.test(error.message));
 }
 
+/**
+ * The client's own read timeout (`request_timeout`, longer than the statements' time limit): the
+ * server was reached but gave nothing for that long, so the statement ran past its limit.
+ */
+const isReadTimeout = (error: unknown): boolean => error instanceof Error && error.message === 'Timeout error.';
+
 /** Seconds a client waits before retrying when the events database does not answer. */
 const RETRY_AFTER_S = 5;
 
@@ -80,6 +86,8 @@ const RETRY_AFTER_S = 5;
 const REQUEST_ERRORS = new Set([6, 27, 36, 38, 41, 43, 53, 69, 70, 72, 128, 153, 321, 386, 407, 427]);
 const TIMEOUT_EXCEEDED = 159;
 const MEMORY_LIMIT_EXCEEDED = 241;
+/** KILL QUERY by an operator, or the server shutting down: the statement itself was fine. */
+const QUERY_WAS_CANCELLED = 394;
 
 /** The server's error code: the client's parsed `code`, or the `Code: N` that 18.16's messages (which it does not parse) start with. */
 function serverCode(error: unknown): number | null {
@@ -91,14 +99,16 @@ function serverCode(error: unknown): number | null {
 
 /**
  * An error as the API's: an unreachable server is 503 with Retry-After; a statement the request
- * made fail (a value of the wrong type, out of range) a 400 naming `attr`; the server's time limit
- * a 504; its memory limit a 503; anything else a 500 that keeps the cause for the log. No detail
- * quotes the server, whose messages name tables and SQL.
+ * made fail (a value of the wrong type, out of range) a 400 naming `attr`; the server's time limit,
+ * or the client's read timeout, a 504; its memory limit, or a statement the server cancelled (an
+ * operator's KILL QUERY, a restart), a 503 with Retry-After; anything else a 500 that keeps the
+ * cause for the log. No detail quotes the server, whose messages name tables and SQL.
  */
 export function translateClickHouseError(error: unknown, attr: string | null = null): AppError {
   if (error instanceof AppError) return error;
   // The server's answer first: its "Timeout exceeded" is the statement's time limit, not the connection's.
   const code = serverCode(error);
+  if (code === null && isReadTimeout(error)) return queryTimeout();
   if (code === null && isConnectionError(error)) {
     return new AppError('unavailable', 'The events database is not reachable; retry later.', null, { retryAfter: RETRY_AFTER_S, cause: error });
   }
@@ -106,6 +116,9 @@ export function translateClickHouseError(error: unknown, attr: string | null = n
     return new AppError('invalid_input', 'The query failed: the events database could not compute it for these values (a type that does not fit, or a value out of range).', attr, { cause: error });
   }
   if (code === TIMEOUT_EXCEEDED) return queryTimeout();
+  if (code === QUERY_WAS_CANCELLED) {
+    return new AppError('unavailable', 'The events database cancelled the query (stopped by its operator, or restarting); retry later.', null, { retryAfter: RETRY_AFTER_S, cause: error });
+  }
   if (code === MEMORY_LIMIT_EXCEEDED) {
     return new AppError('unavailable', 'The query needs more memory than the events database allows: narrow it down (a time range, fewer events) and retry.', attr, { cause: error });
   }
@@ -197,9 +210,11 @@ export async function openClickHouse(source: ClickHouseTarget | { client: ClickH
 
 /**
  * Rows of a rendered statement in the chunks the client reads them. The server finishes the
- * statement before it answers (`wait_end_of_query`): a failure then comes as an HTTP error
- * rather than as text inside a body already under way, and the results read here are bounded
- * (LIMIT) anyway.
+ * statement before it answers (`wait_end_of_query`, its result held in its own temporary files
+ * meanwhile): a failure then comes as an HTTP error rather than as text inside a body already
+ * under way, which a reader could take for the end of a complete result. Exports rely on it:
+ * they read a slice of time per statement, so what the server holds is bounded by a slice, and a
+ * failure in a later slice cuts the export's body short instead of ending it looking whole.
  */
 async function* streamRows(
   client: ClickHouseClient,
