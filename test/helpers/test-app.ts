@@ -9,6 +9,8 @@ import { silentLogger, type Logger } from '../../src/logger';
 import { createAppMetrics } from '../../src/metrics';
 import { openStorage, type CreatedAccount, type StorageOptions } from '../../src/storage';
 import { withPipeline } from '../../src/pipeline';
+import { clickhouseServerUrl } from './clickhouse';
+import { eventsProfile } from './duckdb-only';
 import { createTestDatabase } from './postgres';
 
 export const BASE = 'http://test.local';
@@ -28,13 +30,28 @@ export interface TestApp {
 export type TestStoreOptions = NonNullable<StorageOptions['eventStore']>;
 
 /**
- * The management store the tests' apps use: DuckDB unless HOGBASE_TEST_META_STORE=postgres,
- * when each app gets a new database on the run's PostgreSQL server (the PostgreSQL profile:
- * test/storage/postgres-profile.test.ts runs API suites so). An explicit META_STORE wins.
+ * The stores the tests' apps use: DuckDB unless a profile says otherwise.
+ * - HOGBASE_TEST_META_STORE=postgres: each app gets a new database on the run's PostgreSQL
+ *   server as META_STORE (test/storage/postgres-profile.test.ts runs API suites so).
+ * - HOGBASE_TEST_EVENTS_STORE=clickhouse: each app also keeps its events in a new database on
+ *   the run's ClickHouse 18.16 server (EVENTS_STORE), with META_STORE in PostgreSQL
+ *   (test/storage/clickhouse-profile.test.ts).
+ * An explicit META_STORE or EVENTS_STORE wins.
  */
+let profileAnnounced = false;
+export const PROFILE_ANNOUNCEMENT = "the apps' events are in ClickHouse 18.16 (EVENTS_STORE), their management data in PostgreSQL (META_STORE)";
+
 async function profileEnv(env: Record<string, string>): Promise<Record<string, string>> {
-  if (env.META_STORE || process.env.HOGBASE_TEST_META_STORE !== 'postgres') return env;
-  return { ...env, META_STORE: await createTestDatabase() };
+  const out = { ...env };
+  const events = eventsProfile && !env.EVENTS_STORE;
+  if (events) {
+    out.EVENTS_STORE = await clickhouseServerUrl();
+    // Once per process: the profile's parent checks the child's apps really kept their events there.
+    if (!profileAnnounced) console.warn(`[tests] ${PROFILE_ANNOUNCEMENT}`);
+    profileAnnounced = true;
+  }
+  if (!env.META_STORE && (events || process.env.HOGBASE_TEST_META_STORE === 'postgres')) out.META_STORE = await createTestDatabase();
+  return out;
 }
 
 /** Storage options a test sets besides the event store's: `eventReads` answers the events API from ClickHouse, `eventsStore` also loads the events there. */
@@ -60,8 +77,9 @@ export async function reopenTestApp(
   t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}, storageOptions: TestStorageOptions = {},
 ): Promise<TestApp> {
   await t.deps.storage.close();
-  const metaStore = t.deps.config.META_STORE;
-  return openTestApp(t.dataDir, t.account, metaStore && !env.META_STORE ? { ...env, META_STORE: metaStore } : env, now, logger, store, storageOptions);
+  const { META_STORE, EVENTS_STORE } = t.deps.config;
+  const kept = { ...(META_STORE ? { META_STORE } : {}), ...(EVENTS_STORE ? { EVENTS_STORE } : {}) };
+  return openTestApp(t.dataDir, t.account, { ...kept, ...env }, now, logger, store, storageOptions);
 }
 
 async function openTestApp(
@@ -72,7 +90,7 @@ async function openTestApp(
   // stored, and a slow CI machine must not turn a load that takes a moment into a missing row
   // (the default bound is tested in test/storage/events/intake.test.ts).
   const storage = await openStorage(
-    withPipeline({ dataDir, metaStore: config.META_STORE, durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store }, ...storageOptions }),
+    withPipeline({ dataDir, metaStore: config.META_STORE, ...eventsStoreOf(config, storageOptions), durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store }, ...storageOptions }),
   );
   const account = known ?? (await bootstrap(storage, config))!;
   const deps: Deps = { config, storage, logger, version: 'test', now, metrics: createAppMetrics() };
@@ -105,6 +123,10 @@ async function openTestApp(
     },
   };
 }
+
+/** EVENTS_STORE as storage opens it, unless the test gives its own ClickHouse. */
+const eventsStoreOf = (config: Config, options: TestStorageOptions): { eventsStoreUrl?: string } =>
+  config.EVENTS_STORE && !options.eventsStore && !options.eventReads ? { eventsStoreUrl: config.EVENTS_STORE } : {};
 
 /** A second organization with its own user, project and key, in the same storage. */
 export async function createOtherAccount(t: TestApp, email = 'other@example.com') {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { BEHAVIORAL_COHORTS } from '../helpers/duckdb-only';
 import type { CreatedAccount, EventsSourceRelation } from '../../src/storage';
 import { BASE, NOT_FOUND, createOtherAccount, createTestApp, errorOf, type TestApp } from '../helpers/test-app';
 
@@ -110,9 +111,6 @@ describe('dynamic cohorts', () => {
   test.each([
     ['OR of person properties', { properties: { type: 'OR', values: [{ type: 'person', key: 'age', operator: 'lt', value: 30 }, { type: 'person', key: 'name', operator: 'icontains', value: 'carol' }] } }, ['Carol, "C"', 'bob@test.org']],
     ['is_not_set', filtersOf({ type: 'person', key: 'plan', operator: 'is_not_set' }), ['dave']],
-    ['performed $pageview in the last 7 days', filtersOf({ type: 'behavioral', value: 'performed_event', key: '$pageview', event_type: 'events', time_value: 7, time_interval: 'day' }), ['alice@example.com']],
-    ['performed $pageview in the last 30 days', filtersOf({ type: 'behavioral', value: 'performed_event', key: '$pageview', event_type: 'events', time_value: 30, time_interval: 'day' }), ['alice@example.com', 'bob@test.org']],
-    ['did not purchase this week', filtersOf({ type: 'behavioral', value: 'performed_event', key: 'purchase', time_value: 1, time_interval: 'week', negation: true }), ['alice@example.com', 'bob@test.org', 'dave']],
   ])('membership: %s', async (_, filters, expected) => {
     const created = await t.json('POST', URL, { body: { name: 'case', filters } });
     expect(created.status).toBe(201);
@@ -120,7 +118,19 @@ describe('dynamic cohorts', () => {
     expect(await memberNames(created.body.id)).toEqual(expected);
   });
 
-  test('legacy groups are accepted, stored in full and shown as filters', async () => {
+  test.skipIf(BEHAVIORAL_COHORTS.skip).each([
+    ['performed $pageview in the last 7 days', filtersOf({ type: 'behavioral', value: 'performed_event', key: '$pageview', event_type: 'events', time_value: 7, time_interval: 'day' }), ['alice@example.com']],
+    ['performed $pageview in the last 30 days', filtersOf({ type: 'behavioral', value: 'performed_event', key: '$pageview', event_type: 'events', time_value: 30, time_interval: 'day' }), ['alice@example.com', 'bob@test.org']],
+    ['did not purchase this week', filtersOf({ type: 'behavioral', value: 'performed_event', key: 'purchase', time_value: 1, time_interval: 'week', negation: true }), ['alice@example.com', 'bob@test.org', 'dave']],
+  ])(BEHAVIORAL_COHORTS.label('membership: %s'), async (_, filters, expected) => {
+    const created = await t.json('POST', URL, { body: { name: 'case', filters } });
+    expect(created.status).toBe(201);
+    expect((await settled(created.body.id)).count).toBe(expected.length);
+    expect(await memberNames(created.body.id)).toEqual(expected);
+  });
+
+  // Its second group is an event (`event_id`): a cohort defined by events.
+  test.skipIf(BEHAVIORAL_COHORTS.skip)(BEHAVIORAL_COHORTS.label('legacy groups are accepted, stored in full and shown as filters'), async () => {
     const groups = [{ properties: [{ key: 'email', value: 'bob@test.org', type: 'person' }] }, { event_id: 'purchase', days: 7 }];
     const created = await t.json('POST', URL, { body: { name: 'Legacy', groups } });
     expect(created.status).toBe(201);
@@ -145,7 +155,8 @@ describe('dynamic cohorts', () => {
     expect(unknown.body).toEqual(errorOf('invalid_input', 'validation_error', 'Invalid Cohort ID in filter', 'filters'));
   });
 
-  test('update recalculates; a failed calculation is counted and the next success resets it', async () => {
+  // The failing calculation it provokes is of a cohort defined by events.
+  test.skipIf(BEHAVIORAL_COHORTS.skip)(BEHAVIORAL_COHORTS.label('update recalculates; a failed calculation is counted and the next success resets it'), async () => {
     const created = (await t.json('POST', URL, { body: { name: 'Changing', filters: PRO } })).body;
     await settled(created.id);
     const patched = await t.json('PATCH', `${URL}${created.id}/`, { body: { filters: filtersOf({ type: 'person', key: 'plan', operator: 'exact', value: 'free' }) } });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { DUCKDB_FILES, PARQUET_EXPORTS } from '../helpers/duckdb-only';
 import { byKey, eventObject, NOW, openEventsFixture, recordStatements, relative, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
 import { uuidv7 } from '../../src/ids';
 import { readParquet } from '../helpers/parquet';
@@ -217,7 +218,7 @@ describe('format=csv from Parquet files with listed property keys', () => {
 /** `{"note":"\"z,…\""}` is 1,048,539 bytes of JSON: within the 1 MiB event limit. */
 const LONG_NOTE = `"${'z,'.repeat(524_260)}"`;
 
-describe('exports from time-ordered Parquet files (no sort; CSV person columns spliced in)', () => {
+describe.skipIf(DUCKDB_FILES.skip)(DUCKDB_FILES.label('exports from time-ordered Parquet files (no sort; CSV person columns spliced in)'), () => {
   test('byte for byte what the sorted path writes, tricky person values included', async () => {
     const g = await openEventsFixture();
     try {
@@ -274,7 +275,7 @@ const parquetOf = async (query: Record<string, string>) => {
   return readParquet(new Uint8Array(await res.arrayBuffer()));
 };
 
-describe('format=parquet', () => {
+describe.skipIf(PARQUET_EXPORTS.skip)(PARQUET_EXPORTS.label('format=parquet'), () => {
   test('typed columns that match the csv and json exports row for row', async () => {
     const { rows, columns } = await parquetOf({});
     expect(columns).toEqual([

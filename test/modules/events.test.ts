@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { PERSONS_IN_QUERIES, WHOLE_SECONDS } from '../helpers/duckdb-only';
 import { uuidv7 } from '../../src/ids';
 import { errorOf, NOT_AUTHENTICATED, NOT_FOUND } from '../helpers/test-app';
 import { A_EVENTS, allPages, byKey, eventObject, NOW, openEventsFixture, relative, VISIBLE, type EventsFixture } from './events-fixture';
@@ -50,7 +51,6 @@ describe('GET /api/projects/:id/events/', () => {
     ['after (relative)', { after: '-2d' }, ['a6', 'a5']],
     ['before (ISO, exclusive)', { before: '2024-01-08T12:00:00Z' }, ['a3', 'a2', 'a1']],
     ['before (relative)', { before: '-1d' }, ['a4', 'a3', 'a2', 'a1']],
-    ['before in the future shows future events', { before: '2024-01-10T13:00:00.000001Z' }, ['a7', 'a6', 'a5', 'a4', 'a3', 'a2', 'a1']],
     ['after and before', { after: '-4d', before: '-1d' }, ['a4', 'a3']],
     ['after a date only', { after: '2024-01-09' }, ['a6', 'a5']],
     ['orderBy ascending', { orderBy: '["timestamp"]' }, ['a1', 'a2', 'a3', 'a4', 'a5', 'a6']],
@@ -62,6 +62,12 @@ describe('GET /api/projects/:id/events/', () => {
     const { status, body } = await f.list(query as Record<string, string>);
     expect(status).toBe(200);
     expect(keysOf(body)).toEqual([...expected]);
+  });
+
+  test.skipIf(WHOLE_SECONDS.skip)(WHOLE_SECONDS.label('before in the future shows future events (a bound a microsecond past one)'), async () => {
+    const { status, body } = await f.list({ before: '2024-01-10T13:00:00.000001Z' });
+    expect(status).toBe(200);
+    expect(keysOf(body)).toEqual(['a7', 'a6', 'a5', 'a4', 'a3', 'a2', 'a1']);
   });
 
   test.each([
@@ -88,7 +94,6 @@ describe('GET /api/projects/:id/events/', () => {
       { type: 'AND', values: [{ type: 'OR', values: [{ key: 'plan', value: 'pro' }, { key: 'plan', value: 'free' }] }, { key: 'price', value: 10, operator: 'gt' }] },
       ['a5', 'a4'],
     ],
-    ['person property', [{ key: 'email', value: 'alice@', operator: 'icontains', type: 'person' }], ['a3', 'a2', 'a1']],
     ['a key with quotes and a comma', [{ key: 'quote"d,key', value: 'a,"b"\nc' }], ['a4']],
     ['a nested value is its JSON text', [{ key: 'nested', value: '{"deep":true}' }], ['a5']],
   ] as const)('properties: %s', async (_name, properties, expected) => {
@@ -96,6 +101,13 @@ describe('GET /api/projects/:id/events/', () => {
     expect(status).toBe(200);
     expect(keysOf(body)).toEqual([...expected]);
     expect(body.count).toBe(expected.length);
+  });
+
+  test.skipIf(PERSONS_IN_QUERIES.skip)(PERSONS_IN_QUERIES.label('properties: person property'), async () => {
+    const { status, body } = await f.list({ properties: JSON.stringify([{ key: 'email', value: 'alice@', operator: 'icontains', type: 'person' }]) });
+    expect(status).toBe(200);
+    expect(keysOf(body)).toEqual(['a3', 'a2', 'a1']);
+    expect(body.count).toBe(3);
   });
 
   test('the count of an open listing (its fast path) leaves out future events, as the general one does', async () => {
