@@ -195,18 +195,28 @@ const EXPORT_EVENTS = [
   exported(5, 'odd values', 'frank', { big: -1e-300, int: 0, flag: true, empty: ' ' }),
 ];
 
-async function openExportProject(f: EventsFixture): Promise<number> {
+/** One event with more property keys than a CSV export takes (MAX_CSV_PROPERTY_KEYS), then an ordinary one. */
+const WIDE_EVENTS = [
+  exported(6, 'wide', 'gus', Object.fromEntries(Array.from({ length: 1_001 }, (_, i) => [`k${i}`, i]))),
+  exported(7, 'narrow', 'gus', { k0: 'x' }),
+];
+
+/** The exports project and the wide one, made in the same order in every fixture (their ids match). */
+async function openExportProject(f: EventsFixture): Promise<{ exports: number; wide: number }> {
   const project = await f.t.deps.storage.management.createProject(f.t.account.organization.id, 'Exports', {});
   await f.ingest(project.apiToken, EXPORT_EVENTS);
-  return project.id;
+  const wide = await f.t.deps.storage.management.createProject(f.t.account.organization.id, 'Wide', {});
+  await f.ingest(wide.apiToken, WIDE_EVENTS);
+  return { exports: project.id, wide: wide.id };
 }
 
 let duck: EventsFixture;
 let duckExports: number;
+let duckWide: number;
 beforeAll(async () => {
   duck = await openEventsFixture();
   await ingestTies(duck);
-  duckExports = await openExportProject(duck);
+  ({ exports: duckExports, wide: duckWide } = await openExportProject(duck));
 });
 afterAll(async () => {
   await duck?.close();
@@ -228,25 +238,26 @@ for (const engine of engines) for (const mode of MODES) {
     let ch: ClickHouse;
     let f: EventsFixture;
     let exportsProject: number;
+    let wideProject: number;
     beforeAll(async () => {
       ch = await engine.open();
       await migrateClickHouse(ch);
       if (mode.own) {
         f = await openEventsFixture({}, { eventsStore: ch });
         await ingestTies(f);
-        exportsProject = await openExportProject(f);
+        ({ exports: exportsProject, wide: wideProject } = await openExportProject(f));
       } else {
         f = await openEventsFixture({}, { eventReads: ch });
         await ingestTies(f);
-        exportsProject = await openExportProject(f);
-        const rows = (await Promise.all([f.projectId, f.projectC, f.other.projectId, exportsProject].map((id) => storedRows(f.t, id)))).flat();
+        ({ exports: exportsProject, wide: wideProject } = await openExportProject(f));
+        const rows = (await Promise.all([f.projectId, f.projectC, f.other.projectId, exportsProject, wideProject].map((id) => storedRows(f.t, id)))).flat();
         const text = encodePlacedLines(rows).toString('utf8');
         await insertProcessed(ch, text, 1);
         // A load retried after an unknown outcome: the reads (FINAL) still show each event once.
         await insertProcessed(ch, text, 1);
       }
       expect(f.projectId).toBe(duck.projectId);
-      expect(exportsProject).toBe(duckExports);
+      expect([exportsProject, wideProject]).toEqual([duckExports, duckWide]);
     });
     afterAll(async () => {
       await f?.close();
@@ -280,6 +291,15 @@ for (const engine of engines) for (const mode of MODES) {
         }
       } finally {
         for (const fx of [duck, f]) delete fx.t.deps.exportSlices;
+      }
+    });
+
+    test('a CSV export of more property keys than it takes is the same 400 (the key pass stops there); fewer rows, or JSON, are exported', async () => {
+      const queries: Array<[Record<string, string>, number]> = [[{ format: 'csv' }, 400], [{ format: 'csv', event: 'narrow' }, 200], [{ format: 'json' }, 200]];
+      for (const [query, status] of queries) {
+        const expected = await exportOf(duck, duckWide, query);
+        expect(expected.status).toBe(status);
+        expect(await exportOf(f, wideProject, query)).toEqual(expected);
       }
     });
 
