@@ -11,7 +11,7 @@ import { allOf, DUCKDB_ENGINE, EVENT_ROW_COLUMNS, eventRowColumns, listOrder, ty
 
 export const HOUR_MS = 3_600_000;
 
-/** Rows by bucket (`bucket`: the engine's start of a row's bucket, epoch ms): `bucket` is its start, in epoch ms. */
+/** Rows by time bucket: `bucket` is the engine's expression of a row's bucket start in epoch ms (EventReads.timeBucket). */
 export function bucketCountsStatement(relation: string, teamId: number, where: SqlFragment, bucket: SqlFragment, dialect: Dialect = DUCKDB): SqlFragment {
   return sql`SELECT ${bucket} AS bucket, count(*) AS n FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${dialect.bind(teamId)}`, where)} GROUP BY bucket`;
 }

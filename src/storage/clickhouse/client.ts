@@ -210,8 +210,8 @@ export async function openClickHouse(source: ClickHouseTarget | { client: ClickH
 
 /**
  * Rows of a rendered statement in the chunks the client reads them. The server finishes the
- * statement before it answers (`wait_end_of_query`, its result held in its own temporary files
- * meanwhile): a failure then comes as an HTTP error rather than as text inside a body already
+ * statement before it answers (`wait_end_of_query`, its result held in its memory, then its
+ * temporary files, meanwhile): a failure then comes as an HTTP error rather than as text inside a body already
  * under way, which a reader could take for the end of a complete result. Exports rely on it:
  * they read a slice of time per statement, so what the server holds is bounded by a slice, and a
  * failure in a later slice cuts the export's body short instead of ending it looking whole.
