@@ -17,15 +17,16 @@ import { createWriterLoop } from './writer-loop';
  * Resolves once stopped.
  */
 export async function runWriterProcess(config: Config, logger: Logger): Promise<void> {
-  const storage = await openStorage({ dataDir: config.DATA_DIR, metaStore: config.META_STORE, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: false, logger });
-  const closers: Array<() => Promise<void> | void> = [() => storage.close()];
+  const ch = await openClickHouse(parseClickHouseUrl(config.EVENTS_STORE!));
+  const closers: Array<() => Promise<void> | void> = [() => ch.close()];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();
   };
   try {
-    const ch = await openClickHouse(parseClickHouseUrl(config.EVENTS_STORE!));
-    closers.push(() => ch.close());
     await migrateClickHouse(ch);
+    // The persons it flushes are copied beside the events, for the nodes' joins.
+    const storage = await openStorage({ dataDir: config.DATA_DIR, metaStore: config.META_STORE, memoryLimit: config.DUCKDB_MEMORY_LIMIT, personCopies: false, logger, personsMirror: ch });
+    closers.push(() => storage.close());
     const log = await openEventLog(config.EVENT_LOG!);
     closers.push(() => log.close());
     // One consumer name per process: a restarted writer is another consumer, and takes its

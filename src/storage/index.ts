@@ -31,6 +31,7 @@ import { openClickHouse, parseClickHouseUrl } from './clickhouse/client';
 import { eventsSharded, migrateClickHouse } from './clickhouse/schema';
 import { redactUrl } from './postgres/client';
 import { deletePersonEvents } from './clickhouse/person-erasure';
+import { clickhousePersonMirror } from './clickhouse/persons-table';
 
 export { DatabaseLockedError } from './db';
 export { NewerDatabaseError } from './migrations';
@@ -155,6 +156,12 @@ export interface StorageOptions {
    * it: `eventsStore` for an embedded server, `eventReads` for a node (with `eventLog`).
    */
   eventsStoreUrl?: string;
+  /**
+   * A ClickHouse database (migrated and closed by its owner) that the persons are copied into at
+   * every flush, beside events others load there (the cluster's writer). `eventsStore` and
+   * `eventReads` get the copy without it: their event reads join it.
+   */
+  personsMirror?: ClickHouse;
   /** Event-store tuning (tests pass small buffers). */
   eventStore?: Partial<Parameters<typeof createEventStore>[1]>;
 }
@@ -240,7 +247,8 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
   let meta: MetaStores;
   try {
     await migrate(db);
-    meta = await openMetaStores(db, eventsSource, options);
+    const mirrorTo = options.eventsStore ?? options.eventReads ?? options.personsMirror;
+    meta = await openMetaStores(db, eventsSource, { ...options, personMirror: mirrorTo && clickhousePersonMirror(mirrorTo, options.now) });
   } catch (error) {
     await db.close();
     throw error;

@@ -11,7 +11,7 @@ import type { InviteStore } from './invites/types';
 import { createManagementStore } from './management/management-store';
 import type { ManagementStore } from './management/types';
 import { createPersonStore } from './persons/person-store';
-import type { PersonStore } from './persons/types';
+import type { PersonMirror, PersonStore } from './persons/types';
 import { openPostgresMetaStores } from './postgres';
 import { createSeenRows, type SeenRows } from './seen/seen-rows';
 
@@ -38,15 +38,20 @@ export interface MetaStores {
   close(): Promise<void>;
 }
 
-export async function openMetaStores(db: Database, eventsSource: EventsSourceRef, options: { metaStore?: string; logger?: Logger }): Promise<MetaStores> {
-  if (options.metaStore) return openPostgresMetaStores(options.metaStore, db, eventsSource, options.logger);
+/** `personMirror`: where persons are copied beside the events when another engine holds them (ClickHouse). */
+export async function openMetaStores(
+  db: Database,
+  eventsSource: EventsSourceRef,
+  options: { metaStore?: string; logger?: Logger; personMirror?: PersonMirror },
+): Promise<MetaStores> {
+  if (options.metaStore) return openPostgresMetaStores(options.metaStore, db, eventsSource, options.logger, options.personMirror);
   return {
     management: createManagementStore(db),
     invites: createInviteStore(db),
     flags: createFlagStore(db),
     cohorts: createCohortStore(db, eventsSource),
     definitions: createDefinitionsStore(db, eventsSource),
-    persons: createPersonStore(db),
+    persons: createPersonStore(db, undefined, options.personMirror),
     personsElsewhere: false,
     seenRows: createSeenRows(db),
     start: async () => undefined,

@@ -5,6 +5,7 @@ import type { Row } from '../db';
 import type { EventsRelation, TimeRange } from '../events/relation';
 import { jsonObjectKeys, unsupportedOnClickHouse, type EventReads, type ReadFeature } from '../events/reads';
 import type { ClickHouse } from './client';
+import { clickhousePersonRelations } from './persons-table';
 
 /**
  * The events API's reads answered from ClickHouse's `events` table (schema.ts). The relation
@@ -13,9 +14,9 @@ import type { ClickHouse } from './client';
  * the table `FINAL`: a load retried after an unknown outcome wrote its rows twice, and only FINAL
  * shows them once before the merges do.
  *
- * What is not here yet: persons (they are not beside the events in ClickHouse, so no person
- * property, person column or persons table can be read), Parquet exports (18.16 has no Parquet
- * format, and a modern server's file would not be the DuckDB store's), behavioural cohorts, and
+ * Persons are read from the copy the person store keeps beside the events (persons-table.ts).
+ * What is not here yet: Parquet exports (18.16 has no Parquet format, and a modern server's file
+ * would not be the DuckDB store's), behavioural cohorts, and
  * per-file counts (a count is a plain `count()`: ClickHouse answers it from its own marks).
  * Deleting a person's events is answered where the owner says so (`answers`).
  */
@@ -37,10 +38,9 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
   const table = ch.table('events');
   // Where DateTime holds whole seconds (18.16), `timestamp_ms` is the rest: ordering and cursors need both.
   const timeColumns = datetime64 ? ['timestamp'] : ['timestamp', 'timestamp_ms'];
-  const columns = [
-    'toString(uuid) AS uuid', 'team_id', 'event', 'distinct_id', 'toString(person_id) AS person_id', 'properties',
-    ...timeColumns, 'created_at', 'elements_chain', ...Object.values(HOT_PROPERTIES),
-  ].join(', ');
+  const names = ['uuid', 'team_id', 'event', 'distinct_id', 'person_id', 'properties', ...timeColumns, 'created_at', 'elements_chain', ...Object.values(HOT_PROPERTIES)];
+  const columns = names.map((c) => (c === 'uuid' || c === 'person_id' ? `toString(${c}) AS ${c}` : c)).join(', ');
+  const persons = clickhousePersonRelations(ch);
   // Exact bounds in milliseconds; on 18.16 the seconds column bounds them first, which the primary key can use.
   const exactMs = '(toUInt64(toUnixTimestamp(timestamp)) * 1000 + timestamp_ms)';
   const bounds = (range: TimeRange): string[] => {
@@ -83,12 +83,8 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
     },
     newestFirstRelation: async () => null,
     streamQuery: (text, params = [], streamOptions = {}) => foldTimes(ch.stream({ sql: text, params: params as SqlFragment['params'] } satisfies SqlFragment, streamOptions), !datetime64),
-    joinPersons: () => {
-      throw unsupportedOnClickHouse('persons');
-    },
-    personsRelation: () => {
-      throw unsupportedOnClickHouse('persons');
-    },
+    joinPersons: (eventsSql, teamId) => persons.joinPersons(eventsSql, teamId, names),
+    personsRelation: (teamId, relationOptions) => persons.personsRelation(teamId, relationOptions),
     propertyValueNames: (rel, scope, key, scanLimit) => clickhouseValueNames(ch, rel, scope, key, scanLimit),
     writesFiles: false,
     timeBucket: (widthMs) => {

@@ -24,7 +24,7 @@ export const tsvField = (value: string | null): string =>
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
 /** Epoch milliseconds as the server's time column(s): `YYYY-MM-DD hh:mm:ss.ffffff`, or on 18.16 the seconds and the milliseconds. */
-function timeFields(ms: number, f: Pick<ClickHouseFeatures, 'datetime64'>): string {
+export function timeFields(ms: number, f: Pick<ClickHouseFeatures, 'datetime64'>): string {
   const d = new Date(ms);
   const seconds = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)} ${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
   const millis = ((ms % 1000) + 1000) % 1000;

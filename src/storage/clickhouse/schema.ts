@@ -1,5 +1,6 @@
 import { sql, trusted, type ClickHouseFeatures } from '../../core/query';
 import type { ClickHouse } from './client';
+import { personsTablesDdl } from './persons-table';
 
 /**
  * The events table, PostHog-like: one row per event, partitioned by month, ordered by project
@@ -49,8 +50,14 @@ function eventsTables(ch: ClickHouse, sharded: boolean): string[] {
   ];
 }
 
+/**
+ * Persons are not sharded: one table on the server the processes name, which every join of
+ * theirs reads (the events' subquery is gathered there before it is joined).
+ */
+const personsTables = (ch: ClickHouse): string[] => personsTablesDdl(ch.features, (name) => ch.table(name));
+
 /** Versioned steps, applied once each in order; each must be safe to run again (no locks across servers). */
-const MIGRATIONS: ReadonlyArray<(ch: ClickHouse, sharded: boolean) => string[]> = [eventsTables];
+const MIGRATIONS: ReadonlyArray<(ch: ClickHouse, sharded: boolean) => string[]> = [eventsTables, personsTables];
 
 export async function migrateClickHouse(ch: ClickHouse): Promise<void> {
   const [shards] = await ch.query<{ n: number | string }>(sql`SELECT count() AS n FROM system.clusters WHERE cluster = ${ch.dialect.bind(EVENTS_CLUSTER)}`);

@@ -3,7 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
 import type { Database } from '../db';
-import type { Group, Person, PersonHome, PersonStore } from './types';
+import type { Group, Person, PersonChanges, PersonHome, PersonMirror, PersonStore } from './types';
 
 interface TeamPersons {
   persons: Map<string, Person>;
@@ -63,8 +63,10 @@ function personRow(p: Person, teamId: number): string {
 /**
  * With a `home` (PostgreSQL), persons are loaded from it and every flush writes there first; the
  * DuckDB tables are then a copy for joins with events, made again for each project it loads.
+ * With a `mirror` (ClickHouse holding the events), every flush and deletion is written there
+ * too, last: a flush it fails is kept whole and tried again, so the copy misses nothing.
  */
-export function createPersonStore(db: Database, home?: PersonHome): PersonStore {
+export function createPersonStore(db: Database, home?: PersonHome, mirror?: PersonMirror): PersonStore {
   const teams = new Map<number, TeamPersons>();
   const loading = new Map<number, Promise<void>>();
   // Changed since the last flush: person uuid → team (a deleted person is absent from its team map).
@@ -325,13 +327,12 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
     distinctIds: Map<string, { teamId: number; distinctId: string }>,
     groups: Map<string, { teamId: number; group: Group }>,
   ) {
-    if (home) {
-      await home.write({
-        persons: [...persons].map(([uuid, teamId]) => ({ teamId, uuid, person: teams.get(teamId)?.persons.get(uuid) ?? null })),
-        distinctIds: [...distinctIds.values()].map(({ teamId, distinctId }) => ({ teamId, distinctId, personUuid: teams.get(teamId)?.byDistinctId.get(distinctId)?.uuid ?? null })),
-        groups: [...groups.values()],
-      });
-    }
+    const changes: PersonChanges = {
+      persons: [...persons].map(([uuid, teamId]) => ({ teamId, uuid, person: teams.get(teamId)?.persons.get(uuid) ?? null })),
+      distinctIds: [...distinctIds.values()].map(({ teamId, distinctId }) => ({ teamId, distinctId, personUuid: teams.get(teamId)?.byDistinctId.get(distinctId)?.uuid ?? null })),
+      groups: [...groups.values()],
+    };
+    if (home) await home.write(changes);
     await db.withWriter(async (c) => {
       await c.run('BEGIN TRANSACTION');
       try {
@@ -344,6 +345,7 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
         throw error;
       }
     });
+    if (mirror) await mirror.write(changes);
   }
 
   async function replacePersons(c: DuckDBConnection, dirty: Map<string, number>, from = teams) {
@@ -481,11 +483,17 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
       await this.flush();
       // The home first (it is what a restart loads); a distinct id a live person has taken since
       // is written as theirs, not deleted.
-      await home?.write({
+      const gone: PersonChanges = {
         persons: [{ teamId, uuid, person: null }],
         distinctIds: ids.map((distinctId) => ({ teamId, distinctId, personUuid: t.byDistinctId.get(distinctId)?.uuid ?? null })),
         groups: [],
-      });
+      };
+      await home?.write(gone);
+      // Before DuckDB's rows go: a failure here fails the erasure, whose job runs it again.
+      if (mirror) {
+        await mirror.write(gone);
+        await mirror.erase(teamId, uuid);
+      }
       // By uuid, and their distinct ids still pointing at a person that is gone (one merged into
       // them meanwhile); never a distinct id a live person has taken since (events after this).
       await db.transaction(async (tx) => {
@@ -506,6 +514,7 @@ export function createPersonStore(db: Database, home?: PersonHome): PersonStore 
       for (const [k, v] of dirtyDistinctIds) if (v.teamId === teamId) dirtyDistinctIds.delete(k);
       for (const [k, v] of dirtyGroups) if (v.teamId === teamId) dirtyGroups.delete(k);
       await home?.deleteTeam(teamId);
+      await mirror?.deleteTeam(teamId);
       await db.transaction(async (tx) => {
         await tx.run('DELETE FROM person_distinct_ids WHERE team_id = ?', [teamId]);
         await tx.run('DELETE FROM persons WHERE team_id = ?', [teamId]);

@@ -99,3 +99,17 @@ export interface PersonHome {
   /** Those persons, and the persons those distinct ids point to now (an absent one is gone). */
   loadSome(teamId: number, personUuids: readonly string[], distinctIds: readonly string[]): Promise<PersonRows>;
 }
+
+/**
+ * A copy of persons kept beside the events in another engine (ClickHouse's `persons` and
+ * `person_distinct_ids`, as PostHog keeps them), for the statements that join persons to events
+ * there. Every flush writes to it after the home; a flush it fails is kept and written again whole
+ * (a write is idempotent: the copy keeps each row's latest version). A person null is deleted
+ * (merged away, or erased); a distinct id without a person, unlinked.
+ */
+export interface PersonMirror {
+  write(changes: PersonChanges): Promise<void>;
+  /** After `write` deleted them: drop every earlier version of the person and their distinct ids too (an erasure leaves nothing readable on disk). */
+  erase(teamId: number, uuid: string): Promise<void>;
+  deleteTeam(teamId: number): Promise<void>;
+}

@@ -4,6 +4,7 @@ import type { EventsSourceRef } from '../definitions/events-source';
 import { createCachedFlagStore } from '../flags/flag-store';
 import type { MetaStores } from '../meta';
 import { createPersonStore } from '../persons/person-store';
+import type { PersonMirror } from '../persons/types';
 import { listenForChanges } from './changes';
 import { openPg, redactUrl } from './client';
 import { createPostgresCohortStore } from './cohort-store';
@@ -21,7 +22,7 @@ export { MetaStoreUnreachableError } from './client';
  * The management stores over PostgreSQL (META_STORE): migrated on open, and listening for the
  * changes other server processes make, to drop what this one caches.
  */
-export async function openPostgresMetaStores(url: string, db: Database, eventsSource: EventsSourceRef, logger?: Logger): Promise<MetaStores> {
+export async function openPostgresMetaStores(url: string, db: Database, eventsSource: EventsSourceRef, logger?: Logger, personMirror?: PersonMirror): Promise<MetaStores> {
   const pg = await openPg(url);
   try {
     await migratePostgres(pg);
@@ -41,7 +42,7 @@ export async function openPostgresMetaStores(url: string, db: Database, eventsSo
       flags,
       cohorts,
       definitions: createPostgresDefinitionsStore(pg, db, eventsSource),
-      persons: createPersonStore(db, createPostgresPersonHome(pg, changes, warn('person ids could not be reserved; new persons get provisional ones'))),
+      persons: createPersonStore(db, createPostgresPersonHome(pg, changes, warn('person ids could not be reserved; new persons get provisional ones')), personMirror),
       personsElsewhere: true,
       seenRows: createPostgresSeenRows(pg),
       start: () => cohorts.resync(),
