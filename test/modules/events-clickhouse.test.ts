@@ -3,6 +3,7 @@ import type { StoredEventRow } from '../../src/core/events/columns';
 import { sql, trusted } from '../../src/core/query';
 import { AppError } from '../../src/errors';
 import type { EventReads } from '../../src/storage/events/reads';
+import { uuidv7 } from '../../src/ids';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../../src/storage/clickhouse/client';
 import { insertProcessed } from '../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../src/storage/clickhouse/schema';
@@ -364,6 +365,82 @@ for (const engine of engines) for (const mode of MODES) {
       const expected = await duck.list({ person_id: personOf(duck) });
       expect(expected.body.count).toBe(3);
       expect(await f.list({ person_id: personOf(f) })).toMatchObject({ status: 200, body: expected.body });
+    });
+
+    describe('persons changed after their events', () => {
+      // Each describe's persons in the second project of both apps, apart from the other describes' by `tag`.
+      const tag = `${engine.name}/${mode.name}`.replace(/\W+/g, '-');
+      let seq = 0;
+      const at = () => new Date(NOW.getTime() - 3_600_000 + 1_000 * ++seq);
+      const event = (distinctId: string, name: string, properties: Record<string, unknown>) => ({ event: name, distinct_id: `${tag}-${distinctId}`, timestamp: at(), properties, uuid: uuidv7(NOW.getTime()) });
+      const both = async (events: ReturnType<typeof event>[]) => {
+        for (const fx of [duck, f]) {
+          const project = await fx.t.deps.storage.management.getProject(fx.projectC, [fx.t.account.organization.id]);
+          await fx.ingest(project!.apiToken, events);
+        }
+        if (mode.own) return;
+        // Where the app only reads the table, the new events are inserted as the writer would.
+        const uuids = new Set(events.map((e) => e.uuid));
+        const rows = (await storedRows(f.t, f.projectC)).filter((r) => uuids.has(r.uuid));
+        expect(rows.length).toBe(events.length);
+        await insertProcessed(ch, encodePlacedLines(rows).toString('utf8'), ++seq);
+      };
+      /** The same request of both apps' second project: equal whole answers, and ClickHouse's returned. */
+      const same = async (call: Call) => {
+        const of = async (fx: EventsFixture) => {
+          const res = await fx.t.json(call.method ?? 'GET', pathOf({ ...fx, projectId: fx.projectC }, call), call.body === undefined ? {} : { body: call.body });
+          return { status: res.status, body: res.body };
+        };
+        const expected = await of(duck);
+        expect(expected.status).toBe(200);
+        const got = await of(f);
+        expect(got).toEqual(expected);
+        return got.body;
+      };
+      const byTag = (plan: string) => props([{ key: 'tag', value: tag, type: 'person' }, { key: 'plan', value: plan, type: 'person' }]);
+      const personsOfTag = hogql(`SELECT pdi.distinct_id, properties.plan, is_identified FROM persons WHERE properties.tag = '${tag}' ORDER BY pdi.distinct_id`);
+      const planPerEvent = list({ select: JSON.stringify(['distinct_id', 'person.properties.plan', 'count()']), properties: JSON.stringify([{ key: 'tag', value: tag, type: 'person' }]), orderBy: JSON.stringify(['distinct_id']) });
+
+      test('a merge and a later $set are what the person filters, person columns and persons table read', async () => {
+        await both([event('anon', '$pageview', { $set: { tag, plan: 'free' } }), event('user', '$pageview', { $set: { tag, plan: 'trial' } })]);
+        expect(((await same(personsOfTag)) as { results: unknown[] }).results).toEqual([[`${tag}-anon`, 'free', false], [`${tag}-user`, 'trial', false]]);
+        expect(((await same(byTag('free'))) as { count: number }).count).toBe(1);
+
+        // The anonymous person merged into the user's, then the merged person's plan changed.
+        await both([event('user', '$identify', { $anon_distinct_id: `${tag}-anon` }), event('user', '$pageview', { $set: { plan: 'pro' } })]);
+        expect(((await same(personsOfTag)) as { results: unknown[] }).results).toEqual([[`${tag}-anon`, 'pro', true], [`${tag}-user`, 'pro', true]]);
+        expect(((await same(byTag('free'))) as { count: number }).count).toBe(0);
+        const pro = (await same(byTag('pro'))) as { count: number; results: Array<{ distinct_id: string }> };
+        expect(pro.results.map((e) => e.distinct_id)).toEqual([`${tag}-user`, `${tag}-user`, `${tag}-user`, `${tag}-anon`]);
+        expect(((await same(planPerEvent)) as { results: unknown[] }).results).toEqual([[`${tag}-anon`, 'pro', 1], [`${tag}-user`, 'pro', 3]]);
+      });
+
+      test('a deleted person is no longer joined to their events', async () => {
+        for (const fx of [duck, f]) {
+          const person = fx.t.deps.storage.persons.findByDistinctId(fx.projectC, `${tag}-user`)!;
+          expect((await fx.t.call('DELETE', `/api/projects/${fx.projectC}/persons/${person.uuid}/`)).status).toBe(202);
+        }
+        expect(((await same(personsOfTag)) as { results: unknown[] }).results).toEqual([]);
+        expect(((await same(byTag('pro'))) as { count: number }).count).toBe(0);
+        // The events stay, without a person.
+        const ofTag = (where: string) => list({ select: JSON.stringify(['count()']), where: JSON.stringify([`distinct_id LIKE '${tag}-%'`, where]) });
+        expect(((await same(ofTag('person.properties.plan IS NULL'))) as { results: unknown[] }).results).toEqual([[4]]);
+        expect(((await same(ofTag('person.properties.plan IS NOT NULL'))) as { results: unknown[] }).results).toEqual([[0]]);
+      });
+
+      test("projects are apart: one project's persons are not joined to another's events", async () => {
+        await both([event('alice', '$pageview', { $set: { tag, email: 'alice@example.com' } })]);
+        const alices = async (fx: EventsFixture, project: number) =>
+          (await fx.t.json('POST', `/api/projects/${project}/query/`, { body: { query: { kind: 'HogQLQuery', query: "SELECT count() FROM persons WHERE properties.email = 'alice@example.com'" } } })).body.results;
+        // Project A has its own alice; the second project now one of its own; the other organization none.
+        expect(await alices(f, f.projectId)).toEqual([[1]]);
+        expect(await alices(f, f.projectC)).toEqual([[1]]);
+        const inA = await f.t.json('GET', `/api/projects/${f.projectId}/events/?${new URLSearchParams({ properties: JSON.stringify([{ key: 'tag', value: tag, type: 'person' }]) })}`);
+        expect(inA.body.count).toBe(0);
+        const other = await f.t.json('GET', `/api/projects/${f.other.projectId}/events/?${new URLSearchParams({ properties: JSON.stringify([{ key: 'email', value: 'alice@example.com', type: 'person' }]) })}`, { key: f.other.key });
+        expect({ status: other.status, count: other.body.count }).toEqual({ status: 200, count: 0 });
+        expect(((await same(props([{ key: 'email', value: 'alice@example.com', type: 'person' }, { key: 'tag', value: tag, type: 'person' }]))) as { results: Array<{ distinct_id: string }> }).results.map((e) => e.distinct_id)).toEqual([`${tag}-alice`]);
+      });
     });
 
     const unsupported = (what: string) => ({ status: 400, body: { type: 'validation_error', code: 'invalid_input', detail: `${what}: the ClickHouse events store does not support this yet.`, attr: null } });
