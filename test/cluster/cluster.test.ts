@@ -81,6 +81,23 @@ run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shar
     expect(page.results.map((e) => `${e.event}/${e.distinct_id}`).sort()).toEqual(['single/capture-user', ...Array.from({ length: 12 }, (_, i) => `sdk event/sdk-user-${i}`)].sort());
   }, 60_000);
 
+  test("a person property set at node A filters node B's events list: the writer copies persons beside the events", async () => {
+    const [a, b] = up.nodes;
+    const batch = [
+      { event: 'tiered', distinct_id: 'gold-user', properties: { $set: { tier: 'gold' } } },
+      { event: 'tiered', distinct_id: 'plain-user', properties: { $set: { tier: 'plain' } } },
+    ];
+    const sent = await fetch(`${a}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ api_key: up.project_api_key, batch }) });
+    expect(sent.status).toBe(200);
+    const gold = async () => {
+      const query = new URLSearchParams({ event: 'tiered', properties: JSON.stringify([{ key: 'tier', value: 'gold', type: 'person' }]) });
+      const res = await fetch(`${b}/api/projects/${up.project_id}/events/?${query}`, { headers: { authorization: `Bearer ${up.personal_api_key}` } });
+      const body = (await res.json()) as { results?: Array<{ distinct_id: string }> };
+      return `${res.status} ${(body.results ?? []).map((e) => e.distinct_id).join(',')}`;
+    };
+    expect(await eventually(gold, (answer) => answer === '200 gold-user', 30_000)).toBe('200 gold-user');
+  }, 60_000);
+
   test("a flag created through node B's private API answers on node A's /decide/", async () => {
     const [a, b] = up.nodes;
     const created = await fetch(`${b}/api/projects/${up.project_id}/feature_flags/`, {
