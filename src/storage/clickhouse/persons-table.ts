@@ -32,6 +32,8 @@ export function personsTablesDdl(f: ClickHouseFeatures, table: (name: string) =>
       is_deleted UInt8,
       version UInt64
     ) ENGINE = ReplacingMergeTree(version) ORDER BY (team_id, distinct_id)`,
+    // The projects whose persons were copied whole once (PersonMirror.seed).
+    `CREATE TABLE IF NOT EXISTS ${table('person_copies')} (team_id Int64, copied_at DateTime) ENGINE = ReplacingMergeTree ORDER BY team_id`,
   ];
 }
 
@@ -54,7 +56,7 @@ export function clickhousePersonMirror(ch: ClickHouse, now: () => number = Date.
   const personColumns = ['id', 'team_id', 'properties', 'is_identified', ...(f.datetime64 ? ['created_at'] : ['created_at', 'created_at_ms']), 'is_deleted', 'version'];
   const idColumns = ['team_id', 'distinct_id', 'person_id', 'is_deleted', 'version'];
   const bind = ch.dialect.bind;
-  return {
+  const mirror: PersonMirror = {
     async write(changes: PersonChanges) {
       const version = next();
       const persons = changes.persons.map(({ teamId, uuid, person }) => {
@@ -77,9 +79,18 @@ export function clickhousePersonMirror(ch: ClickHouse, now: () => number = Date.
       await ch.command(sql`ALTER TABLE ${trusted(ch.table('person_distinct_ids'))} DELETE WHERE team_id = ${team} AND toString(person_id) = ${person} AND is_deleted = 0`);
     },
     async deleteTeam(teamId) {
-      for (const name of ['persons', 'person_distinct_ids']) await ch.command(sql`ALTER TABLE ${trusted(ch.table(name))} DELETE WHERE team_id = ${bind(teamId)}`);
+      for (const name of ['persons', 'person_distinct_ids', 'person_copies']) await ch.command(sql`ALTER TABLE ${trusted(ch.table(name))} DELETE WHERE team_id = ${bind(teamId)}`);
+    },
+    async seed(teamId, all) {
+      const copies = trusted(ch.table('person_copies'));
+      const [seen] = await ch.query<{ n: number | string }>(sql`SELECT count() AS n FROM ${copies} WHERE team_id = ${bind(teamId)}`);
+      if (Number(seen?.n ?? 0) > 0) return;
+      // The marker last: a seed cut short is made again whole at the next load.
+      await mirror.write(all());
+      await ch.command(sql`INSERT INTO ${copies} (team_id, copied_at) SELECT ${bind(teamId)}, now()`);
     },
   };
+  return mirror;
 }
 
 /**

@@ -75,6 +75,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   let dirtyGroups = new Map<string, { teamId: number; group: Group }>();
   let nextId = 1;
   let flushing: Promise<void> | null = null;
+  // Projects loaded while the mirror could not be seeded (see seedMirror).
+  const unseeded = new Set<number>();
 
   const team = (teamId: number): TeamPersons => {
     const t = teams.get(teamId);
@@ -125,6 +127,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         properties: JSON.parse(g.properties),
       });
     }
+    await seedMirror(teamId, t);
     teams.set(teamId, t);
   }
 
@@ -144,8 +147,26 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     }
     if (from.needsIds()) await from.reserveIds();
     await copyTeam(teamId, t);
+    await seedMirror(teamId, t);
     teams.set(teamId, t);
   }
+
+  /**
+   * A project the mirror has never held (persons made before it existed: an upgrade, EVENTS_STORE
+   * set on a server that had none) gets all its persons, once, as they are loaded; from then on
+   * the flushes keep it. A load does not wait for an unreachable mirror (flags and ingestion need
+   * the persons in memory, not the copy): the next flush seeds it first, and fails until it can.
+   */
+  async function seedMirror(teamId: number, t: TeamPersons) {
+    if (!mirror) return;
+    await mirror.seed(teamId, () => everyPerson(teamId, t)).catch(() => unseeded.add(teamId));
+  }
+
+  const everyPerson = (teamId: number, t: TeamPersons): PersonChanges => ({
+    persons: [...t.persons.values()].map((person) => ({ teamId, uuid: person.uuid, person })),
+    distinctIds: [...t.byDistinctId].map(([distinctId, p]) => ({ teamId, distinctId, personUuid: p.uuid })),
+    groups: [],
+  });
 
   /** The DuckDB copy of a project's persons made anew from what was loaded from the home. */
   async function copyTeam(teamId: number, t: TeamPersons) {
@@ -345,7 +366,14 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         throw error;
       }
     });
-    if (mirror) await mirror.write(changes);
+    if (mirror) {
+      for (const teamId of unseeded) {
+        const t = teams.get(teamId);
+        if (t) await mirror.seed(teamId, () => everyPerson(teamId, t));
+        unseeded.delete(teamId);
+      }
+      await mirror.write(changes);
+    }
   }
 
   async function replacePersons(c: DuckDBConnection, dirty: Map<string, number>, from = teams) {
@@ -442,7 +470,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
 
     flush() {
       if (flushing) return flushing.then(() => (dirtyPersons.size || dirtyDistinctIds.size || dirtyGroups.size ? this.flush() : undefined));
-      if (!dirtyPersons.size && !dirtyDistinctIds.size && !dirtyGroups.size) return Promise.resolve();
+      if (!dirtyPersons.size && !dirtyDistinctIds.size && !dirtyGroups.size && !unseeded.size) return Promise.resolve();
       const persons = dirtyPersons;
       const ids = dirtyDistinctIds;
       const groups = dirtyGroups;
@@ -510,6 +538,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     async deleteTeam(teamId) {
       await this.flush().catch(() => undefined);
       teams.delete(teamId);
+      unseeded.delete(teamId);
       for (const [k, v] of dirtyPersons) if (v === teamId) dirtyPersons.delete(k);
       for (const [k, v] of dirtyDistinctIds) if (v.teamId === teamId) dirtyDistinctIds.delete(k);
       for (const [k, v] of dirtyGroups) if (v.teamId === teamId) dirtyGroups.delete(k);

@@ -112,4 +112,6 @@ export interface PersonMirror {
   /** After `write` deleted them: drop every earlier version of the person and their distinct ids too (an erasure leaves nothing readable on disk). */
   erase(teamId: number, uuid: string): Promise<void>;
   deleteTeam(teamId: number): Promise<void>;
+  /** Write `all()` (a project's every person and distinct id) unless the copy has held the project before. */
+  seed(teamId: number, all: () => PersonChanges): Promise<void>;
 }

@@ -134,6 +134,44 @@ for (const engine of engines) {
       expect(await personsOf(team)).toEqual([{ id: store.findByDistinctId(team, 'late')!.uuid, distinctId: 'late', properties: { plan: 'free' }, identified: false }]);
     });
 
+    test('persons made before the copy existed are copied whole at their project\'s first load, once', async () => {
+      const before = createPersonStore(db);
+      await before.ensureLoaded(team);
+      before.processEvent(team, ev('$pageview', 'old', { set: { plan: 'old' } }));
+      await before.flush();
+      expect(await personsOf(team)).toEqual([]);
+      const store = await open();
+      const old = store.findByDistinctId(team, 'old')!;
+      expect(await personsOf(team)).toEqual([{ id: old.uuid, distinctId: 'old', properties: { plan: 'old' }, identified: false }]);
+      const rows = async () => Number((await ch.query<{ n: string | number }>(trusted(`SELECT count() AS n FROM ${ch.table('persons')} WHERE team_id = ${team}`)))[0]!.n);
+      expect(await rows()).toBe(1);
+      // Another process (or a restart) loading the project: nothing written again.
+      await (await open()).flush();
+      expect(await rows()).toBe(1);
+    });
+
+    test('a load does not wait for an unreachable copy: the next flush copies the project first', async () => {
+      const before = createPersonStore(db);
+      await before.ensureLoaded(team);
+      before.processEvent(team, ev('$pageview', 'early', { set: { plan: 'early' } }));
+      await before.flush();
+      const real = clickhousePersonMirror(ch);
+      let down = true;
+      const flaky: PersonMirror = {
+        ...real,
+        seed: async (teamId, all) => {
+          if (down) throw new Error('the events database is not reachable');
+          return real.seed(teamId, all);
+        },
+      };
+      const store = await open(flaky);
+      expect(store.findByDistinctId(team, 'early')).not.toBeNull();
+      expect(await personsOf(team)).toEqual([]);
+      down = false;
+      await store.flush();
+      expect((await personsOf(team)).map((p) => p.distinctId)).toEqual(['early']);
+    });
+
     test("projects are apart, and a deleted project's persons are gone", async () => {
       const store = await open();
       await store.ensureLoaded(team + 1000);
