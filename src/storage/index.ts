@@ -141,7 +141,8 @@ export interface StorageOptions {
   /**
    * Read the events API's events from this ClickHouse database (its `events` table, migrated
    * by its owner, who also closes it) instead of the embedded store. Writes still go to the
-   * embedded store; whoever fills the table (the cluster writer, tests) is another matter.
+   * embedded store; whoever fills the table (the cluster writer, tests) is another matter. The
+   * persons this process changes are copied there (persons-table.ts), for the reads' joins.
    */
   eventReads?: ClickHouse;
   /**

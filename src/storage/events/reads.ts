@@ -30,9 +30,9 @@ export interface EventReads {
   newestFirstRelation(teamId: number, range: TimeRange, options?: Pick<RelationOptions, 'wait'>): Promise<string | null>;
   /** A statement's rows in chunks; aborting `signal` stops it. */
   streamQuery(sql: string, params?: readonly SqlParam[], options?: StreamOptions): AsyncIterableIterator<Row[]>;
-  /** The events relation with each event's person columns (`person_properties`, …); a 400 where persons are not beside the events. */
+  /** The events relation with each event's person columns (`person_properties`, …), from the persons kept beside the events. */
   joinPersons(eventsSql: string, teamId: number): string;
-  /** One project's persons as `FROM` takes it (see personsRelation); a 400 where persons are not beside the events. */
+  /** One project's persons as `FROM` takes it (see personsRelation), from the persons kept beside the events. */
   personsRelation(teamId: number, options?: { distinctIds?: boolean }): string;
   /**
    * A statement giving one row per occurrence of a property's values (`name`) among the first
@@ -73,15 +73,14 @@ export function jsonObjectKeys(text: unknown): string[] {
 /** Features not every engine answers yet. */
 export type ReadFeature = 'parquet_exports' | 'behavioral_cohorts' | 'event_erasure';
 
-const FEATURE_NAMES: Record<ReadFeature | 'persons', string> = {
+const FEATURE_NAMES: Record<ReadFeature, string> = {
   parquet_exports: 'Parquet exports (format=parquet)',
   behavioral_cohorts: 'Cohorts defined by events (behavioral filters)',
   event_erasure: "Deleting a person's events (delete_events)",
-  persons: 'Person properties, person columns and the persons table in queries',
 };
 
 /** The 400 of a feature an engine does not answer yet: said plainly, so a client knows it is not its request. */
-export function unsupportedOnClickHouse(feature: ReadFeature | 'persons'): AppError {
+export function unsupportedOnClickHouse(feature: ReadFeature): AppError {
   return new AppError('invalid_input', `${FEATURE_NAMES[feature]}: the ClickHouse events store does not support this yet.`);
 }
 

@@ -43,12 +43,12 @@ export class QueryRunner {
     return this.options.store().timeKey(ms);
   }
 
-  /** The relation with each event's person joined (a 400 where the engine has no persons beside the events). */
+  /** The relation with each event's person joined. */
   withPersons(eventsSql: string, teamId: number): string {
     return this.options.store().joinPersons(eventsSql, teamId);
   }
 
-  /** One project's persons as a relation (a 400 where the engine has no persons beside the events). */
+  /** One project's persons as a relation. */
   persons(teamId: number, options?: { distinctIds?: boolean }): string {
     return this.options.store().personsRelation(teamId, options);
   }
