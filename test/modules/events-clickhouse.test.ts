@@ -80,6 +80,8 @@ const CASES: Array<[string, Call]> = [
   ['where on a person property', list({ select: JSON.stringify(['event', 'distinct_id']), where: JSON.stringify(["person.properties.email = 'alice@example.com'"]) })],
   ['HogQL: person properties on events', hogql('SELECT distinct_id, person.properties.email, person.properties.name FROM events ORDER BY timestamp')],
   ['HogQL over persons', hogql('SELECT properties.email, is_identified, created_at FROM persons ORDER BY created_at')],
+  ['select of the person\'s properties whole', list({ select: JSON.stringify(['distinct_id', 'person.properties']), orderBy: JSON.stringify(['distinct_id']) })],
+  ['HogQL: persons\' properties whole', hogql('SELECT properties FROM persons ORDER BY created_at')],
   ['HogQL over persons and their distinct ids', hogql('SELECT pdi.distinct_id, properties.email FROM persons ORDER BY pdi.distinct_id')],
 ];
 
