@@ -249,7 +249,7 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
   try {
     await migrate(db);
     const mirrorTo = options.eventsStore ?? options.eventReads ?? options.personsMirror;
-    meta = await openMetaStores(db, eventsSource, { ...options, personMirror: mirrorTo && clickhousePersonMirror(mirrorTo, options.now) });
+    meta = await openMetaStores(db, eventsSource, { ...options, personMirror: mirrorTo && clickhousePersonMirror(mirrorTo) });
   } catch (error) {
     await db.close();
     throw error;

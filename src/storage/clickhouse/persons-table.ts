@@ -40,25 +40,40 @@ export function personsTablesDdl(f: ClickHouseFeatures, table: (name: string) =>
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
- * Versions from the clock in microseconds, strictly increasing within the process: of two
- * writes of one row, the later wins, also across processes whose clocks agree to a few ms (two
- * processes change one person only through the shared home, each after the other's notice).
+ * Versions from the wall clock in microseconds, strictly increasing within the process and
+ * starting above every version the tables hold (a restart after the clock stepped back must not
+ * write rows that lose to older ones): of two writes of one row, the later wins, also across
+ * processes whose clocks agree to a few ms (two processes change one person only through the
+ * shared home, each after the other's notice).
  */
-function versions(now: () => number): () => number {
+function versions(ch: ClickHouse, now: () => number): () => Promise<number> {
   let last = 0;
-  return () => (last = Math.max(last + 1, Math.floor(now() * 1000)));
+  let floor: Promise<void> | null = null;
+  const highest = async () => {
+    for (const name of ['persons', 'person_distinct_ids']) {
+      const [row] = await ch.query<{ v: number | string }>(sql`SELECT max(version) AS v FROM ${trusted(ch.table(name))}`);
+      last = Math.max(last, Number(row?.v ?? 0));
+    }
+  };
+  return async () => {
+    await (floor ??= highest().catch((error) => {
+      floor = null;
+      throw error;
+    }));
+    return (last = Math.max(last + 1, Math.floor(now() * 1000)));
+  };
 }
 
 /** The person store's copy in ClickHouse (see PersonMirror): one INSERT per table per flush. */
 export function clickhousePersonMirror(ch: ClickHouse, now: () => number = Date.now): PersonMirror {
   const f = ch.features;
-  const next = versions(now);
+  const next = versions(ch, now);
   const personColumns = ['id', 'team_id', 'properties', 'is_identified', ...(f.datetime64 ? ['created_at'] : ['created_at', 'created_at_ms']), 'is_deleted', 'version'];
   const idColumns = ['team_id', 'distinct_id', 'person_id', 'is_deleted', 'version'];
   const bind = ch.dialect.bind;
   const mirror: PersonMirror = {
     async write(changes: PersonChanges) {
-      const version = next();
+      const version = await next();
       const persons = changes.persons.map(({ teamId, uuid, person }) => {
         // A deleted person keeps no properties here: the tombstone is what reads find.
         const properties = person ? storableJson(person.properties, (fixed) => (person.properties = fixed)) : '{}';

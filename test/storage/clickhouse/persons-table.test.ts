@@ -172,6 +172,17 @@ for (const engine of engines) {
       expect((await personsOf(team)).map((p) => p.distinctId)).toEqual(['early']);
     });
 
+    test('a process whose clock is behind the versions written before still writes newer rows', async () => {
+      const store = await open(clickhousePersonMirror(ch, () => Date.now() + 3_600_000));
+      store.processEvent(team, ev('$pageview', 'clocked', { set: { plan: 'ahead' } }));
+      await store.flush();
+      const person = store.findByDistinctId(team, 'clocked')!;
+      // A restart after the clock stepped back an hour.
+      const later = clickhousePersonMirror(ch);
+      await later.write({ persons: [{ teamId: team, uuid: person.uuid, person: { ...person, properties: { plan: 'behind' } } }], distinctIds: [], groups: [] });
+      expect((await personsOf(team)).map((p) => p.properties)).toEqual([{ plan: 'behind' }]);
+    });
+
     test("projects are apart, and a deleted project's persons are gone", async () => {
       const store = await open();
       await store.ensureLoaded(team + 1000);
