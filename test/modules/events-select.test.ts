@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { DUCKDB_LIMITS, PERSONS_IN_QUERIES, WHOLE_SECONDS } from '../helpers/duckdb-only';
+import { DUCKDB_LIMITS, WHOLE_SECONDS } from '../helpers/duckdb-only';
 import { errorOf } from '../helpers/test-app';
 import { byKey, openEventsFixture, relative, type EventsFixture } from './events-fixture';
 
@@ -56,7 +56,7 @@ describe('select and where', () => {
     expect(body.results).toEqual([['alice', 2], ['bob', 2]]);
   });
 
-  test.skipIf(PERSONS_IN_QUERIES.skip)(PERSONS_IN_QUERIES.label('person properties join the persons'), async () => {
+  test('person properties join the persons', async () => {
     const { body } = await select(['person.properties.email', 'count()'], { where: JSON.stringify(["person.properties.email LIKE '%@example.com'"]) });
     expect(body.results).toEqual([['alice@example.com', 3]]);
   });
