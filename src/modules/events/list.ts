@@ -56,6 +56,8 @@ export interface Scope {
   person: boolean;
   /** The rows are one person's (`distinct_id` or `person_id`): storage may read person-clustered copies. */
   byPerson: boolean;
+  /** The one distinct id the request filters on, when it does: storage may read only that person's rows. */
+  distinctIds?: readonly string[];
 }
 
 /**
@@ -71,11 +73,13 @@ export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: S
   const person = needsPersonProperties(where, alsoRuns);
   if (person) await ctx.flushPersons();
   const byPerson = !!req.filters.distinct_id || ctx.personFilter !== null;
-  return { where, conditions, person, byPerson };
+  return { where, conditions, person, byPerson, ...(req.filters.distinct_id ? { distinctIds: [req.filters.distinct_id] } : {}) };
 }
 
-export async function relationFor(ctx: ListContext, person: boolean, from: number | null, to: number | null, byPerson = false): Promise<string> {
-  const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) }, { byPerson });
+export async function relationFor(
+  ctx: ListContext, person: boolean, from: number | null, to: number | null, byPerson = false, distinctIds?: readonly string[],
+): Promise<string> {
+  const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) }, { byPerson, ...(distinctIds ? { distinctIds } : {}) });
   return asEvents(person ? ctx.runner.withPersons(rel.sql, ctx.teamId) : rel.sql);
 }
 
@@ -94,7 +98,7 @@ export function listWindow(req: ListRequest): { bottom: number | null; top: numb
 export async function findKeys(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<EventKey[]> {
   const keys: EventKey[] = [];
   const read = async (from: number | null, to: number) => {
-    const relation = await relationFor(ctx, scope.person, from, to, scope.byPerson);
+    const relation = await relationFor(ctx, scope.person, from, to, scope.byPerson, scope.distinctIds);
     const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, need - keys.length, scope.byPerson, ctx.runner), 'properties');
     for (const r of rows) keys.push({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime(), ...(scope.byPerson ? { distinctId: String(r.distinct_id) } : {}) });
   };
@@ -123,7 +127,7 @@ export async function findKeys(ctx: ListContext, scope: Scope, order: Order, win
 const PERSON_ONE_PHASE_ROWS = 1_000;
 
 async function personRows(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<Row[]> {
-  const relation = await relationFor(ctx, scope.person, window.bottom, window.top, true);
+  const relation = await relationFor(ctx, scope.person, window.bottom, window.top, true, scope.distinctIds);
   return ctx.runner.rows(pageRowsStatement(relation, ctx.teamId, scope.where, order, need, ctx.runner), 'properties');
 }
 
@@ -139,7 +143,8 @@ export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Pr
     lo = Math.min(lo, k.ms);
     hi = Math.max(hi, k.ms);
   }
-  const relation = await relationFor(ctx, false, lo, hi + 1, keys.every((k) => k.distinctId !== undefined));
+  const byPerson = keys.every((k) => k.distinctId !== undefined);
+  const relation = await relationFor(ctx, false, lo, hi + 1, byPerson, byPerson ? [...new Set(keys.map((k) => k.distinctId as string))] : undefined);
   const byUuid = new Map<string, Row>();
   for (const row of await ctx.runner.rows(rowsByKeysStatement(relation, ctx.teamId, keys, ctx.runner))) {
     if (!byUuid.has(String(row.uuid))) byUuid.set(String(row.uuid), row);

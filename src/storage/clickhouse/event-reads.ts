@@ -1,5 +1,5 @@
 import { HOT_PROPERTIES } from '../../core/events/columns';
-import { sql, trusted, type SqlFragment } from '../../core/query';
+import { clickhouseLiteral, sql, trusted, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row } from '../db';
 import type { EventsRelation, TimeRange } from '../events/relation';
@@ -27,6 +27,9 @@ export interface ClickHouseReadsOptions {
   answers?: readonly ReadFeature[];
 }
 
+/** A person has a handful of distinct ids; beyond this many the time-ordered table is read (the statement's own condition still picks the rows). */
+const PERSON_IDS_MAX = 100;
+
 const ms = (v: number | Date): number => {
   const n = Math.round(v instanceof Date ? v.getTime() : v);
   if (!Number.isSafeInteger(n)) throw new AppError('invalid_input', 'Invalid time range bound.', 'timestamp');
@@ -36,6 +39,7 @@ const ms = (v: number | Date): number => {
 export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseReadsOptions = {}): EventReads {
   const { datetime64 } = ch.features;
   const table = ch.table('events');
+  const personTable = ch.table('events_by_person');
   // Where DateTime holds whole seconds (18.16), `timestamp_ms` is the rest: ordering and cursors need both.
   const timeColumns = datetime64 ? ['timestamp'] : ['timestamp', 'timestamp_ms'];
   const names = ['uuid', 'team_id', 'event', 'distinct_id', 'person_id', 'properties', ...timeColumns, 'created_at', 'elements_chain', ...Object.values(HOT_PROPERTIES)];
@@ -55,11 +59,17 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
     }
     return out;
   };
-  const relation = (teamId: number, range: TimeRange = {}): EventsRelation => {
+  const relation = (teamId: number, range: TimeRange = {}, distinctIds?: readonly string[]): EventsRelation => {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
-    const where = [`team_id = ${teamId}`, ...bounds(range)].join(' AND ');
+    const where = [`team_id = ${teamId}`, ...bounds(range)];
+    // A person's rows from the person-ordered copy (schema.ts): one range of its key instead of the
+    // project's whole time range. The ids must be in this subquery: neither 18.16 nor FINAL pushes
+    // the statement's own `distinct_id = …` into it. They are written as literals with the escaping
+    // every value gets on 18.16 (clickhouseLiteral), as a relation is text without parameters.
+    const byPerson = distinctIds !== undefined && distinctIds.length > 0 && distinctIds.length <= PERSON_IDS_MAX;
+    if (byPerson) where.push(`distinct_id IN (${distinctIds.map(clickhouseLiteral).join(', ')})`);
     return {
-      sql: `(SELECT ${columns} FROM ${table} FINAL WHERE ${where})`,
+      sql: `(SELECT ${columns} FROM ${byPerson ? personTable : table} FINAL WHERE ${where.join(' AND ')})`,
       params: [],
       // No files: a count is one statement (counts.ts).
       files: [],
@@ -79,7 +89,7 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
     },
     eventsRelation: async (teamId, range, relationOptions) => {
       if (relationOptions?.wait !== false) await options.awaitVisible?.(teamId);
-      return relation(teamId, range);
+      return relation(teamId, range, relationOptions?.distinctIds);
     },
     newestFirstRelation: async () => null,
     streamQuery: (text, params = [], streamOptions = {}) => foldTimes(ch.stream({ sql: text, params: params as SqlFragment['params'] } satisfies SqlFragment, streamOptions), !datetime64),

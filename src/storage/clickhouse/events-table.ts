@@ -3,6 +3,7 @@ import { PERSON_SLOT, readRecords, readRowFrames } from '../events/wal-format';
 import type { EventSink } from '../events/types';
 import { sql, trusted, type ClickHouseFeatures, type SqlFragment } from '../../core/query';
 import type { ClickHouse } from './client';
+import { EVENT_TABLES } from './schema';
 
 /**
  * Events into and out of ClickHouse's `events` table (schema.ts). Rows arrive as the event
@@ -148,5 +149,5 @@ export async function countEvents(ch: ClickHouse, teamId: number): Promise<numbe
  * project is gone, so nothing reads them meanwhile).
  */
 export async function deleteTeamEvents(ch: ClickHouse, teamId: number): Promise<void> {
-  await ch.command(sql`ALTER TABLE ${trusted(ch.table('events'))} DELETE WHERE team_id = ${ch.dialect.bind(teamId)}`);
+  for (const table of EVENT_TABLES) await ch.command(sql`ALTER TABLE ${trusted(ch.table(table))} DELETE WHERE team_id = ${ch.dialect.bind(teamId)}`);
 }

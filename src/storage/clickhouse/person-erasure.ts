@@ -2,9 +2,10 @@ import { joinSql, sql, trusted, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { PersonMatch } from '../events/erasure';
 import type { ClickHouse } from './client';
+import { EVENT_TABLES } from './schema';
 
 /**
- * A person's events deleted from ClickHouse's `events` table (the GDPR right to erasure, with
+ * A person's events deleted from ClickHouse's `events` table and its person-ordered copy (the GDPR right to erasure, with
  * EVENTS_STORE on an embedded server; storage/erasure.ts runs it as a step of its job, after the
  * store's log is loaded). ClickHouse deletes through a mutation, which rewrites the parts holding
  * the rows in the background; the call returns only once it is applied, so no read (FINAL or
@@ -51,28 +52,30 @@ function personRows(ch: ClickHouse, teamId: number, match: PersonMatch): SqlFrag
  */
 export async function deletePersonEvents(ch: ClickHouse, teamId: number, match: PersonMatch, wait: MutationWait = MUTATION_WAIT): Promise<number> {
   if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
-  const table = trusted(ch.table('events'));
   const where = personRows(ch, teamId, match);
-  const [counted] = await ch.query<{ n: string | number }>(sql`SELECT count() AS n FROM ${table} WHERE ${where}`);
+  const [counted] = await ch.query<{ n: string | number }>(sql`SELECT count() AS n FROM ${trusted(ch.table('events'))} WHERE ${where}`);
   const rows = Number(counted?.n ?? 0);
   if (rows === 0) return 0;
-  if (ch.features.mutationsSync) {
-    await ch.command(sql`ALTER TABLE ${table} DELETE WHERE ${where} SETTINGS mutations_sync = 1`);
-    return rows;
+  for (const name of EVENT_TABLES) {
+    const table = trusted(ch.table(name));
+    if (ch.features.mutationsSync) {
+      await ch.command(sql`ALTER TABLE ${table} DELETE WHERE ${where} SETTINGS mutations_sync = 1`);
+      continue;
+    }
+    await ch.command(sql`ALTER TABLE ${table} DELETE WHERE ${where}`);
+    await awaitMutations(ch, name, wait);
   }
-  await ch.command(sql`ALTER TABLE ${table} DELETE WHERE ${where}`);
-  await awaitMutations(ch, wait);
   return rows;
 }
 
 /**
- * Wait until the mutations of `events` pending right after ours are done: ours is among them,
+ * Wait until the mutations of `table` pending right after ours are done: ours is among them,
  * and those before it are applied first to each part anyway (18.16 tells no statement its
  * mutation's id). 18.16 keeps retrying a mutation that fails and says nothing of why, so a
  * failure shows as this wait running out.
  */
-async function awaitMutations(ch: ClickHouse, wait: MutationWait): Promise<void> {
-  const [database, name] = ch.table('events').split('.') as [string, string];
+async function awaitMutations(ch: ClickHouse, table: string, wait: MutationWait): Promise<void> {
+  const [database, name] = ch.table(table).split('.') as [string, string];
   const d = ch.dialect;
   const pending = async () =>
     (await ch.query<{ id: string }>(sql`SELECT mutation_id AS id FROM system.mutations WHERE database = ${d.bind(database)} AND table = ${d.bind(name)} AND is_done = 0`)).map((r) => r.id);

@@ -56,10 +56,42 @@ function eventsTables(ch: ClickHouse, sharded: boolean): string[] {
  */
 const personsTables = (ch: ClickHouse): string[] => personsTablesDdl(ch.features, (name) => ch.table(name));
 
-/** Versioned steps, applied once each in order; each must be safe to run again (no locks across servers). */
-const MIGRATIONS: ReadonlyArray<(ch: ClickHouse, sharded: boolean) => string[]> = [eventsTables, personsTables];
+/**
+ * A second copy of the events ordered by person (`events_by_person`), which a person's list and
+ * count read (event-reads.ts): in the time-ordered table one person's rows are spread over every
+ * granule of the range, so reading them means reading the project's whole range. A materialized
+ * view copies each insert into `events` as it lands, in the same INSERT (the writer pays a second
+ * sorted part per insert; see bench/NOTES.md). The same ReplacingMergeTree key (uuid and time
+ * included), so `FINAL` shows a retried insert once here too. The view is created before the
+ * existing rows are copied: a row inserted meanwhile is in the copy twice at worst, which FINAL
+ * reads once, and never missing. A later column added to `events` must be added here too (the
+ * view selects `*`). Sharded, the copy is per shard beside `events_shard` (same sharding key).
+ */
+function eventsByPerson(ch: ClickHouse, sharded: boolean): string[] {
+  const suffix = sharded ? '_shard' : '';
+  const source = ch.table(`events${suffix}`);
+  const copy = ch.table(`events_by_person${suffix}`);
+  const time = ch.features.datetime64 ? 'timestamp' : 'timestamp, timestamp_ms';
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${copy} AS ${source} ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(timestamp) ORDER BY (team_id, distinct_id, ${time}, uuid)`,
+    `CREATE MATERIALIZED VIEW IF NOT EXISTS ${ch.table(`events_by_person_mv${suffix}`)} TO ${copy} AS SELECT * FROM ${source}`,
+    `INSERT INTO ${copy} SELECT * FROM ${source}`,
+  ];
+  if (sharded) {
+    const [database] = ch.table('events').split('.');
+    statements.push(`CREATE TABLE IF NOT EXISTS ${ch.table('events_by_person')} AS ${copy} ENGINE = Distributed(${EVENTS_CLUSTER}, ${database}, events_by_person_shard, cityHash64(distinct_id))`);
+  }
+  return statements;
+}
 
-export async function migrateClickHouse(ch: ClickHouse): Promise<void> {
+/** The tables holding events: what a delete must reach (the person-ordered copy is not rebuilt from `events`). */
+export const EVENT_TABLES = ['events', 'events_by_person'] as const;
+
+/** Versioned steps, applied once each in order; each must be safe to run again (no locks across servers). */
+const MIGRATIONS: ReadonlyArray<(ch: ClickHouse, sharded: boolean) => string[]> = [eventsTables, personsTables, eventsByPerson];
+
+/** Applies the steps not applied yet, up to `through` (all by default; tests stop earlier to stand for an older database). */
+export async function migrateClickHouse(ch: ClickHouse, through = MIGRATIONS.length): Promise<void> {
   const [shards] = await ch.query<{ n: number | string }>(sql`SELECT count() AS n FROM system.clusters WHERE cluster = ${ch.dialect.bind(EVENTS_CLUSTER)}`);
   const sharded = Number(shards?.n ?? 0) > 0;
   const migrations = trusted(ch.table('hogbase_migrations'));
@@ -67,7 +99,7 @@ export async function migrateClickHouse(ch: ClickHouse): Promise<void> {
   const applied = new Set((await ch.query<{ version: number | string }>(sql`SELECT version FROM ${migrations}`)).map((r) => Number(r.version)));
   for (const [i, step] of MIGRATIONS.entries()) {
     const version = i + 1;
-    if (applied.has(version)) continue;
+    if (applied.has(version) || version > through) continue;
     for (const statement of step(ch, sharded)) await ch.command(trusted(statement));
     await ch.command(sql`INSERT INTO ${migrations} (version, applied_at) SELECT ${ch.dialect.bind(version)}, now()`);
   }

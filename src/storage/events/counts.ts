@@ -14,6 +14,8 @@ export interface CountScope {
   where: SqlFragment;
   conditions: SqlFragment;
   person: boolean;
+  /** The listing keeps only these distinct ids (see RelationOptions.distinctIds). */
+  distinctIds?: readonly string[];
 }
 
 /** The listing's exclusive time bounds (epoch ms). */
@@ -112,7 +114,8 @@ export async function countListing(ctx: CountContext, scope: CountScope, req: Co
  * reads no other column than the conditions').
  */
 async function countScanned(ctx: CountContext, scope: CountScope, req: CountBounds): Promise<number> {
-  const relation = (await ctx.runner.relation(ctx.teamId, { ...(req.afterMs === null ? {} : { from: req.afterMs }), to: req.beforeMs })).sql;
+  const range = { ...(req.afterMs === null ? {} : { from: req.afterMs }), to: req.beforeMs };
+  const relation = (await ctx.runner.relation(ctx.teamId, range, scope.distinctIds ? { distinctIds: scope.distinctIds } : {})).sql;
   const from = asEvents(scope.person ? ctx.runner.withPersons(relation, ctx.teamId) : relation);
   const team = sql`team_id = ${ctx.runner.dialect.bind(ctx.teamId)}`;
   const [row] = await ctx.runner.rows(sql`SELECT count() AS count FROM ${trusted(from)} WHERE ${allOf(team, scope.where)}`, 'properties');

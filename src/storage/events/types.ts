@@ -240,6 +240,11 @@ export interface RelationOptions {
    */
   byPerson?: boolean;
   /**
+   * The statement keeps only rows of these distinct ids (it says so in its own condition too): an
+   * engine may read just their rows (ClickHouse's person-ordered copy). Without it, all of them.
+   */
+  distinctIds?: readonly string[];
+  /**
    * Wait first for the team's just-acknowledged events (`awaitVisible`); default true. A request
    * that already waited passes false for its later statements: one request waits once, not once
    * per statement (under a sustained load every statement would find new events to wait for).
