@@ -9,6 +9,7 @@ import {
   afterKey, allOf, asEvents, keysStatement, needsPersonProperties, pageRowsStatement, rowsByKeysStatement, type EventKey, type Order,
 } from './queries';
 import type { QueryRunner } from '../../storage/events/runner';
+import type { RelationOptions } from '../../storage/events/types';
 
 /** What a list query needs besides the request: the runner, the team and lookups it can call. */
 export interface ListContext {
@@ -77,9 +78,9 @@ export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: S
 }
 
 export async function relationFor(
-  ctx: ListContext, person: boolean, from: number | null, to: number | null, byPerson = false, distinctIds?: readonly string[],
+  ctx: ListContext, person: boolean, from: number | null, to: number | null, byPerson = false, options: Pick<RelationOptions, 'distinctIds' | 'onePerUuid'> = {},
 ): Promise<string> {
-  const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) }, { byPerson, ...(distinctIds ? { distinctIds } : {}) });
+  const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) }, { byPerson, ...options });
   return asEvents(person ? ctx.runner.withPersons(rel.sql, ctx.teamId) : rel.sql);
 }
 
@@ -98,7 +99,7 @@ export function listWindow(req: ListRequest): { bottom: number | null; top: numb
 export async function findKeys(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<EventKey[]> {
   const keys: EventKey[] = [];
   const read = async (from: number | null, to: number) => {
-    const relation = await relationFor(ctx, scope.person, from, to, scope.byPerson, scope.distinctIds);
+    const relation = await relationFor(ctx, scope.person, from, to, scope.byPerson, { distinctIds: scope.distinctIds });
     const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, need - keys.length, scope.byPerson, ctx.runner), 'properties');
     for (const r of rows) keys.push({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime(), ...(scope.byPerson ? { distinctId: String(r.distinct_id) } : {}) });
   };
@@ -127,7 +128,7 @@ export async function findKeys(ctx: ListContext, scope: Scope, order: Order, win
 const PERSON_ONE_PHASE_ROWS = 1_000;
 
 async function personRows(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<Row[]> {
-  const relation = await relationFor(ctx, scope.person, window.bottom, window.top, true, scope.distinctIds);
+  const relation = await relationFor(ctx, scope.person, window.bottom, window.top, true, { distinctIds: scope.distinctIds });
   return ctx.runner.rows(pageRowsStatement(relation, ctx.teamId, scope.where, order, need, ctx.runner), 'properties');
 }
 
@@ -144,7 +145,9 @@ export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Pr
     hi = Math.max(hi, k.ms);
   }
   const byPerson = keys.every((k) => k.distinctId !== undefined);
-  const relation = await relationFor(ctx, false, lo, hi + 1, byPerson, byPerson ? [...new Set(keys.map((k) => k.distinctId as string))] : undefined);
+  // One row per uuid is kept below (the first read), so the relation may give a retried insert's copies.
+  const ids = byPerson ? { distinctIds: [...new Set(keys.map((k) => k.distinctId as string))] } : {};
+  const relation = await relationFor(ctx, false, lo, hi + 1, byPerson, { ...ids, onePerUuid: true });
   const byUuid = new Map<string, Row>();
   for (const row of await ctx.runner.rows(rowsByKeysStatement(relation, ctx.teamId, keys, ctx.runner))) {
     if (!byUuid.has(String(row.uuid))) byUuid.set(String(row.uuid), row);

@@ -3,6 +3,7 @@ import { clickhouseLiteral, sql, trusted, type SqlFragment } from '../../core/qu
 import { AppError } from '../../errors';
 import type { Row } from '../db';
 import type { EventsRelation, TimeRange } from '../events/relation';
+import type { RelationOptions } from '../events/types';
 import { jsonObjectKeys, unsupportedOnClickHouse, type EventReads, type ReadFeature } from '../events/reads';
 import type { ClickHouse } from './client';
 import { clickhousePersonRelations } from './persons-table';
@@ -59,7 +60,7 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
     }
     return out;
   };
-  const relation = (teamId: number, range: TimeRange = {}, distinctIds?: readonly string[]): EventsRelation => {
+  const relation = (teamId: number, range: TimeRange = {}, { distinctIds, onePerUuid }: RelationOptions = {}): EventsRelation => {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
     const where = [`team_id = ${teamId}`, ...bounds(range)];
     // A person's rows from the person-ordered copy (schema.ts): one range of its key instead of the
@@ -69,7 +70,9 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
     const byPerson = distinctIds !== undefined && distinctIds.length > 0 && distinctIds.length <= PERSON_IDS_MAX;
     if (byPerson) where.push(`distinct_id IN (${distinctIds.map(clickhouseLiteral).join(', ')})`);
     return {
-      sql: `(SELECT ${columns} FROM ${byPerson ? personTable : table} FINAL WHERE ${where.join(' AND ')})`,
+      // FINAL merges every row of the range before the statement's `uuid IN (…)` narrows them (18.16
+      // pushes nothing into it): a caller that keeps one row per uuid does not need it.
+      sql: `(SELECT ${columns} FROM ${byPerson ? personTable : table}${onePerUuid ? '' : ' FINAL'} WHERE ${where.join(' AND ')})`,
       params: [],
       // No files: a count is one statement (counts.ts).
       files: [],
@@ -89,7 +92,7 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
     },
     eventsRelation: async (teamId, range, relationOptions) => {
       if (relationOptions?.wait !== false) await options.awaitVisible?.(teamId);
-      return relation(teamId, range, relationOptions?.distinctIds);
+      return relation(teamId, range, relationOptions);
     },
     newestFirstRelation: async () => null,
     streamQuery: (text, params = [], streamOptions = {}) => foldTimes(ch.stream({ sql: text, params: params as SqlFragment['params'] } satisfies SqlFragment, streamOptions), !datetime64),

@@ -245,6 +245,11 @@ export interface RelationOptions {
    */
   distinctIds?: readonly string[];
   /**
+   * The statement picks rows by uuid and its caller keeps one row per uuid: the relation may give
+   * a retried insert's copies of a row (ClickHouse then reads without FINAL).
+   */
+  onePerUuid?: boolean;
+  /**
    * Wait first for the team's just-acknowledged events (`awaitVisible`); default true. A request
    * that already waited passes false for its later statements: one request waits once, not once
    * per statement (under a sustained load every statement would find new events to wait for).

@@ -11,7 +11,7 @@ import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhou
 /**
  * The person-ordered copy of the events (schema.ts, `events_by_person`): an existing database
  * gets it with its rows, later inserts land in it, and a person's relation reads it with each
- * event once however often a load was retried.
+ * event once however often a load was retried. And which reads skip FINAL.
  */
 
 const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
@@ -62,6 +62,16 @@ for (const engine of engines) {
       expect(await personUuids('p-1')).toEqual(expected);
       const [copied] = await ch.query<{ n: string | number }>(sql`SELECT count() AS n FROM ${trusted(ch.table('events_by_person'))} FINAL WHERE team_id = 7`);
       expect(Number(copied?.n)).toBe(18);
+    });
+
+    test('rows fetched by uuid (the caller keeps one each) are read without FINAL; every other read with it', async () => {
+      const reads = openClickHouseEventReads(ch);
+      const plain = await reads.eventsRelation(7, {}, { onePerUuid: true });
+      expect(plain.sql).toContain(`FROM ${ch.table('events')} WHERE`);
+      // The same rows, a retried load's copies included: what FINAL would have merged.
+      const [copies] = await ch.query<{ n: string | number }>(sql`SELECT count() AS n FROM ${trusted(plain.sql)} AS events WHERE distinct_id = 'p-1'`);
+      expect(Number(copies?.n)).toBeGreaterThan(6);
+      for (const options of [{}, { byPerson: true }, { distinctIds: ['p-1'] }]) expect((await reads.eventsRelation(7, {}, options)).sql).toContain(' FINAL WHERE');
     });
 
     test('a distinct id that tries to leave its literal reads nothing else', async () => {
