@@ -340,6 +340,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
       statements: s.statements,
       rows: s.rows,
       ...(onClickHouse ? { clickhouse_http_p50_ms: ch?.length ? round(median(ch)) : null, 'clickhouse/duckdb': ch?.length ? round(median(ch) / http) : null } : {}),
+      ...(onClickHouse?.baseline ? clickhouseVersusBaseline(ch, onClickHouse.baseline.get(c.name)) : {}),
     };
   });
   for (const [format, e] of exports) {
@@ -371,6 +372,11 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   return { name: 'query', rows, notes };
 };
 
+function clickhouseVersusBaseline(ch: number[] | undefined, baseline: number[] | undefined) {
+  const ok = ch?.length && baseline?.length;
+  return { clickhouse_baseline_p50_ms: ok ? round(median(baseline)) : null, 'clickhouse/baseline': ok ? round(median(ch) / median(baseline)) : null };
+}
+
 /**
  * The cases over HTTP against a server keeping its events in ClickHouse 18.16: the loaded events
  * (both projects) copied from DuckDB into a standalone server, one INSERT per 50k rows, then read
@@ -385,7 +391,7 @@ async function clickhousePhase(
   runs: number,
   tmpDir: string,
   log: (m: string) => void,
-): Promise<{ samples: Map<string, number[]>; note: string } | null> {
+): Promise<{ samples: Map<string, number[]>; baseline?: Map<string, number[]>; note: string } | null> {
   if (missingEngines().some((m) => m.includes('clickhouse'))) {
     log('ClickHouse cases skipped: clickhouse-server is not installed');
     return null;
@@ -431,8 +437,21 @@ async function clickhousePhase(
     const copySeconds = (performance.now() - started) / 1000;
     log(`copied ${copied.toLocaleString()} events into ClickHouse 18.16 in ${copySeconds.toFixed(0)} s`);
     const app = await startServer({ ...serverEnv, EVENTS_STORE: server.url }, join(tmpDir, 'clickhouse-server-data'));
+    // QUERY_BENCH_CLICKHOUSE_BASELINE: another checkout (e.g. a `git worktree` of the commit before
+    // a change, with its node_modules) served beside this one over the same ClickHouse database;
+    // the two are asked in turns, so their ratio is of one run, one data set, one machine state.
+    const baselineDir = process.env.QUERY_BENCH_CLICKHOUSE_BASELINE;
+    const baseline = baselineDir
+      ? await startServer({ ...serverEnv, EVENTS_STORE: server.url }, join(tmpDir, 'clickhouse-baseline-data'), [process.execPath, join(baselineDir, 'src/index.ts')], baselineDir)
+      : null;
     const samples = new Map<string, number[]>();
+    const baselineSamples = new Map<string, number[]>();
     const refused: string[] = [];
+    const measure = async (url: string, c: Case) => {
+      const one: Samples = { http: [], httpFirst: [], direct: [], naive: [], statements: 0, rows: 0 };
+      await httpPhase(url, teamId, [c], new Map([[c.name, one]]), runs);
+      return one.http;
+    };
     try {
       for (const c of all) {
         const url = `${app.url}/api/projects/${teamId}/events/?${new URLSearchParams(c.query)}`;
@@ -442,16 +461,22 @@ async function clickhousePhase(
           refused.push(`${c.name} (${probe.status})`);
           continue;
         }
-        const one: Samples = { http: [], httpFirst: [], direct: [], naive: [], statements: 0, rows: 0 };
-        await httpPhase(app.url, teamId, [c], new Map([[c.name, one]]), runs);
-        samples.set(c.name, one.http);
+        for (let turn = 0; turn < (baseline ? 2 : 1); turn++) {
+          samples.set(c.name, [...(samples.get(c.name) ?? []), ...(await measure(app.url, c))]);
+          if (baseline) baselineSamples.set(c.name, [...(baselineSamples.get(c.name) ?? []), ...(await measure(baseline.url, c))]);
+        }
       }
     } finally {
       await app.stop();
+      await baseline?.stop();
     }
+    const versus = baseline
+      ? ` clickhouse_baseline_p50_ms: the same requests in turn to a server from ${baselineDir} over the same database (2 turns × ${runs} runs each, after a warm-up each turn).`
+      : '';
     return {
       samples,
-      note: `clickhouse_http_p50_ms: the same requests to a server keeping its events in ClickHouse 18.16 (EVENTS_STORE; a standalone Debian server on this machine, ${copied.toLocaleString()} events copied in ${copySeconds.toFixed(0)} s, read FINAL), medians of ${runs} runs after a warm-up; not answered there yet: ${refused.join(', ') || 'none'}.`,
+      ...(baseline ? { baseline: baselineSamples } : {}),
+      note: `clickhouse_http_p50_ms: the same requests to a server keeping its events in ClickHouse 18.16 (EVENTS_STORE; a standalone Debian server on this machine, ${copied.toLocaleString()} events copied in ${copySeconds.toFixed(0)} s; FINAL, a person's list from the person-ordered copy), medians of ${runs} runs after a warm-up; not answered there yet: ${refused.join(', ') || 'none'}.${versus}`,
     };
   } finally {
     await ch?.close();
