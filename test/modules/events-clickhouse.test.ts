@@ -468,6 +468,16 @@ for (const engine of engines) for (const mode of MODES) {
       });
     });
 
+    test("person_id= reads the person's distinct ids from the person-ordered copy", async () => {
+      // A row of alice's only in the copy (after the test above: it changes her counts).
+      const [database, table] = ch.table('events').split('.') as [string, string];
+      const columns = (await ch.query<{ name: string }>(sql`SELECT name FROM system.columns WHERE database = ${ch.dialect.bind(database)} AND table = ${ch.dialect.bind(table)}`)).map((c) => c.name);
+      const select = columns.map((c) => (c === 'distinct_id' ? "'alice' AS distinct_id" : c)).join(', ');
+      await ch.command(trusted(`INSERT INTO ${ch.table('events_by_person')} (${columns.join(', ')}) SELECT ${select} FROM (SELECT * FROM ${ch.table('events')} WHERE team_id = ${f.projectId} AND distinct_id = 'bob' LIMIT 1)`));
+      const alice = f.t.deps.storage.persons.findByDistinctId(f.projectId, 'alice')!.uuid;
+      expect((await f.list({ person_id: alice })).body.count).toBe(4);
+    });
+
     const unsupported = (what: string) => ({ status: 400, body: { type: 'validation_error', code: 'invalid_input', detail: `${what}: the ClickHouse events store does not support this yet.`, attr: null } });
 
     if (!mode.own) {

@@ -18,6 +18,8 @@ export interface ListContext {
   now: Date;
   /** Condition for `person_id` (the person's distinct ids), or 'none' when no such person exists. */
   personFilter: SqlFragment | 'none' | null;
+  /** The distinct ids `personFilter` names, when it names some. */
+  personDistinctIds?: readonly string[];
   /** Make in-memory person changes visible to SQL (before joining persons). */
   flushPersons(): Promise<void>;
   /** The `property_type` of the named event or person properties that have one, as their definitions say now. */
@@ -57,7 +59,7 @@ export interface Scope {
   person: boolean;
   /** The rows are one person's (`distinct_id` or `person_id`): storage may read person-clustered copies. */
   byPerson: boolean;
-  /** The one distinct id the request filters on, when it does: storage may read only that person's rows. */
+  /** The distinct ids the request filters on (`distinct_id`, or `person_id`'s), when it does: storage may read only their rows. */
   distinctIds?: readonly string[];
 }
 
@@ -74,7 +76,9 @@ export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: S
   const person = needsPersonProperties(where, alsoRuns);
   if (person) await ctx.flushPersons();
   const byPerson = !!req.filters.distinct_id || ctx.personFilter !== null;
-  return { where, conditions, person, byPerson, ...(req.filters.distinct_id ? { distinctIds: [req.filters.distinct_id] } : {}) };
+  // Both filters at once keep the rows of the one distinct id (of the person, or none).
+  const distinctIds = req.filters.distinct_id ? [req.filters.distinct_id] : ctx.personDistinctIds;
+  return { where, conditions, person, byPerson, ...(distinctIds ? { distinctIds } : {}) };
 }
 
 export async function relationFor(

@@ -49,7 +49,7 @@ export function createEventsService(deps: Deps) {
       now,
       logger: deps.logger,
       ...(deps.exportSlices ? { exportSlices: deps.exportSlices } : {}),
-      personFilter: personId ? personFilter(teamId, personId, runner.dialect) : null,
+      ...personFilter(teamId, personId, runner.dialect),
       counts,
       flushPersons: () => persons.flush(),
       async propertyTypes(kind, keys) {
@@ -74,9 +74,11 @@ export function createEventsService(deps: Deps) {
   }
 
   /** `person_id` (PostHog: the person's id or uuid) matches every distinct id of that person. */
-  function personFilter(teamId: number, personId: string, dialect: Dialect): SqlFragment | 'none' {
+  function personFilter(teamId: number, personId: string | undefined, dialect: Dialect): Pick<ExportContext, 'personFilter' | 'personDistinctIds'> {
+    if (!personId) return { personFilter: null };
     const person = lookupPerson(persons, teamId, personId);
-    return person && person.distinctIds.length ? distinctIdIn(person.distinctIds, dialect) : 'none';
+    if (!person || !person.distinctIds.length) return { personFilter: 'none' };
+    return { personFilter: distinctIdIn(person.distinctIds, dialect), personDistinctIds: person.distinctIds };
   }
 
   function recordUsage(teamId: number, names: Array<string | undefined>) {
