@@ -51,6 +51,14 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
   const config: Record<string, string> = {
     // Checkpoints stall the calling thread for seconds; the event store runs them itself.
     checkpoint_threshold: '1GB',
+    // Memory a load or a query freed goes back to the system soon after it ends, instead of
+    // staying with DuckDB's allocator until the next one reuses it: under a sustained load the
+    // server's resident size follows what is in use (see bench/NOTES.md).
+    allocator_background_threads: 'true',
+    allocator_flush_threshold: '16MB',
+    // A partitioned COPY (a load's Parquet files) writes out each thread's rows every few row
+    // groups instead of holding up to half a million of them (DuckDB's default) until the end.
+    partitioned_write_flush_threshold: '16384',
   };
   if (options.threads) config.threads = String(options.threads);
   if (options.memoryLimit) config.memory_limit = options.memoryLimit;
