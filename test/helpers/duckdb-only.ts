@@ -22,8 +22,8 @@ export const BEHAVIORAL_COHORTS = duckdbOnly('cohorts defined by events are not 
 export const PARQUET_EXPORTS = duckdbOnly('format=parquet is a 400 on ClickHouse');
 export const DUCKDB_FILES = duckdbOnly("about the DuckDB store's own Parquet files");
 /**
- * The profile's server is 18.16: no DateTime64, so a selected time is whole seconds there, and a
- * `before`/`after` with a fraction of a second is compared in whole seconds by the filters.
+ * The profile's server is 18.16: no DateTime64, so a selected time is whole seconds there (the
+ * milliseconds are a column of their own, which bounds compare with but a select does not show).
  */
-export const WHOLE_SECONDS = duckdbOnly('ClickHouse 18.16 has times in whole seconds (no DateTime64): selected times, and bounds with a fraction of a second');
+export const WHOLE_SECONDS = duckdbOnly('ClickHouse 18.16 selects times in whole seconds (no DateTime64)');
 export const DUCKDB_LIMITS = duckdbOnly("about a limit of DuckDB's own types");

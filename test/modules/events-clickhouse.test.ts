@@ -385,6 +385,29 @@ for (const engine of engines) for (const mode of MODES) {
       expect(all.body.results.some((e: { distinct_id: string }) => e.distinct_id === 'only-in-copy')).toBe(false);
     });
 
+    test('bounds with fractions of a second (18.16 keeps the milliseconds beside whole seconds) answer as DuckDB', async () => {
+      // The ticks are at 10:00:00 + 100, 500 (three), 900 and 1000 ms, and at 09:59:59.999.
+      const at = (rest: string) => `2024-01-10T${rest}Z`;
+      const ticks = (query: Record<string, string>): Call => list({ event: 'tick', ...query });
+      const where = (...conditions: string[]): Call => list({ event: 'tick', select: JSON.stringify(['distinct_id']), where: JSON.stringify(conditions), orderBy: JSON.stringify(['distinct_id']) });
+      const calls: Call[] = [
+        ticks({ before: at('10:00:00.500001') }), ticks({ before: at('10:00:00.5') }), ticks({ before: at('10:00:01.000001') }),
+        ticks({ after: at('10:00:00.499999') }), ticks({ after: at('10:00:00.5') }), ticks({ after: at('09:59:59.9985') }),
+        ticks({ after: at('09:59:59.9995') }), ticks({ after: at('10:00:00.1'), before: at('10:00:00.900001') }),
+        where("timestamp >= '2024-01-10 10:00:00.500001'"), where("timestamp <= '2024-01-10 10:00:00.5'"),
+        where("timestamp = '2024-01-10 10:00:00.5'"), where("timestamp = '2024-01-10 10:00:00.5001'"),
+        where("timestamp != '2024-01-10 10:00:00.5'"), where("'2024-01-10 10:00:00.9' > timestamp"), where("timestamp >= toDate('2024-01-10')"),
+        ticks({ properties: JSON.stringify([{ key: 'timestamp', value: at('10:00:00.5'), operator: 'is_date_before', type: 'event_metadata' }]) }),
+        ticks({ properties: JSON.stringify([{ key: 'timestamp', value: at('10:00:00.4999'), operator: 'is_date_after', type: 'event_metadata' }]) }),
+      ];
+      for (const call of calls) {
+        const of = async (fx: EventsFixture) => ask({ ...fx, projectId: fx.projectC }, call);
+        const expected = await of(duck);
+        expect(expected.status).toBe(200);
+        expect(await of(f)).toEqual(expected);
+      }
+    });
+
     test('person_id= (the person store gives the distinct ids) matches', async () => {
       const personOf = (fx: EventsFixture) => fx.t.deps.storage.persons.findByDistinctId(fx.projectId, 'alice')!.uuid;
       const expected = await duck.list({ person_id: personOf(duck) });

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { WHOLE_SECONDS } from '../helpers/duckdb-only';
 import { uuidv7 } from '../../src/ids';
 import { errorOf, NOT_AUTHENTICATED, NOT_FOUND } from '../helpers/test-app';
 import { A_EVENTS, allPages, byKey, eventObject, NOW, openEventsFixture, relative, VISIBLE, type EventsFixture } from './events-fixture';
@@ -64,7 +63,7 @@ describe('GET /api/projects/:id/events/', () => {
     expect(keysOf(body)).toEqual([...expected]);
   });
 
-  test.skipIf(WHOLE_SECONDS.skip)(WHOLE_SECONDS.label('before in the future shows future events (a bound a microsecond past one)'), async () => {
+  test('before in the future shows future events (a bound a microsecond past one)', async () => {
     const { status, body } = await f.list({ before: '2024-01-10T13:00:00.000001Z' });
     expect(status).toBe(200);
     expect(keysOf(body)).toEqual(['a7', 'a6', 'a5', 'a4', 'a3', 'a2', 'a1']);

@@ -17,7 +17,7 @@ import { formatInstant, instantFromDate } from './dates';
  * they are unreachable: naming them is a 400.
  */
 
-type Column = { sql: string; type: ValueType; nullable: boolean };
+type Column = { sql: string; type: ValueType; nullable: boolean; eventTime?: boolean };
 
 /** The tables a HogQL statement may read (`FROM events`, `FROM persons`). */
 export type TableName = 'events' | 'persons';
@@ -27,7 +27,7 @@ const EVENT_COLUMNS: Record<string, Column> = {
   event: { sql: 'event', type: 'string', nullable: false },
   distinct_id: { sql: 'distinct_id', type: 'string', nullable: false },
   person_id: { sql: 'person_id', type: 'string', nullable: true },
-  timestamp: { sql: 'timestamp', type: 'datetime', nullable: false },
+  timestamp: { sql: 'timestamp', type: 'datetime', nullable: false, eventTime: true },
   created_at: { sql: 'created_at', type: 'datetime', nullable: false },
   elements_chain: { sql: 'elements_chain', type: 'string', nullable: false },
 };
@@ -82,7 +82,7 @@ export const readsDistinctIds = (...fragments: Array<SqlFragment | null | undefi
 const column = (sqlText: string, type: ValueType, nullable: boolean): Typed => ({
   ...trusted(sqlText), type, nullable, prec: PREC.atom, aggregate: false, columns: true,
 });
-const columnOf = (c: Column): Typed => column(c.sql, c.type, c.nullable);
+const columnOf = (c: Column): Typed => ({ ...column(c.sql, c.type, c.nullable), ...(c.eventTime ? { eventTime: true } : {}) });
 const own = (columns: Record<string, Column>, name: string | undefined): Column | undefined =>
   name !== undefined && Object.prototype.hasOwnProperty.call(columns, name) ? columns[name] : undefined;
 

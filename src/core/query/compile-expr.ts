@@ -3,7 +3,7 @@ import type { Dialect } from './dialect';
 import { DUCKDB } from './dialect-duckdb';
 import { LIMITS } from './limits';
 import type { CompareOp, Expr, IntervalUnit } from './parse';
-import { joinSql, sql, trusted } from './sql';
+import { joinSql, sql, trusted, type SqlFragment } from './sql';
 import {
   asBoolean, asDatetime, asDouble, asString, derive, fail, isTemporal, isText,
   literal, literalInstant, nullSafe, paren, PREC, TYPE_NAMES, unify, type Site, type Typed,
@@ -152,13 +152,23 @@ export class ExprCompiler {
       const test = trusted(op === '=' ? 'IS NULL' : 'IS NOT NULL');
       return derive(sql`${paren(operand, PREC.add)} ${test}`, 'boolean', [operand], { prec: PREC.compare, nullable: false });
     }
-    const [a, b] = unify(this.d, [left, right], site);
-    const [l, r] = [paren(a as Typed, PREC.add), paren(b as Typed, PREC.add)];
-    const from = [a as Typed, b as Typed];
+    const [a, b] = unify(this.d, [left, right], site) as [Typed, Typed];
+    const from = [a, b];
+    const exact = this.eventTimeCompare(op, a, b);
+    if (exact) return derive(exact, 'boolean', from, { prec: PREC.atom, nullable: false });
+    const [l, r] = [paren(a, PREC.add), paren(b, PREC.add)];
     const nullable = from.some((t) => t.nullable);
     if (op === '=' && from.every((t) => t.nullable)) return nullSafe(this.d, this.d.notDistinct(l, r), false, strict, false, from);
     if (op === '!=') return nullSafe(this.d, nullable ? this.d.distinct(l, r) : sql`${l} <> ${r}`, false, strict, true, from);
     return nullSafe(this.d, sql`${l} ${trusted(op)} ${r}`, nullable, strict, false, from);
+  }
+
+  /** The event time against a literal instant, where the dialect needs more than `time op instant` for it to be exact. */
+  private eventTimeCompare(op: CompareOp, a: Typed, b: Typed): SqlFragment | null {
+    if (!this.d.compareEventTime) return null;
+    if (a.eventTime && b.instant !== undefined) return this.d.compareEventTime(op, a, b.instant);
+    if (b.eventTime && a.instant !== undefined) return this.d.compareEventTime(FLIPPED[op], b, a.instant);
+    return null;
   }
 
   private logical(op: 'AND' | 'OR', operands: Expr[], strict: boolean): Typed {
@@ -188,6 +198,8 @@ export class ExprCompiler {
     return nullSafe(this.d, pred, operand.nullable, strict, node.negated, [operand]);
   }
 }
+
+const FLIPPED: Record<CompareOp, CompareOp> = { '=': '=', '!=': '!=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
 
 const YEARS_PER_UNIT: Record<IntervalUnit, number> = {
   second: 1 / 31_536_000, minute: 1 / 525_600, hour: 1 / 8_760, day: 1 / 365, week: 7 / 365, month: 1 / 12, quarter: 1 / 4, year: 1,

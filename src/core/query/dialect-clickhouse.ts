@@ -1,4 +1,5 @@
-import type { IntervalUnit } from './ast';
+import type { CompareOp, IntervalUnit } from './ast';
+import { parseIsoInstant } from './dates';
 import type { Dialect, RenderedSql } from './dialect';
 import { joinSql, sql, trusted, type QueryParam, type SqlFragment } from './sql';
 import type { ValueType } from './types';
@@ -127,6 +128,7 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
       // 18.16 parses no fractional seconds: its DateTime holds whole seconds anyway.
       return datetime64 ? sql`toDateTime64(${bind(text)}, 6, 'UTC')` : sql`toDateTime(${bind(text.slice(0, 19))}, 'UTC')`;
     },
+    ...(datetime64 ? {} : { compareEventTime: (op: CompareOp, time: SqlFragment, text: string) => wholeSecondsCompare(op, time, text, bind) }),
     isoInstant: (iso) => (datetime64 ? sql`parseDateTime64BestEffort(${bind(iso)}, 6, 'UTC')` : sql`parseDateTimeBestEffort(${bind(iso)}, 'UTC')`),
     personDate: (t) => {
       const epoch = datetime64 ? sql`toDateTime64(toFloat64OrNull(${t}), 6, 'UTC')` : sql`toDateTime(toFloat64OrNull(${t}), 'UTC')`;
@@ -175,6 +177,36 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
       return sql`if(count(${x}) = 0, NULL, ${call(name, x)})`;
     },
   };
+}
+
+/**
+ * The event time against an instant where DateTime is whole seconds (18.16): the milliseconds are
+ * in `<column>_ms` beside it (storage's events table), and an instant may have microseconds.
+ * Events have whole milliseconds m, so for an instant b: m < b ⟺ m < ceil(b), m > b ⟺ m > floor(b),
+ * and m = b only when b is a whole millisecond. The seconds column is bounded first (a superset:
+ * the instant's own second, inclusive) so the primary key still prunes.
+ */
+function wholeSecondsCompare(op: CompareOp, time: SqlFragment, text: string, bind: (v: QueryParam) => SqlFragment): SqlFragment {
+  const at = parseIsoInstant(text);
+  if (!at || time.params.length > 0 || !/^\w+$/.test(time.sql)) throw new Error('an event time comparison needs a column and an instant');
+  const floor = at.ms;
+  const ceil = at.us > 0 ? at.ms + 1 : at.ms;
+  const second = sql`toDateTime(${bind(text.slice(0, 19))}, 'UTC')`;
+  const exact = sql`(toInt64(toUnixTimestamp(${time})) * 1000 + ${trusted(`${time.sql}_ms`)})`;
+  switch (op) {
+    case '<':
+      return sql`(${time} <= ${second} AND ${exact} < ${bind(ceil)})`;
+    case '<=':
+      return sql`(${time} <= ${second} AND ${exact} <= ${bind(floor)})`;
+    case '>':
+      return sql`(${time} >= ${second} AND ${exact} > ${bind(floor)})`;
+    case '>=':
+      return sql`(${time} >= ${second} AND ${exact} >= ${bind(ceil)})`;
+    case '=':
+      return at.us > 0 ? trusted('0') : sql`(${time} = ${second} AND ${exact} = ${bind(floor)})`;
+    case '!=':
+      return at.us > 0 ? trusted('1') : sql`(${time} != ${second} OR ${exact} != ${bind(floor)})`;
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { IntervalUnit } from './ast';
+import type { CompareOp, IntervalUnit } from './ast';
 import type { QueryParam, SqlFragment } from './sql';
 import type { ValueType } from './types';
 
@@ -50,6 +50,12 @@ export interface Dialect {
   dateAsDatetime(x: SqlFragment): SqlFragment;
   /** A literal UTC instant (`YYYY-MM-DD HH:MM:SS.ffffff`) or day (`YYYY-MM-DD`), bound. */
   instant(text: string, type: 'datetime' | 'date'): SqlFragment;
+  /**
+   * `time op instant` for the events' time column where that column alone is not the exact time
+   * (ClickHouse 18.16: whole seconds, the milliseconds beside it); absent where the plain
+   * comparison is exact. `instant` is as `instant` takes it.
+   */
+  compareEventTime?(op: CompareOp, time: SqlFragment, instant: string): SqlFragment;
   /** A JS ISO instant (`toISOString()`) as a DateTime (`zoned`: with its zone, as cohorts compare person dates). */
   isoInstant(iso: string, zoned: boolean): SqlFragment;
   /** A person property's date, as cohorts read it: epoch seconds, ISO text with an offset, or naive text taken as UTC. */

@@ -19,6 +19,10 @@ export interface Typed extends SqlFragment {
   columns: boolean;
   /** The value, when the expression is a literal: coercions fold literals in JS instead of SQL. */
   literal?: string | number | boolean | null;
+  /** The UTC instant (`YYYY-MM-DD HH:MM:SS.ffffff`) a date or time literal stands for (a date: its midnight). */
+  instant?: string;
+  /** The events' own time column, unchanged: where a store splits it (Dialect.compareEventTime), compared exactly. */
+  eventTime?: boolean;
 }
 
 /** Where an expression came from, for error messages: `… at position 3 of where[1]`. */
@@ -116,7 +120,8 @@ export function literal(d: Dialect, value: string | number | boolean | null, isF
 
 /** A bound UTC instant (`YYYY-MM-DD HH:MM:SS.ffffff`) or date (`YYYY-MM-DD`). */
 export function literalInstant(d: Dialect, text: string, type: 'datetime' | 'date'): Typed {
-  return { ...d.instant(text, type), type, nullable: false, prec: PREC.atom, aggregate: false, columns: false };
+  const instant = type === 'date' ? `${text.slice(0, 10)} 00:00:00.000000` : text;
+  return { ...d.instant(text, type), type, nullable: false, prec: PREC.atom, aggregate: false, columns: false, instant };
 }
 
 /**
@@ -141,7 +146,7 @@ export function unify(d: Dialect, values: Typed[], site: Site): Typed[] {
   if (typed.some(isTemporal)) {
     const datetimes = values.map((t) => asDatetime(d, t, site));
     if (!datetimes.some((t) => t.type === 'datetime')) return datetimes;
-    return datetimes.map((t) => (t.type === 'date' ? derive(d.dateAsDatetime(t), 'datetime', [t]) : t));
+    return datetimes.map((t) => (t.type === 'date' ? derive(d.dateAsDatetime(t), 'datetime', [t], t.instant ? { instant: t.instant } : {}) : t));
   }
   if (typed.some((t) => t.type === 'interval')) {
     const other = typed.find((t) => t.type !== 'interval');

@@ -10,7 +10,8 @@ import { FIXTURE_EVENTS, FIXTURE_PERSONS, NOW, type QueryCase } from './cases';
  * The fixture of duckdb-fixture.ts in ClickHouse: the same rows under the same relation names, in
  * the types a ClickHouse events table has (Nullable where DuckDB allows NULL, UInt8 for booleans,
  * properties as JSON text), with DateTime64(6) timestamps, or for 18.16 DateTime ones (whole
- * seconds: what 18.16 stores; the microseconds would be a column of their own).
+ * seconds and the milliseconds in `timestamp_ms`, as storage's 18.16 events table keeps them; the
+ * 18.16 spelling on chDB reads that column too).
  */
 export function fixtureStatements(datetime64: boolean): string[] {
   const time = datetime64 ? "DateTime64(6, 'UTC')" : "DateTime('UTC')";
@@ -22,7 +23,7 @@ export function fixtureStatements(datetime64: boolean): string[] {
     const values = hotValuesOf(e.properties);
     return {
       uuid: e.uuid, team_id: e.team_id, event: e.event, distinct_id: e.distinct_id, person_id: e.person_id,
-      properties: JSON.stringify(e.properties), timestamp: at(e.timestamp), created_at: at(e.timestamp), elements_chain: e.elements_chain ?? '',
+      properties: JSON.stringify(e.properties), timestamp: at(e.timestamp), timestamp_ms: millisecondsOf(e.timestamp), created_at: at(e.timestamp), elements_chain: e.elements_chain ?? '',
       ...Object.fromEntries(hotNames.map((name, i) => [name, values[i]])),
       person_properties: e.person_properties ? JSON.stringify(e.person_properties) : null,
       person_created_at: person ? at(person.created_at) : null, person_is_identified: person ? Number(person.is_identified) : null,
@@ -34,7 +35,7 @@ export function fixtureStatements(datetime64: boolean): string[] {
   return [
     `CREATE TABLE events (
       uuid String, team_id Int64, event String, distinct_id String, person_id Nullable(String), properties String,
-      timestamp ${time}, created_at ${time}, elements_chain String, ${hot}, person_properties Nullable(String),
+      timestamp ${time}, timestamp_ms UInt16, created_at ${time}, elements_chain String, ${hot}, person_properties Nullable(String),
       person_created_at Nullable(${time}), person_is_identified Nullable(UInt8)) ENGINE = Memory`,
     insert('events', events),
     `CREATE TABLE persons (team_id Int64, id String, created_at ${time}, properties String, is_identified UInt8) ENGINE = Memory`,
@@ -47,6 +48,9 @@ export function fixtureStatements(datetime64: boolean): string[] {
     'CREATE VIEW team1_events AS SELECT * FROM events WHERE team_id = 1',
   ];
 }
+
+/** The milliseconds of a fixture time (`…:SS.ffffff`). */
+const millisecondsOf = (text: string): number => Math.floor(Number(`0${text.slice(19, 26) || '.0'}`) * 1000 + 1e-9);
 
 /** The fixture in chDB (ClickHouse 26.7 in process). */
 export function openChdbFixture(): Session {
