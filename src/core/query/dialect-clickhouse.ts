@@ -251,7 +251,9 @@ function jsonFunctions(
   return {
     text: (json: SqlFragment, keys: readonly string[]) => {
       const raw = () => call('visitParamExtractRaw', parent(json, keys), last(keys));
-      return sql`multiIf(${raw()} IN ('', 'null'), NULL, substring(${raw()}, 1, 1) = '"', ${call('visitParamExtractString', parent(json, keys), last(keys))}, ${raw()})`;
+      // The raw text is as stored (JSON.stringify's `1e+21`); DuckDB and JSONExtractRaw write a
+      // number anew, as `1e21` (over the whole double range the exponent's `+` is the only difference).
+      return sql`multiIf(${raw()} IN ('', 'null'), NULL, substring(${raw()}, 1, 1) = '"', ${call('visitParamExtractString', parent(json, keys), last(keys))}, match(${raw()}, '^-?[0-9]'), replaceOne(${raw()}, 'e+', 'e'), ${raw()})`;
     },
     has: (json: SqlFragment, keys: readonly string[]) => call('visitParamHas', parent(json, keys), last(keys)),
   };
