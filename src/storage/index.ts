@@ -23,9 +23,10 @@ import type { CompiledStatement } from '../core/query';
 import type { Row } from './db';
 import type { QueryRunner } from './events/runner';
 import { statementRows } from './events/statements';
-import { duckdbEventReads, type EventReads } from './events/reads';
+import { duckdbEventReads, type EventReads, type ReadFeature } from './events/reads';
 import type { ClickHouse } from './clickhouse/client';
 import { openClickHouseEventReads } from './clickhouse/event-reads';
+import { clickhouseBehavioralCounts } from './clickhouse/behavioral-counts';
 import { clickhouseSink, deleteTeamEvents as deleteClickHouseTeamEvents } from './clickhouse/events-table';
 import { openClickHouse, parseClickHouseUrl } from './clickhouse/client';
 import { eventsSharded, migrateClickHouse } from './clickhouse/schema';
@@ -176,9 +177,10 @@ export interface StorageOptions {
  */
 function eventReadsOf(options: StorageOptions, store: EventStore, erasesEvents: boolean): EventReads {
   if (options.eventsStore) {
-    return openClickHouseEventReads(options.eventsStore, { awaitVisible: (teamId) => store.awaitVisible(teamId), answers: erasesEvents ? ['event_erasure'] : [] });
+    const answers: ReadFeature[] = ['behavioral_cohorts', ...(erasesEvents ? (['event_erasure'] as const) : [])];
+    return openClickHouseEventReads(options.eventsStore, { awaitVisible: (teamId) => store.awaitVisible(teamId), answers });
   }
-  return options.eventReads ? openClickHouseEventReads(options.eventReads) : duckdbEventReads(store);
+  return options.eventReads ? openClickHouseEventReads(options.eventReads, { answers: ['behavioral_cohorts'] }) : duckdbEventReads(store);
 }
 
 /** Persons and seen definitions are written at least this often, besides before every event load. */
@@ -287,10 +289,13 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
   const erasure = createPersonErasure(db, { persons, cohorts, flags, events: store, eventsElsewhere }, () => new Date(options.now?.() ?? Date.now()), options.logger);
   // An erasure cut short by a stop or crash is finished before anything is served.
   await erasure.resume().catch((error) => options.logger?.error('person erasure could not be finished; it is retried at the next start', { error: String(error) }));
-  // Cohort calculations and definitions' volumes run in DuckDB over its own events: with the
-  // events in ClickHouse they have none to read (volumes are unknown; behavioural cohorts are
-  // refused where they are defined).
-  if (!options.eventsStore && !options.eventReads) eventsSource.current = (teamId) => store.eventsRelation(teamId);
+  // Cohort calculations and definitions' volumes run in DuckDB over its own events. With the
+  // events in ClickHouse, volumes are unknown, and a behavioural cohort condition is counted
+  // there per distinct id (the calculation resolves persons and the rest here).
+  const eventReads = eventReadsOf(options, store, erasesElsewhere);
+  const eventsIn = options.eventsStore ?? options.eventReads;
+  if (eventsIn) eventsSource.behavioralCounts = clickhouseBehavioralCounts(eventsIn, eventReads);
+  else eventsSource.current = (teamId) => store.eventsRelation(teamId);
   eventsSource.syncPersons = async (teamId) => {
     if (teamId !== undefined && meta.personsElsewhere) await persons.ensureLoaded(teamId);
     await store.awaitIntake(null, null);
@@ -314,7 +319,7 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
     eventsSource,
     events: store,
     intake: log ? createLogIntake(log) : { append: (input) => store.appendIntake(input) },
-    eventReads: eventReadsOf(options, store, erasesElsewhere),
+    eventReads,
     statementRows: (teamId, compiled, page, runner) => statementRows({ events: store, persons }, runner, teamId, compiled, page),
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),

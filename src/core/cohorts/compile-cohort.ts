@@ -35,25 +35,46 @@ export interface CompileContext {
   events?: SqlFragment;
   /** The engine the query is written for (default DuckDB). */
   dialect?: Dialect;
+  /**
+   * Instead of `events`, where the events are in another engine: a behavioural leaf's matching
+   * events (`behavioralEventCondition` in `behavioralWindow`), counted per distinct id there, as
+   * a relation with the columns distinct_id and n. Called with the definition's own leaf objects.
+   */
+  behavioralRows?: (leaf: BehavioralLeaf) => SqlFragment;
 }
 
 const COUNT_OPS = { gte: '>=', lte: '<=', exact: '=' } as const;
 
+/** The instants a behavioural leaf's events lie between, both included: the last N intervals up to now. */
+export const behavioralWindow = (leaf: BehavioralLeaf, now: Date): { since: Date; until: Date } => ({
+  since: windowStart(now, leaf.time_value, leaf.time_interval),
+  until: now,
+});
+
+const eventFilters = (leaf: BehavioralLeaf, now: Date, d: Dialect, properties: string) =>
+  (leaf.event_filters ?? []).map((condition) => compileProperty(properties, condition, now, d));
+
+/** What a behavioural leaf's events are, besides their time (`behavioralWindow`): the event, and its property filters (columns `event`, `properties`). */
+export const behavioralEventCondition = (leaf: BehavioralLeaf, now: Date, d: Dialect): SqlFragment =>
+  joinSql([sql`event = ${d.bind(leaf.key)}`, ...eventFilters(leaf, now, d, 'properties')], ' AND ');
+
 function compileBehavioral(leaf: BehavioralLeaf, ctx: CompileContext): SqlFragment {
   const d = ctx.dialect ?? DUCKDB;
-  const since = windowStart(ctx.now, leaf.time_value, leaf.time_interval);
+  const multiple = leaf.value === 'performed_event_multiple';
+  const pdi = sql`JOIN ${trusted(ctx.relations.distinctIds)} pdi ON pdi.team_id = ${d.bind(ctx.teamId)} AND pdi.distinct_id = e.distinct_id`;
+  const having = (count: string) => sql` GROUP BY pdi.person_uuid HAVING ${trusted(count)} ${trusted(COUNT_OPS[leaf.operator ?? 'gte'])} ${d.bind(leaf.operator_value ?? 1)}`;
+  if (ctx.behavioralRows) {
+    // Counted per distinct id elsewhere: a person's count is the sum over their distinct ids.
+    return sql`p.uuid IN (SELECT pdi.person_uuid FROM ${ctx.behavioralRows(leaf)} e ${pdi}${multiple ? having('sum(e.n)') : trusted('')})`;
+  }
+  const { since, until } = behavioralWindow(leaf, ctx.now);
   const conditions = [
     sql`e.event = ${d.bind(leaf.key)}`,
     sql`e.timestamp >= ${d.isoInstant(since.toISOString(), false)}`,
-    sql`e.timestamp <= ${d.isoInstant(ctx.now.toISOString(), false)}`,
-    ...(leaf.event_filters ?? []).map((condition) => compileProperty('e.properties', condition, ctx.now, d)),
+    sql`e.timestamp <= ${d.isoInstant(until.toISOString(), false)}`,
+    ...eventFilters(leaf, ctx.now, d, 'e.properties'),
   ];
-  const where = joinSql(conditions, ' AND ');
-  const having =
-    leaf.value === 'performed_event_multiple'
-      ? sql` GROUP BY pdi.person_uuid HAVING count(*) ${trusted(COUNT_OPS[leaf.operator ?? 'gte'])} ${d.bind(leaf.operator_value ?? 1)}`
-      : trusted('');
-  return sql`p.uuid IN (SELECT pdi.person_uuid FROM cohort_events e JOIN ${trusted(ctx.relations.distinctIds)} pdi ON pdi.team_id = ${d.bind(ctx.teamId)} AND pdi.distinct_id = e.distinct_id WHERE ${where}${having})`;
+  return sql`p.uuid IN (SELECT pdi.person_uuid FROM cohort_events e ${pdi} WHERE ${joinSql(conditions, ' AND ')}${multiple ? having('count(*)') : trusted('')})`;
 }
 
 /** Membership of another cohort is its current version among the members. */
@@ -81,7 +102,7 @@ export function compileCohortQuery(definition: CohortGroup, ctx: CompileContext)
   const { bind } = ctx.dialect ?? DUCKDB;
   const where = compileNode(definition, ctx);
   const body = sql`SELECT p.uuid AS person_uuid FROM ${trusted(ctx.relations.persons)} p WHERE p.team_id = ${bind(ctx.teamId)} AND ${where}`;
-  if (!needsEvents(definition)) return body;
+  if (!needsEvents(definition) || ctx.behavioralRows) return body;
   if (!ctx.events) throw new AppError('unavailable', 'Events are not available to calculate behavioural cohorts.');
   return sql`WITH cohort_events AS (SELECT team_id, event, distinct_id, timestamp, properties FROM ${ctx.events} AS ev WHERE team_id = ${bind(ctx.teamId)}) ${body}`;
 }

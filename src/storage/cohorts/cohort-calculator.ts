@@ -1,6 +1,6 @@
-import { compileCohortQuery, type CohortRelations } from '../../core/cohorts/compile-cohort';
+import { compileCohortQuery, type CohortRelations, type CompileContext } from '../../core/cohorts/compile-cohort';
 import { cohortDefinition } from '../../core/cohorts/definition';
-import { needsEvents, type SqlFragment } from '../../core/cohorts/types';
+import { leavesOf, needsEvents, type BehavioralLeaf, type CohortGroup, type SqlFragment } from '../../core/cohorts/types';
 import type { Database, SqlParam } from '../db';
 import type { EventsSourceRef } from '../definitions/events-source';
 import { toCohort } from './cohort-columns';
@@ -32,6 +32,25 @@ export function createCohortCalculator(db: Database, events: EventsSourceRef): C
     return { sql: relation.sql, params: relation.params as SqlFragment['params'] };
   };
 
+  /**
+   * What behavioural conditions read: DuckDB's own events, or each condition's counts per
+   * distinct id from the engine the events are in, bound into the statement as two JSON lists
+   * (the persons, their distinct ids and the other cohorts are here, so the rest runs here).
+   */
+  const eventsContext = async (teamId: number, definition: CohortGroup, now: Date): Promise<Pick<CompileContext, 'events' | 'behavioralRows'>> => {
+    if (events.current || !events.behavioralCounts) return { events: await eventsRelation(teamId) };
+    const rows = new Map<BehavioralLeaf, SqlFragment>();
+    for (const leaf of leavesOf(definition)) {
+      if (leaf.type !== 'behavioral' || rows.has(leaf)) continue;
+      const counts = await events.behavioralCounts(teamId, leaf, now);
+      rows.set(leaf, {
+        sql: `(SELECT unnest(from_json(?, '["VARCHAR"]')) AS distinct_id, unnest(from_json(?, '["BIGINT"]')) AS n)`,
+        params: [JSON.stringify(counts.map((c) => c.distinctId)), JSON.stringify(counts.map((c) => c.n))],
+      });
+    }
+    return { behavioralRows: (leaf) => rows.get(leaf)! };
+  };
+
   /** Write the new membership under a new version, then switch to it and drop the old rows. */
   async function calculate(id: number, now: Date): Promise<void> {
     const rows = await db.query('SELECT * FROM cohorts WHERE id = ?', [id]);
@@ -40,8 +59,8 @@ export function createCohortCalculator(db: Database, events: EventsSourceRef): C
     if (cohort.deleted || cohort.isStatic) return;
     await events.syncPersons?.(cohort.teamId);
     const definition = cohortDefinition(cohort.filters, cohort.groups);
-    const relation = needsEvents(definition) ? await eventsRelation(cohort.teamId) : undefined;
-    const query = compileCohortQuery(definition, { teamId: cohort.teamId, now, events: relation, relations: COHORT_RELATIONS });
+    const context = needsEvents(definition) ? await eventsContext(cohort.teamId, definition, now) : {};
+    const query = compileCohortQuery(definition, { teamId: cohort.teamId, now, relations: COHORT_RELATIONS, ...context });
     const version = Math.max(cohort.version, cohort.pendingVersion ?? 0) + 1;
     await db.run('UPDATE cohorts SET pending_version = ? WHERE id = ?', [version, id]);
     try {

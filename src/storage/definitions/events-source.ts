@@ -1,3 +1,5 @@
+import type { BehavioralLeaf } from '../../core/cohorts/types';
+
 /**
  * Where cohort calculations and event-definition volumes read events from. The event store
  * provides it by setting `current`; until it does, behavioural cohorts fail their calculation
@@ -15,9 +17,17 @@ export interface EventsSourceRelation {
  */
 export type EventsSource = (teamId: number) => Promise<EventsSourceRelation>;
 
+/** How many of a behavioural cohort condition's events each distinct id has (those with none absent). */
+export type BehavioralCounts = (teamId: number, leaf: BehavioralLeaf, now: Date) => Promise<Array<{ distinctId: string; n: number }>>;
+
 /** A mutable slot, so the event store can be opened after the stores that read it. */
 export interface EventsSourceRef {
   current?: EventsSource;
+  /**
+   * Where the events are in another engine (ClickHouse) and `current` is unset: behavioural
+   * conditions are counted there, and the rest of the calculation runs here over the counts.
+   */
+  behavioralCounts?: BehavioralCounts;
   /**
    * Write persons still held in memory by ingestion, so a calculation reads current persons
    * (and load the project's, where they are kept elsewhere than DuckDB: see PersonHome).
