@@ -18,7 +18,6 @@ export function duckdbOnly(reason: string): DuckdbOnly {
   return { skip: eventsProfile, label: (title) => (eventsProfile ? `${title} [not in the ClickHouse profile: ${reason}]` : title) };
 }
 
-export const BEHAVIORAL_COHORTS = duckdbOnly('cohorts defined by events are not answered from ClickHouse yet');
 export const PARQUET_EXPORTS = duckdbOnly('format=parquet is a 400 on ClickHouse');
 export const DUCKDB_FILES = duckdbOnly("about the DuckDB store's own Parquet files");
 /**
