@@ -402,6 +402,8 @@ for (const engine of engines) for (const mode of MODES) {
         where("timestamp != '2024-01-10 10:00:00.5'"), where("'2024-01-10 10:00:00.9' > timestamp"), where("timestamp >= toDate('2024-01-10')"),
         ticks({ properties: JSON.stringify([{ key: 'timestamp', value: at('10:00:00.5'), operator: 'is_date_before', type: 'event_metadata' }]) }),
         ticks({ properties: JSON.stringify([{ key: 'timestamp', value: at('10:00:00.4999'), operator: 'is_date_after', type: 'event_metadata' }]) }),
+        hogql("SELECT distinct_id FROM events WHERE event = 'tick' AND timestamp > '2024-01-10 10:00:00.5' AND timestamp <= '2024-01-10 10:00:00.9999' ORDER BY distinct_id"),
+        hogql("SELECT count() FROM events WHERE event = 'tick' AND timestamp < '2024-01-10 10:00:00.500001' AND person.properties.email IS NULL"),
       ];
       for (const call of calls) {
         const of = async (fx: EventsFixture) => ask({ ...fx, projectId: fx.projectC }, call);
