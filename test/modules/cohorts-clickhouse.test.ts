@@ -59,6 +59,7 @@ const COHORTS: Array<[string, Record<string, unknown>]> = [
   ['events and person properties, OR', { filters: { properties: { type: 'OR', values: [{ type: 'AND', values: [behavioral('$pageview', 30), { type: 'person', key: 'plan', operator: 'exact', value: 'free' }] }, behavioral('purchase', 60)] } } }],
   ['legacy groups with an event', { groups: [{ properties: [{ key: 'email', value: 'bob@test.org', type: 'person' }] }, { event_id: 'purchase', days: 7 }] }],
   ['another cohort, or an event', { filters: { properties: { type: 'OR', values: [{ type: 'cohort', key: 'id', value: 'R(1)' }, behavioral('edge', 1)] } } }],
+  ['did not perform an event nobody performed (no counts at all)', { filters: filtersOf({ ...behavioral('never', 30), negation: true }) }],
 ];
 
 const URL = '/api/projects/@current/cohorts/';
@@ -125,6 +126,7 @@ test('the DuckDB reference answers what the definitions say', async () => {
   expect(await members(7)).toEqual(['bob@test.org', 'dave']);
   expect(await members(8)).toEqual(['Carol', 'bob@test.org', 'dave']);
   expect(await members(10)).toEqual(['alice@example.com', 'bob@test.org']);
+  expect(await members(11)).toEqual(['Carol', 'alice@example.com', 'bob@test.org', 'dave', 'erin']);
 });
 
 for (const engine of engines) {
