@@ -17,8 +17,7 @@ import { clickhousePersonRelations } from './persons-table';
  *
  * Persons are read from the copy the person store keeps beside the events (persons-table.ts).
  * What is not here yet: Parquet exports (18.16 has no Parquet format, and a modern server's file
- * would not be the DuckDB store's), behavioural cohorts, and
- * per-file counts (a count is a plain `count()`: ClickHouse answers it from its own marks).
+ * would not be the DuckDB store's), and per-file counts (a count is a plain `count()`: ClickHouse answers it from its own marks).
  * Deleting a person's events is answered where the owner says so (`answers`).
  */
 export interface ClickHouseReadsOptions {
