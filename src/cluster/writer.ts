@@ -7,7 +7,7 @@ import { insertProcessed } from '../storage/clickhouse/events-table';
 import type { IntakeContext } from '../storage/events/wal-format';
 import type { LogEntry, RedisLog } from '../storage/log/redis-streams';
 import type { PersonStore } from '../storage/persons/types';
-import { MetaStoreUnreachableError } from '../storage/postgres/client';
+import { isPgUnavailable, MetaStoreUnreachableError } from '../storage/postgres/client';
 
 /**
  * A writer of cluster mode: takes logged capture requests from the partitions it holds, processes
@@ -106,17 +106,9 @@ export function createWriter(options: WriterOptions) {
   };
 }
 
-/**
- * Bun's PostgreSQL client errors of the connection rather than of a statement, and failed sockets;
- * PostgreSQL's own SQLSTATE classes 08 (connection), 53 (resources) and 57 (shut down, cancelled).
- */
-const CONNECTION_ERROR = /^(ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|QUERY_CANCELLED|TLS)|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE)/;
-const SERVER_UNAVAILABLE = /^(08|53|57)/;
-
 /** A failure of something the writer depends on, not of the entry it was processing. */
 export function isDependencyFailure(error: unknown): boolean {
   if (error instanceof AppError) return error.kind === 'unavailable' || error.kind === 'query_timeout';
-  if (error instanceof MetaStoreUnreachableError) return true;
-  const { code, errno } = (error ?? {}) as { code?: unknown; errno?: unknown };
-  return (typeof code === 'string' && CONNECTION_ERROR.test(code)) || (code === 'ERR_POSTGRES_SERVER_ERROR' && SERVER_UNAVAILABLE.test(String(errno)));
+  // The client's own errors too: not every PostgreSQL call goes through the translating client (listeners, migrations).
+  return error instanceof MetaStoreUnreachableError || isPgUnavailable(error);
 }

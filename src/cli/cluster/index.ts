@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { missingEngines } from './engines';
 import { readState, ROLES, startDetached, stopAll, writeState, type ClusterState } from './processes';
-import { restartEngine, RestartError } from './restart';
+import { RESTARTABLE, restartProcess, RestartError } from './restart';
 import { clusterUp, startWriter } from './up';
 
 /**
@@ -19,9 +19,10 @@ Commands:
               Last line of output: {"nodes": [...], "project_id", "project_api_key", "personal_api_key", "pids": {...}}
               With --owner-pid, down runs by itself once that process is gone (tests).
   add-writer  Start one more writer for the cluster of DIR.
-  restart redis|clickhouse-N
-              Stop that engine (by PID; nothing to do if it is gone) and start it again on the same
-              port, data and configuration; prints the summary once it answers.
+  restart NAME
+              NAME: ${RESTARTABLE}. Stop that process (by PID; nothing to do if it is gone) and
+              start it again on the same port, data and configuration (a node on its port, a
+              writer with its DATA_DIR); prints the summary once it answers.
   down        Stop every process the cluster of DIR started (by PID), writers and nodes first.`;
 
 /** How long each role may take to stop on its signal before it is killed. */
@@ -86,7 +87,7 @@ async function main(argv: string[]): Promise<number> {
     }
     if (command === 'restart') {
       try {
-        await restartEngine(dir, state, positionals[1]!);
+        await restartProcess(dir, state, positionals[1]!);
       } catch (error) {
         console.error(error instanceof Error ? error.message : String(error));
         return error instanceof RestartError ? 64 : 1;

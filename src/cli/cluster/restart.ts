@@ -1,42 +1,73 @@
-import { clickhouseAnswers, clickhouseHttpPort, redisAnswers } from './engines';
-import { isAlive, startDetached, stopAll, waitUntil, writeState, type ClusterState, type Role } from './processes';
+import { SQL } from 'bun';
+import { clickhouseAnswers, clickhouseHttpPort, postgresUser, redisAnswers } from './engines';
+import { isAlive, startDetached, stopAll, waitUntil, writeState, type ClusterState, type Role, type Started } from './processes';
+import { startNode, startWriter } from './up';
 
 /**
- * `cluster restart redis|clickhouse-N`: one engine of a running cluster stopped (SIGTERM, killed
- * after a grace period; nothing to do when it is already gone) and started again with the same
- * command: the same port, data directory and configuration, so nodes and writers find it where
- * it was. Its new PID replaces the old one in DIR/cluster.json. For trying faults by hand and for
- * the fault tests; nodes and writers are not restarted this way (`add-writer` starts a writer).
+ * `cluster restart NAME`: one process of a running cluster stopped (its role's signal, killed
+ * after a grace period; nothing to do when it is already gone) and started again as it was: an
+ * engine with the same command (port, data directory, configuration), a node on its own port and
+ * DATA_DIR, a writer with its DATA_DIR (a new consumer name: it takes its partitions back once
+ * their leases run out, or at once after a clean stop). Its new PID replaces the old one in
+ * DIR/cluster.json. For trying faults by hand and for the fault tests.
  */
-export const RESTARTABLE = 'redis | clickhouse-N (N from 0)';
+export const RESTARTABLE = 'postgres | redis | clickhouse-N | node-N | writer-N (N from 0)';
 
 interface Target {
   role: Role;
   index: number;
-  ready: () => Promise<boolean>;
+  /** How it stops cleanly: PostgreSQL's fast shutdown is SIGINT (SIGTERM waits for every client to leave). */
+  signal: NodeJS.Signals;
+  /** Start it again, `record`ing the new process as soon as it runs (a start that fails is still stopped by `down`). */
+  start(old: Started, record: (started: Started) => void): Promise<void>;
+}
+
+/** Start the same command again; resolves once `ready` answers. */
+const again = (name: string, ready: () => Promise<boolean>, as: { uid?: number; gid?: number } = {}) => async (old: Started, record: (started: Started) => void) => {
+  if (!old.argv || !old.cwd) throw new RestartError(`${name} was started by an older version of this command (no command line recorded): restart the cluster`);
+  const started = startDetached(old.argv, { log: old.log, cwd: old.cwd, ...as });
+  record(started);
+  await waitUntil(name, ready, () => isAlive(started.pid), 60_000, old.log);
+};
+
+async function postgresAnswers(url: string): Promise<boolean> {
+  const probe = new SQL(url, { max: 1, connectionTimeout: 1 });
+  try {
+    await probe.unsafe('SELECT 1');
+    return true;
+  } finally {
+    await probe.close().catch(() => undefined);
+  }
 }
 
 function targetOf(dir: string, state: ClusterState, name: string): Target {
-  if (name === 'redis') return { role: 'redis', index: 0, ready: () => redisAnswers(state.env.EVENT_LOG!) };
-  const shard = /^clickhouse-(\d+)$/.exec(name);
-  if (shard && Number(shard[1]) < state.pids.clickhouse.length) {
-    const port = clickhouseHttpPort(dir, Number(shard[1]));
-    return { role: 'clickhouse', index: Number(shard[1]), ready: () => clickhouseAnswers(port) };
+  const [, kind, n] = /^(postgres|redis|clickhouse|node|writer)(?:-(\d+))?$/.exec(name) ?? [];
+  const index = Number(n ?? 0);
+  const count = (role: Role) => state.pids[role].length;
+  if (kind === 'postgres' && n === undefined) return { role: 'postgres', index, signal: 'SIGINT', start: again(name, () => postgresAnswers(state.env.META_STORE!), postgresUser() ?? {}) };
+  if (kind === 'redis' && n === undefined) return { role: 'redis', index, signal: 'SIGTERM', start: again(name, () => redisAnswers(state.env.EVENT_LOG!)) };
+  if (kind === 'clickhouse' && n !== undefined && index < count('clickhouse')) {
+    const port = clickhouseHttpPort(dir, index);
+    return { role: 'clickhouse', index, signal: 'SIGTERM', start: again(name, () => clickhouseAnswers(port)) };
   }
-  throw new RestartError(`cannot restart "${name}": one of ${RESTARTABLE} (${state.pids.clickhouse.length} ClickHouse servers)`);
+  if (kind === 'node' && n !== undefined && index < count('nodes')) {
+    const port = Number(new URL(state.nodes[index]!).port);
+    return { role: 'nodes', index, signal: 'SIGTERM', start: async (_, record) => void (await startNode(dir, index, state.env, port, record)) };
+  }
+  if (kind === 'writer' && n !== undefined && index < count('writers')) return { role: 'writers', index, signal: 'SIGTERM', start: async (_, record) => void (await startWriter(dir, index, state.env, record)) };
+  throw new RestartError(`cannot restart "${name}": one of ${RESTARTABLE} (${count('clickhouse')} ClickHouse servers, ${count('nodes')} nodes, ${count('writers')} writers)`);
 }
 
 export class RestartError extends Error {}
 
-/** Resolves once the engine answers again; the state (with its new PID) is written as soon as it runs. */
-export async function restartEngine(dir: string, state: ClusterState, name: string): Promise<void> {
+/** Resolves once the process answers again; the state (with its new PID) is written as soon as it runs. */
+export async function restartProcess(dir: string, state: ClusterState, name: string): Promise<void> {
   const target = targetOf(dir, state, name);
-  const old = state.pids[target.role][target.index];
-  if (!old?.argv || !old.cwd) throw new RestartError(`${name} was started by an older version of this command (no command line recorded): restart the cluster`);
-  // ClickHouse may take ~10 s to stop cleanly; a minute before it is killed, as `down` gives it.
-  await stopAll([old], 'SIGTERM', 60_000);
-  const started = startDetached(old.argv, { log: old.log, cwd: old.cwd });
-  state.pids[target.role][target.index] = started;
-  writeState(dir, state);
-  await waitUntil(name, target.ready, () => isAlive(started.pid), 60_000, old.log);
+  const old = state.pids[target.role][target.index]!;
+  // ClickHouse may take ~10 s to stop cleanly, a node drains for up to 10 s: a minute before it is killed, as `down` gives it.
+  await stopAll([old], target.signal, 60_000);
+  await target.start(old, (started) => {
+    state.pids[target.role][target.index] = started;
+    writeState(dir, state);
+  });
 }

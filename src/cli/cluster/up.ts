@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openClickHouse, parseClickHouseUrl } from '../../storage/clickhouse/client';
 import { migrateClickHouse } from '../../storage/clickhouse/schema';
@@ -72,21 +73,26 @@ function serverEnv(overrides: Record<string, string>): Record<string, string | u
   return { UV_THREADPOOL_SIZE: '16', LOG_LEVEL: 'warn', ...process.env, ...overrides };
 }
 
-async function startNode(dir: string, index: number, env: Record<string, string>): Promise<{ started: Started; url: string }> {
-  const port = await freePort();
+/** Node `index` (its DATA_DIR, DIR/node-INDEX) on `port` (a free one when not given: `restart` gives the node's own); resolves once it answers. */
+export async function startNode(dir: string, index: number, env: Record<string, string>, port?: number, record?: (started: Started) => void): Promise<{ started: Started; url: string }> {
+  port ??= await freePort();
   const dataDir = join(dir, `node-${index}`);
   const log = join(dir, 'logs', `node-${index}.log`);
   const started = startDetached([process.execPath, ENTRY], { log, cwd: dir, env: serverEnv({ ...env, ROLE: 'node', HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir }) });
+  record?.(started);
   const url = `http://127.0.0.1:${port}`;
   await waitUntil(`node ${index}`, async () => (await fetch(`${url}/_health`)).ok, () => isAlive(started.pid), 60_000, log);
   return { started, url };
 }
 
-/** A writer (index: its DATA_DIR, DIR/writer-INDEX); resolves once it writes. */
-export async function startWriter(dir: string, index: number, env: Record<string, string>): Promise<Started> {
+/** A writer (index: its DATA_DIR, DIR/writer-INDEX); `record` is told its PID at once; resolves once it writes. */
+export async function startWriter(dir: string, index: number, env: Record<string, string>, record?: (started: Started) => void): Promise<Started> {
   const log = join(dir, 'logs', `writer-${index}.log`);
   const started = startDetached([process.execPath, ENTRY], { log, cwd: dir, env: serverEnv({ ...env, ROLE: 'writer', DATA_DIR: join(dir, `writer-${index}`) }) });
-  await waitUntil(`writer ${index}`, async () => tail(log, 200).includes('Writing as '), () => isAlive(started.pid), 60_000, log);
+  record?.(started);
+  // Its own line (the consumer name ends in its PID): the log is appended to across restarts.
+  const ready = `Writing as ${hostname()}-${started.pid}\n`;
+  await waitUntil(`writer ${index}`, async () => tail(log, 200).includes(ready), () => isAlive(started.pid), 60_000, log);
   return started;
 }
 

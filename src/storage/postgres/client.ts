@@ -41,19 +41,21 @@ export async function openPg(url: string): Promise<Pg> {
   }
   const bind = (params: readonly unknown[] | undefined) => (params ?? []) as unknown[];
   return {
-    query: async <T>(text: string, params?: readonly unknown[]) => (await sql.unsafe(text, bind(params))) as T[],
+    query: async <T>(text: string, params?: readonly unknown[]) => (await sql.unsafe(text, bind(params)).catch(unavailable)) as T[],
     run: async (text, params) => {
-      await sql.unsafe(text, bind(params));
+      await sql.unsafe(text, bind(params)).catch(unavailable);
     },
     transaction: (fn) =>
-      sql.begin((tx) =>
-        fn({
-          query: async <T>(text: string, params?: readonly unknown[]) => (await tx.unsafe(text, bind(params))) as T[],
-          run: async (text, params) => {
-            await tx.unsafe(text, bind(params));
-          },
-        }),
-      ) as ReturnType<typeof fn>,
+      (
+        sql.begin((tx) =>
+          fn({
+            query: async <T>(text: string, params?: readonly unknown[]) => (await tx.unsafe(text, bind(params))) as T[],
+            run: async (text, params) => {
+              await tx.unsafe(text, bind(params));
+            },
+          }),
+        ) as ReturnType<typeof fn>
+      ).catch(unavailable),
     async listen(channel, onPayload, onReconnect) {
       let acknowledged = false;
       const subscription = await sql.listen(channel, onPayload, () => {
@@ -67,6 +69,30 @@ export async function openPg(url: string): Promise<Pg> {
       await sql.close();
     },
   };
+}
+
+/**
+ * Bun's client's errors of the connection rather than of a statement, and failed sockets;
+ * PostgreSQL's own SQLSTATE classes 08 (connection), 53 (resources) and 57 (shut down, cancelled).
+ */
+const CONNECTION_ERROR = /^(ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|QUERY_CANCELLED|TLS)|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE)/;
+const SERVER_UNAVAILABLE = /^(08|53|57)/;
+
+/** Whether a failure is PostgreSQL being away (stopped, restarting, out of connections), not a fault of the statement. */
+export function isPgUnavailable(error: unknown): boolean {
+  const { code, errno } = (error ?? {}) as { code?: unknown; errno?: unknown };
+  return (typeof code === 'string' && CONNECTION_ERROR.test(code)) || (code === 'ERR_POSTGRES_SERVER_ERROR' && SERVER_UNAVAILABLE.test(String(errno)));
+}
+
+/**
+ * PostgreSQL away is the API's 503 with Retry-After (a client may retry; a capture node whose
+ * projects are cached keeps answering 200 meanwhile), not a 500. A transaction cut off at its
+ * COMMIT may have committed: the retry meets what it made (a unique violation, a second row) as
+ * after any lost answer. Anything else is rethrown as it is.
+ */
+function unavailable(error: unknown): never {
+  if (isPgUnavailable(error)) throw new AppError('unavailable', 'The management database is not available; retry later.', null, { retryAfter: 1, cause: error });
+  throw error;
 }
 
 /** The database named by META_STORE did not answer (the server refuses to start). */
