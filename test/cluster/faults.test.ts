@@ -11,7 +11,8 @@ import { runCliProcess } from '../helpers/server-process';
 /**
  * Faults of a running cluster (`npm run cluster -- up`, once for the file), each during a load of
  * SDK-shaped requests retried until acknowledged: Redis stopped and started again, one ClickHouse
- * shard killed and started again, a capture node killed outright. After each, with nothing done
+ * shard killed and started again, PostgreSQL stopped and started again, a capture node killed
+ * outright. After each, with nothing done
  * but starting the engine again, every acknowledged event is in ClickHouse once (distinct uuids =
  * rows read FINAL = acknowledged, the same uuids) and a node's events API lists each once.
  * Also the log's dead letters through `npm run cli -- dlq` with the cluster's EVENT_LOG.
@@ -22,7 +23,7 @@ const SKIP = missing.length ? ` (skipped: missing ${missing.join('; ')})` : '';
 const BATCHES = 40;
 const PER_BATCH = 50;
 
-run(`cluster faults: Redis, a ClickHouse shard and a node restarted or killed during a load${SKIP}`, () => {
+run(`cluster faults: Redis, a ClickHouse shard, PostgreSQL and a node restarted or killed during a load${SKIP}`, () => {
   let dir: string;
   let up: UpSummary;
   let shards: string[];
@@ -114,6 +115,53 @@ run(`cluster faults: Redis, a ClickHouse shard and a node restarted or killed du
     const perShard = await Promise.all(shards.map(async (s) => Number(await chQuery(s, `SELECT count() FROM events_shard FINAL WHERE team_id = ${up.project_id} AND event = '${event}'`))));
     expect(perShard.every((n) => n > 0) && perShard[0]! + perShard[1]! === BATCHES * PER_BATCH).toBe(true);
     console.log(`[faults] ClickHouse shard 1: ${failedPasses() - failedBefore} writer passes failed; ${rowsWrittenTwice} rows written twice, read once`);
+  }, 180_000);
+
+  test('PostgreSQL stopped during a load: capture goes on (projects cached), flags and the API answer 503 with Retry-After; started again, the writer resumes, everything arrives once and the person updates made meanwhile land', async () => {
+    const event = 'fault-postgres';
+    const people = ['pg-person-0', 'pg-person-1', 'pg-person-2'];
+    const setPhase = (node: string, phase: string) =>
+      fetch(`${node}/batch/`, { method: 'POST', body: JSON.stringify({ api_key: up.project_api_key, batch: people.map((distinct_id) => ({ event: `pg-set-${phase}`, distinct_id, properties: { $set: { phase } } })) }) });
+    const phases = async (node: string) => {
+      const answers = await Promise.all(people.map((id) => fetch(`${node}/api/projects/${up.project_id}/persons/?distinct_id=${id}`, { headers: { authorization: `Bearer ${up.personal_api_key}` } })));
+      const bodies = await Promise.all(answers.map(async (a) => (a.status === 200 ? ((await a.json()) as { results: Array<{ properties: { phase?: string } }> }) : null)));
+      return bodies.map((b) => b?.results[0]?.properties.phase ?? null);
+    };
+    expect((await setPhase(up.nodes[0]!, 'before')).status).toBe(200);
+    expect(await eventually(() => phases(up.nodes[1]!), (p) => p.every((x) => x === 'before'), 30_000)).toEqual(['before', 'before', 'before']);
+    const failedBefore = failedPasses();
+    const l = load(event);
+    await eventually(() => rowsOf(event), (n) => n > 0, 30_000);
+    const [pg] = state().pids.postgres;
+    const outage = async () => {
+      expect(await eventually(async () => isRunning(pg!), (alive) => !alive, 30_000)).toBe(false);
+      l.release();
+      // Nodes know the project's key already: capture needs only the log.
+      for (const node of up.nodes) expect((await setPhase(node, 'outage')).status).toBe(200);
+      // What needs PostgreSQL now is a 503 the client may retry, not a 500.
+      const decide = await fetch(`${up.nodes[0]}/decide/?v=3`, { method: 'POST', body: JSON.stringify({ token: up.project_api_key, distinct_id: 'probe' }) });
+      expect([decide.status, decide.headers.get('retry-after'), ((await decide.json()) as { type: string }).type]).toEqual([503, '1', 'server_error']);
+      const api = await fetch(`${up.nodes[1]}/api/projects/${up.project_id}/feature_flags/`, { headers: { authorization: `Bearer ${up.personal_api_key}` } });
+      expect([api.status, api.headers.get('retry-after')]).toEqual([503, '1']);
+      // The writer meets the outage (persons cannot be written): its passes fail, nothing is acknowledged.
+      expect(await eventually(async () => failedPasses(), (n) => n > failedBefore, 30_000)).toBeGreaterThan(failedBefore);
+      await l.done;
+      expect([...l.failures.keys()].filter((k) => k !== '503')).toEqual([]);
+    };
+    // Fast shutdown: every connection of nodes and writers is cut.
+    process.kill(pg!.pid, 'SIGINT');
+    try {
+      await outage();
+    } finally {
+      // Started again even when the outage's checks failed: the tests after this one need it.
+      const restarted = await cluster('restart', dir, 'postgres');
+      expect([restarted.code, restarted.stderr]).toEqual([0, '']);
+      expect(summaryOf(restarted.stdout).pids.postgres[0]).not.toBe(pg!.pid);
+    }
+    const { rowsWrittenTwice } = await expectExactlyOnce(l, event, up.nodes[0]!);
+    for (const node of up.nodes) expect(await eventually(() => phases(node), (p) => p.every((x) => x === 'outage'), 30_000)).toEqual(['outage', 'outage', 'outage']);
+    expect(await rowsOf('pg-set-outage')).toBe(people.length * up.nodes.length);
+    console.log(`[faults] PostgreSQL: ${failedPasses() - failedBefore} writer passes failed, ${l.failures.get('503') ?? 0} capture answers 503; ${rowsWrittenTwice} rows written twice, read once`);
   }, 180_000);
 
   test('dead letters of the cluster log: dlq list shows them with the reason; dlq replay logs them again and the writer processes them', async () => {
