@@ -138,7 +138,10 @@ run(`cluster faults: Redis, a ClickHouse shard, PostgreSQL and a node restarted 
       l.release();
       // Nodes know the project's key already: capture needs only the log.
       for (const node of up.nodes) expect((await setPhase(node, 'outage')).status).toBe(200);
-      // What needs PostgreSQL now is a 503 the client may retry, not a 500.
+      // What needs PostgreSQL now is a 503 the client may retry, not a 500: a key no node has seen,
+      const cold = await fetch(`${up.nodes[0]}/batch/`, { method: 'POST', body: JSON.stringify({ api_key: 'phc_not_seen_during_the_outage', batch: [{ event: 'cold', distinct_id: 'cold' }] }) });
+      expect([cold.status, cold.headers.get('retry-after')]).toEqual([503, '1']);
+      // flags, and the private API.
       const decide = await fetch(`${up.nodes[0]}/decide/?v=3`, { method: 'POST', body: JSON.stringify({ token: up.project_api_key, distinct_id: 'probe' }) });
       expect([decide.status, decide.headers.get('retry-after'), ((await decide.json()) as { type: string }).type]).toEqual([503, '1', 'server_error']);
       const api = await fetch(`${up.nodes[1]}/api/projects/${up.project_id}/feature_flags/`, { headers: { authorization: `Bearer ${up.personal_api_key}` } });
@@ -213,6 +216,21 @@ run(`cluster faults: Redis, a ClickHouse shard, PostgreSQL and a node restarted 
     const { rowsWrittenTwice } = await expectExactlyOnce(l, event, up.nodes[1]!);
     console.log(`[faults] node A killed: it had acknowledged ${l.acknowledgedBy[0]} events, B ${l.acknowledgedBy[1]}; ${l.failures.get('refused')} attempts refused and retried at B; ${rowsWrittenTwice} rows written twice, read once`);
   }, 180_000);
+
+  test('restart node-0 (killed above) and writer-0: back on the same port and data, new PIDs, and they serve and write', async () => {
+    const before = state().pids;
+    for (const name of ['node-0', 'writer-0']) {
+      const restarted = await cluster('restart', dir, name);
+      expect([name, restarted.code, restarted.stderr]).toEqual([name, 0, '']);
+    }
+    const unknown = await cluster('restart', dir, 'node-9');
+    expect([unknown.code, unknown.stderr.trim()]).toEqual([64, 'cannot restart "node-9": one of postgres | redis | clickhouse-N | node-N | writer-N (N from 0) (2 ClickHouse servers, 2 nodes, 1 writers)']);
+    expect([state().pids.nodes[0]!.pid, state().pids.writers[0]!.pid]).not.toEqual([before.nodes[0]!.pid, before.writers[0]!.pid]);
+    expect([state().pids.nodes[0], state().pids.writers[0]].every((p) => isRunning(p!))).toBe(true);
+    const sent = await fetch(`${up.nodes[0]}/batch/`, { method: 'POST', body: JSON.stringify({ api_key: up.project_api_key, batch: [{ event: 'after-restarts', distinct_id: 'r' }] }) });
+    expect(sent.status).toBe(200);
+    expect(await eventually(() => rowsOf('after-restarts'), (n) => n === 1, 30_000)).toBe(1);
+  }, 120_000);
 
   test('down stops every process, the restarted engines by their new PIDs', async () => {
     const stopped = await cluster('down', dir);
