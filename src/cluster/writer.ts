@@ -28,7 +28,10 @@ export interface WriterOptions {
   leaseMs?: number;
   /** Entries a batch takes from one partition. */
   batchEntries?: number;
-  /** Failures of an entry's own processing after which it goes to the dead letters. */
+  /**
+   * Failures of an entry's own processing after which it goes to the dead letters: errors it
+   * raised, and deaths of a writer process while it was processed (see `RedisLog.crashed`).
+   */
   maxFailures?: number;
 }
 
@@ -40,6 +43,8 @@ export interface WriterPass {
 }
 
 const DEFAULTS = { leaseMs: 15_000, batchEntries: 500, maxFailures: 3 };
+/** The dead letter's reason for an entry that writers died processing. */
+export const DIED = 'a writer process died while processing it (out of memory, a crash of the runtime?): not processed again';
 
 export function createWriter(options: WriterOptions) {
   const o = { ...DEFAULTS, ...options };
@@ -53,34 +58,57 @@ export function createWriter(options: WriterOptions) {
     return { lines: encoded.lines, rows: encoded.rows };
   }
 
+  /** Out of the way of the entries behind it, kept for the operator. */
+  async function moveAside(entry: LogEntry, reason: string, failures: number, pass: WriterPass) {
+    await o.log.deadLetter(entry, reason);
+    pass.deadLettered++;
+    o.logger.error('a logged request keeps failing: moved to the dead letters', { partition: entry.partition, id: entry.id, failures, deliveries: entry.deliveries, reason });
+  }
+
   /** One batch of a partition, in order, up to its first entry that fails (which stays for the next pass). */
   async function batch(partition: number, pass: WriterPass): Promise<void> {
     const entries = await o.log.read(o.consumer, partition, o.batchEntries);
+    // Entries read again may include one a writer died processing: its mark counts as a failure.
+    const died = entries[0]?.redelivered ? await o.log.crashed(o.consumer, partition) : null;
+    let marked = false;
+    const unmark = async () => {
+      if (marked) await o.log.processing(o.consumer, partition, null);
+      marked = false;
+    };
     const done: string[] = [];
     const parts: Uint8Array[] = [];
     for (const entry of entries) {
+      if (died?.id === entry.id && died.failures >= o.maxFailures) {
+        await moveAside(entry, `${DIED} (${died.failures} failures, the last a death of the writer process)`, died.failures, pass);
+        continue;
+      }
+      // Only entries read again: a first reading costs no round trip, and an entry that kills the
+      // writer is read again (and marked) after its first death.
+      if (entry.redelivered) await o.log.processing(o.consumer, partition, entry.id);
+      marked = entry.redelivered === true;
       try {
         const { lines, rows } = await rowsOf(entry);
         parts.push(lines);
         pass.rows += rows;
         done.push(entry.id);
       } catch (error) {
+        // Not a death: the mark goes first (another writer would count it), whatever the failure.
+        await unmark().catch(() => undefined);
         // PostgreSQL away (persons loaded for a project) is no fault of the entry: the pass fails
         // and the entry is tried again, however long the outage lasts.
         if (isDependencyFailure(error)) throw error;
         const reason = error instanceof Error ? error.message : String(error);
         const failures = await o.log.failed(partition, entry.id);
         if (failures >= o.maxFailures) {
-          // Out of the way of the entries behind it, kept for the operator.
-          await o.log.deadLetter(entry, reason);
-          pass.deadLettered++;
-          o.logger.error('a logged request keeps failing: moved to the dead letters', { partition, id: entry.id, failures, deliveries: entry.deliveries, reason });
+          await moveAside(entry, reason, failures, pass);
           continue;
         }
         o.logger.warn('a logged request failed; it is tried again', { partition, id: entry.id, failures, deliveries: entry.deliveries, reason });
         break;
       }
     }
+    // Before the insert: a death from here on is no single entry's doing.
+    await unmark();
     if (parts.length) await insertProcessed(o.ch, Buffer.concat(parts).toString('utf8'), Number(entries[0]!.id.split('-')[0]));
     await o.persons.flush();
     await o.log.ack(partition, done);

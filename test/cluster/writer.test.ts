@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { RedisClient } from 'bun';
-import { createWriter } from '../../src/cluster/writer';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createWriter, DIED } from '../../src/cluster/writer';
 import { AppError } from '../../src/errors';
 import { uuidv7FromSeed } from '../../src/ids';
 import { silentLogger } from '../../src/logger';
@@ -130,6 +133,64 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     const raw = new RedisClient(redis.url);
     expect(Number(await raw.send('EXISTS', [`w${prefix}:failures:0`]))).toBe(0);
     raw.close();
+    await w.release();
+    log.close();
+  });
+
+  test('an entry that kills the writer process: after its third death with it the next writer moves it to the dead letters, and writes the others once', async () => {
+    log = await openRedisLog({ url: redis.url, prefix: `w${++prefix}`, partitions: 1 });
+    const uuid = (n: number) => `01a219da-5fd6-7749-8000-0000000000${String(n).padStart(2, '0')}`;
+    for (const n of [1, 2]) await append(10 + n, [{ event: `good-${n}`, distinct_id: 'user-6', uuid: uuid(n) }]);
+    await append(13, [{ event: 'poison', distinct_id: 'user-6', properties: { poison: 'POISON-PILL' } }]);
+    await append(14, [{ event: 'good-3', distinct_id: 'user-6', uuid: uuid(3) }]);
+    const out = join(mkdtempSync(join(tmpdir(), 'hogbase-dying-')), 'rows.tsv');
+    const ends: Array<string | number> = [];
+    const raw = new RedisClient(redis.url);
+    try {
+      // Bounded: without the count of deaths, every writer dies on it for ever.
+      for (let run = 0; run < 8 && ends.at(-1) !== 0; run++) {
+        const child = Bun.spawn([process.execPath, join(import.meta.dir, '..', 'helpers', 'dying-writer.ts')], {
+          env: { ...process.env, REDIS_URL: redis.url, PREFIX: `w${prefix}`, OUT: out, POISON: 'POISON-PILL' },
+          stdout: 'ignore',
+          stderr: 'pipe',
+        });
+        const code = await child.exited;
+        ends.push(child.signalCode ?? code);
+        // The dead writer's lease runs out (deleted here, as its time to live would).
+        await raw.send('DEL', [`w${prefix}:lease:0`]);
+      }
+    } finally {
+      raw.close();
+    }
+    // Its first death is not counted (an entry read the first time is not marked); three more are.
+    expect(ends).toEqual(['SIGKILL', 'SIGKILL', 'SIGKILL', 'SIGKILL', 0]);
+    const letters = await log.listDeadLetters();
+    expect(letters.map((l) => [JSON.parse(l.body)[0].event, l.reason])).toEqual([['poison', `${DIED} (3 failures, the last a death of the writer process)`]]);
+    const written = readFileSync(out, 'utf8').trim().split('\n').map((line) => line.split('\t').slice(0, 3).join(' '));
+    expect(written).toEqual([1, 2, 3].map((n) => `${uuid(n)} ${teamId} good-${n}`));
+    expect(await log.read('reader', 0, 10)).toEqual([]);
+    log.close();
+  }, 60_000);
+
+  test('a mark left by a live writer (its pass failed: PostgreSQL or ClickHouse away) counts for nothing, and one left by a writer that died counts once', async () => {
+    log = await openRedisLog({ url: redis.url, prefix: `w${++prefix}`, partitions: 1 });
+    const id = await append(15, [{ event: 'marked', distinct_id: 'user-7' }]);
+    await log.processing('writer-g', 0, id);
+    expect(await log.crashed('writer-g', 0)).toBeNull();
+    await log.processing('writer-g', 0, id);
+    expect(await log.crashed('writer-h', 0)).toEqual({ id, failures: 1 });
+    // The mark went with that count.
+    expect(await log.crashed('writer-h', 0)).toBeNull();
+    // A redelivered entry whose processing meets PostgreSQL away: the writer clears its mark before the pass fails.
+    const away = () => Promise.reject(new AppError('unavailable', 'The management database is not available.'));
+    const w = writer('writer-i', { process: away });
+    await expect(w.pass()).rejects.toThrow('management database');
+    await expect(w.pass()).rejects.toThrow('management database');
+    expect(await log.crashed('writer-j', 0)).toBeNull();
+    // Processed, then its batch's INSERT fails (ClickHouse away): no entry's doing, no mark left either.
+    const chAway = new Proxy(ch, { get: (target, key) => (key === 'insertTabSeparated' ? () => Promise.reject(new Error('ClickHouse: connection refused')) : Reflect.get(target, key)) });
+    await expect(writer('writer-i', { ch: chAway }).pass()).rejects.toThrow('ClickHouse: connection refused');
+    expect(await log.crashed('writer-j', 0)).toBeNull();
     await w.release();
     log.close();
   });

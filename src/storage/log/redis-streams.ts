@@ -17,8 +17,14 @@ import { AppError } from '../../errors';
  * - **Dead letters**: an entry that keeps failing is moved to a dead-letter stream (and
  *   acknowledged), where the CLI lists and replays it. "Keeps failing" counts the failures of the
  *   entry itself (`failed`), not Redis's delivery count: that one also grows with every pass that
- *   failed for another reason (ClickHouse away, an entry before it failing), and would send
- *   healthy entries to the dead letters after an outage.
+ *   failed for another reason (ClickHouse away, an entry before it failing: every re-read of the
+ *   pending entries counts a delivery, about one a second through an outage), and would send
+ *   healthy entries to the dead letters after a long enough outage, whatever the bound.
+ *   A writer that *dies* processing an entry (out of memory, a crash of the runtime) counts
+ *   nothing by itself, so an entry read again is marked while it is processed (`processing`):
+ *   a mark left by another consumer is a death during that entry, counted as one of its
+ *   failures (`crashed`). A mark of this consumer's own is not (it is alive), and a pass that
+ *   fails for another reason clears its mark first.
  * - **Consumers**: every writer process is a consumer of its own name, which Redis keeps after the
  *   process is gone; the holder of a partition deletes the idle ones that own nothing (`pruneConsumers`).
  * Payloads are text (the request's context and decoded body): replies from Bun's client are strings.
@@ -39,6 +45,8 @@ export interface LogEntry extends LogRecord {
   id: string;
   /** Times it was handed to a writer (1 the first time). */
   deliveries: number;
+  /** Read again from the pending entries (after a failed pass, or taken over from a writer that is gone). */
+  redelivered?: boolean;
 }
 
 export interface DeadLetterEntry extends LogEntry {
@@ -104,6 +112,17 @@ for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
   end
 end
 return removed`;
+/**
+ * The mark a writer left on the entry it was processing, if another consumer left it: that one
+ * died there (a live writer clears its mark after the entry). Counted as one failure of the
+ * entry; the mark is dropped either way. Replies [id, failures] or nil.
+ */
+const CRASHED = `local mark = redis.call('GET', KEYS[1])
+if not mark then return false end
+redis.call('DEL', KEYS[1])
+local id, consumer = string.match(mark, '^(%S+) (.*)$')
+if not id or consumer == ARGV[1] then return false end
+return {id, redis.call('HINCRBY', KEYS[2], id, 1)}`;
 /** Drop a lease only while it is still ours. */
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
 
@@ -129,6 +148,10 @@ export interface RedisLog {
   ack(partition: number, ids: readonly string[]): Promise<void>;
   /** Note one failure of the entry's own processing; its failures so far (forgotten once acknowledged). */
   failed(partition: number, id: string): Promise<number>;
+  /** Mark the entry this consumer processes now in the partition (null: none). */
+  processing(consumer: string, partition: number, id: string | null): Promise<void>;
+  /** The entry a consumer other than this one died processing (its mark), counted as a failure: its id and failures so far. */
+  crashed(consumer: string, partition: number): Promise<{ id: string; failures: number } | null>;
   /** Delete up to `limit` consumers of the partition idle for `minIdleMs` that own nothing; how many. */
   pruneConsumers(partition: number, minIdleMs: number, limit?: number): Promise<number>;
   /** Move an entry that keeps failing to the dead-letter stream (it stops blocking its partition). */
@@ -166,6 +189,7 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
   const stream = (p: number) => `${prefix}:log:${p}`;
   const leaseKey = (p: number) => `${prefix}:lease:${p}`;
   const failures = (p: number) => `${prefix}:failures:${p}`;
+  const mark = (p: number) => `${prefix}:processing:${p}`;
   const dead = `${prefix}:dead`;
   for (let p = 0; p < options.partitions; p++) {
     await send('XGROUP', ['CREATE', stream(p), GROUP, '0', 'MKSTREAM']).catch((error) => {
@@ -177,13 +201,14 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
     const rows = await send<Array<[string, string, number, number]>>('XPENDING', [stream(p), GROUP, ids[0]!, ids[ids.length - 1]!, String(ids.length)]);
     return new Map(rows.map(([id, , , count]) => [id, Number(count)]));
   };
-  const toEntry = (p: number, [id, fields]: StreamEntry, count: number): LogEntry => ({
+  const toEntry = (p: number, [id, fields]: StreamEntry, count: number, redelivered: boolean): LogEntry => ({
     partition: p,
     id,
     context: field(fields, 'context'),
     body: field(fields, 'body'),
     events: Number(field(fields, 'events')),
     deliveries: count,
+    redelivered,
   });
 
   const log: RedisLog = {
@@ -222,7 +247,7 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
         const entries = reply?.[stream(p)] ?? [];
         if (!entries.length) continue;
         const counts = await deliveries(p, entries.map(([id]) => id));
-        return entries.map((e) => toEntry(p, e, counts.get(e[0]) ?? 1));
+        return entries.map((e) => toEntry(p, e, counts.get(e[0]) ?? 1, from === '0'));
       }
       return [];
     },
@@ -233,6 +258,15 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
     },
 
     failed: async (p, id) => Number(await send<number>('HINCRBY', [failures(p), id, '1'])),
+
+    async processing(consumer, p, id) {
+      await send(id === null ? 'DEL' : 'SET', id === null ? [mark(p)] : [mark(p), `${id} ${consumer}`]);
+    },
+
+    async crashed(consumer, p) {
+      const reply = await send<[string, number] | null>('EVAL', [CRASHED, '2', mark(p), failures(p), consumer]);
+      return reply ? { id: String(reply[0]), failures: Number(reply[1]) } : null;
+    },
 
     pruneConsumers: async (p, minIdleMs, limit = PRUNE_LIMIT) => Number(await send<number>('EVAL', [PRUNE, '2', stream(p), leaseKey(p), GROUP, String(minIdleMs), String(limit)])),
 
