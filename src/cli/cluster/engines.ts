@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { RedisClient, SQL } from 'bun';
 import { EVENTS_CLUSTER } from '../../storage/clickhouse/schema';
@@ -14,6 +15,9 @@ import { isAlive, startDetached, waitUntil, type Started } from './processes';
 const PG_ROOT = '/usr/lib/postgresql';
 const REDIS_BIN = '/usr/bin/redis-server';
 const CLICKHOUSE_BIN = '/usr/sbin/clickhouse-server';
+/** Debian's `zookeeper` package: its jar names every library it needs (Class-Path). */
+const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
+const JAVA_BIN = '/usr/bin/java';
 
 
 /** Which engines are missing, each with the package that brings it. */
@@ -108,13 +112,64 @@ export interface ClickHousePorts {
 }
 
 /**
+ * A replicated server's part: the ZooKeeper it coordinates through, and its `{shard}` and
+ * `{replica}` macros (the replicated tables' paths and names take them).
+ */
+export interface ClickHouseReplication {
+  zookeeperPort: number;
+  /** Where the other replicas fetch this one's parts from (loopback). */
+  interserverPort: number;
+  shard: string;
+  replica: string;
+}
+
+/**
+ * A replica killed outright holds its "active" mark in ZooKeeper until its session expires, and
+ * refuses to start replicating until then (18.16's default: 30 s). Shorter here, so a replica
+ * started again is back within seconds; not so short that a busy machine's pause drops a live one.
+ */
+const ZOOKEEPER_SESSION_MS = 6_000;
+
+/** Whether ZooKeeper can be started here (Debian's `zookeeper`, which ReplicatedMergeTree needs on 18.16: no Keeper before 21.8). */
+export const zookeeperAvailable = () => existsSync(ZOOKEEPER_JAR) && existsSync(JAVA_BIN);
+
+/**
+ * One ZooKeeper server (standalone: enough for trying replication, not for surviving its own
+ * loss) on loopback `port`, data in DIR/zookeeper, its admin web server off.
+ */
+export async function startZooKeeper(dir: string, port: number, log: string): Promise<{ started: Started }> {
+  const home = join(dir, 'zookeeper');
+  mkdirSync(join(home, 'data'), { recursive: true });
+  const config = join(home, 'zoo.cfg');
+  writeFileSync(config, [`tickTime=2000`, `dataDir=${home}/data`, `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false', '4lw.commands.whitelist=ruok'].join('\n') + '\n');
+  const argv = [JAVA_BIN, `-Dzookeeper.log.dir=${home}`, '-cp', ZOOKEEPER_JAR, 'org.apache.zookeeper.server.ZooKeeperServerMain', config];
+  const started = startDetached(argv, { log, cwd: home });
+  await waitUntil('ZooKeeper', () => zookeeperAnswers(port), () => isAlive(started.pid), 30_000, log);
+  return { started };
+}
+
+/** ZooKeeper's "are you ok" four-letter command answered "imok". */
+export function zookeeperAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let answer = '';
+    const socket = connect({ host: '127.0.0.1', port }, () => socket.end('ruok'));
+    socket.setTimeout(1000, () => socket.destroy());
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    socket.on('close', () => resolve(answer === 'imok'));
+    socket.on('error', () => resolve(false));
+  });
+}
+
+/**
  * A ClickHouse server's directory as it starts from (`config.xml`, `users.xml`, its data
  * folders): listening on loopback on `own`, knowing `shards` as the `hogbase_events` cluster
- * (none: a standalone server). Tests start their server from the same files.
+ * (none: a standalone server; a shard of several servers: its replicas, which replicate their
+ * inserts themselves, `internal_replication`), and with `replication`, its ZooKeeper and macros.
+ * Tests start their server from the same files.
  */
-export function writeClickHouseHome(home: string, own: ClickHousePorts, shards: readonly ClickHousePorts[]): void {
+export function writeClickHouseHome(home: string, own: ClickHousePorts, shards: readonly Shard[], replication?: ClickHouseReplication): void {
   for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(join(home, sub), { recursive: true });
-  writeFileSync(join(home, 'config.xml'), clickhouseConfig(home, own, shards));
+  writeFileSync(join(home, 'config.xml'), clickhouseConfig(home, own, shards, replication));
   writeFileSync(join(home, 'users.xml'), CLICKHOUSE_USERS);
 }
 
@@ -132,7 +187,23 @@ export async function startClickHouse(dir: string, index: number, shards: readon
   return { started, url: `clickhouse://default@127.0.0.1:${own.http}/hogbase` };
 }
 
-const clickhouseConfig = (home: string, own: ClickHousePorts, shards: readonly ClickHousePorts[]) => `<?xml version="1.0"?>
+/** One shard of the cluster: a server, or its replicas. */
+export type Shard = ClickHousePorts | readonly ClickHousePorts[];
+
+function shardXml(shard: Shard): string {
+  const replicas = Array.isArray(shard) ? shard : [shard as ClickHousePorts];
+  // Replicated tables copy an insert to the other replicas: the Distributed table writes one.
+  const internal = replicas.length > 1 ? '<internal_replication>true</internal_replication>' : '';
+  return `      <shard>${internal}${replicas.map((r) => `<replica><host>127.0.0.1</host><port>${r.tcp}</port></replica>`).join('')}</shard>`;
+}
+
+const replicationXml = (r: ClickHouseReplication) => `  <interserver_http_host>127.0.0.1</interserver_http_host>
+  <interserver_http_port>${r.interserverPort}</interserver_http_port>
+  <zookeeper><node><host>127.0.0.1</host><port>${r.zookeeperPort}</port></node><session_timeout_ms>${ZOOKEEPER_SESSION_MS}</session_timeout_ms></zookeeper>
+  <macros><shard>${r.shard}</shard><replica>${r.replica}</replica></macros>
+`;
+
+const clickhouseConfig = (home: string, own: ClickHousePorts, shards: readonly Shard[], replication?: ClickHouseReplication) => `<?xml version="1.0"?>
 <yandex>
   <logger><level>warning</level><log>${home}/server.log</log><errorlog>${home}/error.log</errorlog><console>0</console></logger>
   <http_port>${own.http}</http_port>
@@ -152,10 +223,10 @@ const clickhouseConfig = (home: string, own: ClickHousePorts, shards: readonly C
   <timezone>UTC</timezone>
 ${shards.length === 0 ? '' : `  <remote_servers>
     <${EVENTS_CLUSTER}>
-${shards.map((s) => `      <shard><replica><host>127.0.0.1</host><port>${s.tcp}</port></replica></shard>`).join('\n')}
+${shards.map(shardXml).join('\n')}
     </${EVENTS_CLUSTER}>
   </remote_servers>
-`}</yandex>
+`}${replication ? replicationXml(replication) : ''}</yandex>
 `;
 
 const CLICKHOUSE_USERS = `<?xml version="1.0"?>
