@@ -65,6 +65,24 @@ export function createWriter(options: WriterOptions) {
     o.logger.error('a logged request keeps failing: moved to the dead letters', { partition: entry.partition, id: entry.id, failures, deliveries: entry.deliveries, reason });
   }
 
+  /**
+   * An entry's own processing failed: counted, and moved aside once it failed too often ('skip':
+   * the batch goes on past it), else left for the next pass ('stop'). Rethrown when what failed
+   * is a dependency: PostgreSQL away (persons loaded for a project) is no fault of the entry, the
+   * pass fails and the entry is tried again, however long the outage lasts.
+   */
+  async function failedEntry(entry: LogEntry, error: unknown, pass: WriterPass): Promise<'skip' | 'stop'> {
+    if (isDependencyFailure(error)) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    const failures = await o.log.failed(entry.partition, entry.id);
+    if (failures >= o.maxFailures) {
+      await moveAside(entry, reason, failures, pass);
+      return 'skip';
+    }
+    o.logger.warn('a logged request failed; it is tried again', { partition: entry.partition, id: entry.id, failures, deliveries: entry.deliveries, reason });
+    return 'stop';
+  }
+
   /** One batch of a partition, in order, up to its first entry that fails (which stays for the next pass). */
   async function batch(partition: number, pass: WriterPass): Promise<void> {
     const entries = await o.log.read(o.consumer, partition, o.batchEntries);
@@ -94,17 +112,7 @@ export function createWriter(options: WriterOptions) {
       } catch (error) {
         // Not a death: the mark goes first (another writer would count it), whatever the failure.
         await unmark().catch(() => undefined);
-        // PostgreSQL away (persons loaded for a project) is no fault of the entry: the pass fails
-        // and the entry is tried again, however long the outage lasts.
-        if (isDependencyFailure(error)) throw error;
-        const reason = error instanceof Error ? error.message : String(error);
-        const failures = await o.log.failed(partition, entry.id);
-        if (failures >= o.maxFailures) {
-          await moveAside(entry, reason, failures, pass);
-          continue;
-        }
-        o.logger.warn('a logged request failed; it is tried again', { partition, id: entry.id, failures, deliveries: entry.deliveries, reason });
-        break;
+        if ((await failedEntry(entry, error, pass)) === 'stop') break;
       }
     }
     // Before the insert: a death from here on is no single entry's doing.
