@@ -133,13 +133,27 @@ function signalPid(pid: number, signal: NodeJS.Signals) {
   }
 }
 
-/** A free loopback port (another process may take it before it is used: a start that fails on it is reported). */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
+/**
+ * A free loopback port, drawn below the kernel's ephemeral range (32768 and up on Linux): a port
+ * the kernel hands out itself (`listen(0)`, or the local end of any outgoing connection, such as
+ * a ClickHouse server's to ZooKeeper) could be taken between this probe and the start of the
+ * server it is meant for. Another process may still pick the same number by chance: a start that
+ * fails on it is reported.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = PORTS_FROM + Math.floor(Math.random() * (PORTS_TO - PORTS_FROM));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free loopback port found between ${PORTS_FROM} and ${PORTS_TO}`);
+}
+
+const PORTS_FROM = 20_000;
+const PORTS_TO = 32_768;
+
+const canListen = (port: number) =>
+  new Promise<boolean>((resolve) => {
     const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
   });
