@@ -60,7 +60,8 @@ function bodies(apiKey: string, shape: LoadShape): string[] {
         event: '$pageview',
         distinct_id: `u-${(n * shape.perRequest + i) % 5000}`,
         uuid: crypto.randomUUID(),
-        timestamp: new Date(now + n * shape.perRequest + i).toISOString(),
+        // One millisecond apart, ending now: a time ahead of the clock is outside the events list's default window.
+        timestamp: new Date(now - shape.events + n * shape.perRequest + i).toISOString(),
         properties: { ...props, n: i },
       })),
     }),
