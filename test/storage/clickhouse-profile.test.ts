@@ -1,9 +1,8 @@
 import { describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { CLICKHOUSE_SKIP_REASON, clickhouseServerAvailable } from '../helpers/clickhouse';
 import { POSTGRES_SKIP_REASON, postgresAvailable } from '../helpers/postgres';
 import { PROFILE_ANNOUNCEMENT } from '../helpers/test-app';
-import { ROOT } from '../helpers/server-process';
+import { runProfile } from '../helpers/profile-run';
 
 /**
  * The API suites that matter most, run once more with the events in ClickHouse (the run's 18.16
@@ -39,18 +38,7 @@ const REASONED = '[not in the ClickHouse profile: ';
 
 run(`API suites with EVENTS_STORE=clickhouse (18.16) and META_STORE=postgres${available ? '' : ` (skipped: ${reason})`}`, () => {
   test(`${SUITES.length} suites pass unchanged; what they skip says why`, async () => {
-    const child = Bun.spawn([process.execPath, 'test', '--timeout', '30000', ...SUITES.map((s) => join(ROOT, s))], {
-      cwd: ROOT,
-      env: { ...process.env, HOGBASE_TEST_EVENTS_STORE: 'clickhouse' },
-      stdin: 'ignore',
-      stdout: 'pipe',
-      stderr: 'pipe',
-    });
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-    const output = out + err;
-    const count = (word: string) => Number(new RegExp(`^\\s*(\\d+) ${word}$`, 'm').exec(output)?.[1] ?? 0);
-    const failed = count('fail');
-    if (code !== 0 || failed > 0) throw new Error(`the ClickHouse profile failed (exit ${code}):\n${output.split('\n').filter((l) => !l.startsWith('(pass)')).join('\n').slice(-20_000)}`);
+    const { output, count } = await runProfile('ClickHouse', SUITES, { HOGBASE_TEST_EVENTS_STORE: 'clickhouse' });
     const skipped = [...new Set(output.split('\n').filter((l) => l.startsWith('(skip)')))];
     // Listed in this run's output: what the profile does not cover, and why.
     console.log(`ClickHouse profile: ${count('pass')} pass, ${skipped.length} skipped:\n${skipped.join('\n')}`);

@@ -1,7 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { POSTGRES_SKIP_REASON, postgresAvailable } from '../helpers/postgres';
-import { ROOT } from '../helpers/server-process';
+import { runProfile } from '../helpers/profile-run';
 
 /**
  * The API suites that matter most for the management data, run once more with it in PostgreSQL
@@ -32,18 +31,7 @@ const run = postgresAvailable ? describe : describe.skip;
 
 run(`API suites with META_STORE=postgres${postgresAvailable ? '' : ` (skipped: ${POSTGRES_SKIP_REASON})`}`, () => {
   test(`${SUITES.length} suites pass unchanged`, async () => {
-    const child = Bun.spawn([process.execPath, 'test', ...SUITES.map((s) => join(ROOT, s))], {
-      cwd: ROOT,
-      env: { ...process.env, HOGBASE_TEST_META_STORE: 'postgres' },
-      stdin: 'ignore',
-      stdout: 'pipe',
-      stderr: 'pipe',
-    });
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-    const output = out + err;
-    const passed = Number(/^\s*(\d+) pass$/m.exec(output)?.[1] ?? 0);
-    const failed = Number(/^\s*(\d+) fail$/m.exec(output)?.[1] ?? 0);
-    if (code !== 0 || failed > 0) throw new Error(`the PostgreSQL profile failed (exit ${code}):\n${output.split('\n').filter((l) => !l.startsWith('(pass)')).join('\n').slice(-20_000)}`);
-    expect(passed).toBeGreaterThan(300);
+    const { count } = await runProfile('PostgreSQL', SUITES, { HOGBASE_TEST_META_STORE: 'postgres' });
+    expect(count('pass')).toBeGreaterThan(300);
   }, 600_000);
 });
