@@ -50,11 +50,6 @@ function personRow(p: Person, teamId: number): string {
   return `{"id":${p.id},"uuid":${JSON.stringify(p.uuid)},"team_id":${teamId},"properties":${properties},"is_identified":${p.isIdentified},"created_ms":${Math.round(p.createdAt)}}`;
 }
 
-/*
- * Distinct ids come through the capture decoder, which leaves no lone surrogate, but one would
- * fail every flush (DuckDB's JSON refuses its escape): U+FFFD, as the appender's UTF-8 wrote it.
- */
-
 /**
  * Persons live in memory per project (loaded on first use) so ingestion and flag checks never
  * wait for the database; changes are collected per person and written in bulk by `flush`.
@@ -409,6 +404,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       if (!p) gone.push(`{${key}}`);
       else rows.push(`{${key},"person_uuid":${JSON.stringify(p.uuid)}}`);
     }
+    // Distinct ids come through the capture decoder, which leaves no lone surrogate, but one would
+    // fail every flush (DuckDB's JSON refuses its escape): U+FFFD, as the appender's UTF-8 wrote it.
     if (gone.length) await c.run(DELETE_DISTINCT_IDS, [wellFormedJson(`[${gone.join(',')}]`)]);
     if (rows.length) await c.run(MERGE_DISTINCT_IDS, [wellFormedJson(`[${rows.join(',')}]`)]);
   }
