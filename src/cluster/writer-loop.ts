@@ -46,7 +46,7 @@ export function createWriterLoop(options: WriterLoopOptions) {
     try {
       const pass = await o.writer.pass();
       await trimHeld(pass.partitions);
-      if (pass.entries === 0 && pass.deadLettered === 0) await o.sleep(o.idleMs);
+      if (pass.taken === 0 && pass.deadLettered === 0) await o.sleep(o.idleMs);
       return pass;
     } catch (error) {
       o.logger.warn('a writer pass failed; its entries stay in the log and are taken again', { error });

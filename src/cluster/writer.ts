@@ -33,22 +33,47 @@ export interface WriterOptions {
    * raised, and deaths of a writer process while it was processed (see `RedisLog.crashed`).
    */
   maxFailures?: number;
+  /**
+   * Processed rows are inserted at most this often, every partition's in one INSERT (the entries
+   * acknowledged only then): ClickHouse wants about one insert a second per table, of thousands of
+   * rows, and a trickle of small requests would otherwise make an insert (and a part to merge) per
+   * partition per pass. 0 inserts every pass.
+   */
+  insertEveryMs?: number;
+  /** Processed bytes held after which they are inserted without waiting: bounds the memory. */
+  maxHeldBytes?: number;
+  /** The clock the insert interval is read from (time injected: tests advance it). */
+  now?: () => number;
 }
 
 export interface WriterPass {
+  /** Entries processed this pass (held, or inserted with the rest). */
+  taken: number;
+  /** Entries acknowledged this pass (their rows inserted). */
   entries: number;
   rows: number;
   deadLettered: number;
   partitions: number[];
 }
 
-const DEFAULTS = { leaseMs: 15_000, batchEntries: 500, maxFailures: 3 };
+const DEFAULTS = { leaseMs: 15_000, batchEntries: 500, maxFailures: 3, insertEveryMs: 1_000, maxHeldBytes: 32 * 1024 * 1024, now: Date.now };
+
+/** A partition's entries processed but not inserted yet (nor acknowledged: a death processes them again). */
+interface Held {
+  parts: Uint8Array[];
+  bytes: number;
+  rows: number;
+  ids: string[];
+}
 /** The dead letter's reason for an entry that writers died processing. */
 export const DIED = 'a writer process died while processing it (out of memory, a crash of the runtime?): not processed again';
 
 export function createWriter(options: WriterOptions) {
   const o = { ...DEFAULTS, ...options };
   let held = new Set<number>();
+  const waiting = new Map<number, Held>();
+  /** When the oldest rows held were processed (null: none held). */
+  let heldSince: number | null = null;
 
   /** One entry's rows (lines as the event store logs them), its events named from its log id. */
   async function rowsOf(entry: LogEntry): Promise<{ lines: Uint8Array; rows: number }> {
@@ -83,9 +108,12 @@ export function createWriter(options: WriterOptions) {
     return 'stop';
   }
 
-  /** One batch of a partition, in order, up to its first entry that fails (which stays for the next pass). */
-  async function batch(partition: number, pass: WriterPass): Promise<void> {
-    const entries = await o.log.read(o.consumer, partition, o.batchEntries);
+  /**
+   * One batch of a partition, in order, up to its first entry that fails (which stays for the
+   * next pass); its rows held. True when it stopped at such an entry.
+   */
+  async function batch(partition: number, pass: WriterPass): Promise<boolean> {
+    const entries = await o.log.read(o.consumer, partition, o.batchEntries, waiting.get(partition)?.ids.at(-1));
     // Entries read again may include one a writer died processing: its mark counts as a failure.
     const died = entries[0]?.redelivered ? await o.log.crashed(o.consumer, partition) : null;
     let marked = false;
@@ -95,6 +123,8 @@ export function createWriter(options: WriterOptions) {
     };
     const done: string[] = [];
     const parts: Uint8Array[] = [];
+    let rows = 0;
+    let stopped = false;
     for (const entry of entries) {
       if (died?.id === entry.id && died.failures >= o.maxFailures) {
         await moveAside(entry, `${DIED} (${died.failures} failures, the last a death of the writer process)`, died.failures, pass);
@@ -105,23 +135,53 @@ export function createWriter(options: WriterOptions) {
       if (entry.redelivered) await o.log.processing(o.consumer, partition, entry.id);
       marked = entry.redelivered === true;
       try {
-        const { lines, rows } = await rowsOf(entry);
-        parts.push(lines);
-        pass.rows += rows;
+        const made = await rowsOf(entry);
+        parts.push(made.lines);
+        rows += made.rows;
         done.push(entry.id);
+        pass.taken++;
       } catch (error) {
         // Not a death: the mark goes first (another writer would count it), whatever the failure.
         await unmark().catch(() => undefined);
-        if ((await failedEntry(entry, error, pass)) === 'stop') break;
+        if ((await failedEntry(entry, error, pass)) === 'stop') {
+          stopped = true;
+          break;
+        }
       }
     }
     // Before the insert: a death from here on is no single entry's doing.
     await unmark();
-    if (parts.length) await insertProcessed(o.ch, Buffer.concat(parts).toString('utf8'), Number(entries[0]!.id.split('-')[0]));
-    await o.persons.flush();
-    await o.log.ack(partition, done);
-    pass.entries += done.length;
+    if (done.length) {
+      let h = waiting.get(partition);
+      if (!h) waiting.set(partition, (h = { parts: [], bytes: 0, rows: 0, ids: [] }));
+      for (const p of parts) h.bytes += p.byteLength;
+      h.parts.push(...parts);
+      h.rows += rows;
+      h.ids.push(...done);
+      heldSince ??= o.now();
+    }
+    return stopped;
   }
+
+  const heldBytesNow = () => [...waiting.values()].reduce((n, h) => n + h.bytes, 0);
+
+  /** Insert every partition's held rows in one INSERT, make the persons durable, then acknowledge the entries. */
+  async function insertHeld(pass: WriterPass): Promise<void> {
+    const held = [...waiting];
+    const parts = held.flatMap(([, h]) => h.parts);
+    // The rows' `seg` in the table: the first held entry's log time (rows inserted again get it again only if held alike; reads collapse on uuid).
+    if (parts.length) await insertProcessed(o.ch, Buffer.concat(parts).toString('utf8'), Math.min(...held.map(([, h]) => Number(h.ids[0]!.split('-')[0]))));
+    await o.persons.flush();
+    for (const [partition, h] of held) {
+      await o.log.ack(partition, h.ids);
+      waiting.delete(partition);
+      pass.entries += h.ids.length;
+      pass.rows += h.rows;
+    }
+    heldSince = null;
+  }
+
+  const due = () => heldSince !== null && (heldBytesNow() >= o.maxHeldBytes || o.now() - heldSince >= o.insertEveryMs);
 
   return {
     /** Renew this writer's partitions (taking over those that came free), then one batch of each. */
@@ -129,13 +189,27 @@ export function createWriter(options: WriterOptions) {
       const now = new Set(await o.log.lease(o.consumer, o.leaseMs));
       for (const p of now) if (!held.has(p)) await o.log.takeOver(o.consumer, p);
       held = now;
-      const pass: WriterPass = { entries: 0, rows: 0, deadLettered: 0, partitions: [...now] };
-      for (const p of now) await batch(p, pass);
+      // Rows held for a partition lost meanwhile are not inserted: its next holder processes the entries again.
+      for (const p of waiting.keys()) if (!now.has(p)) waiting.delete(p);
+      if (waiting.size === 0) heldSince = null;
+      const pass: WriterPass = { taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [...now] };
+      // A batch stopped at a failing entry: what came before it goes now, so the failure holds nothing up.
+      let stopped = false;
+      for (const p of now) {
+        if (await batch(p, pass)) stopped = true;
+        if (heldBytesNow() >= o.maxHeldBytes) await insertHeld(pass);
+      }
+      if (waiting.size && (stopped || due())) await insertHeld(pass);
       return pass;
     },
 
-    /** Give the partitions up (a clean stop): another writer takes them at once. */
+    /** Insert what is held, then give the partitions up (a clean stop): another writer takes them at once. */
     async release(): Promise<void> {
+      const pass: WriterPass = { taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [...held] };
+      // Not inserted: left unacknowledged, the next holder processes them again.
+      if (waiting.size) await insertHeld(pass).catch((error: unknown) => o.logger.warn('held rows not inserted at release; the entries stay in the log', { error }));
+      waiting.clear();
+      heldSince = null;
       for (const p of held) await o.log.release(o.consumer, p);
       held = new Set();
     },

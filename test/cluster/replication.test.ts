@@ -59,9 +59,21 @@ run(`ClickHouse 18.16 replication through ZooKeeper: two replicas of one shard${
       replicas.push({ ports: ports[i]!, url: `http://127.0.0.1:${ports[i]!.http}`, argv: [CLICKHOUSE_BIN, `--config-file=${join(home, 'config.xml')}`], home });
       await startReplica(i);
     }
+    // A replica answers queries before its ZooKeeper session is up: a replicated CREATE can meet
+    // "Connection loss" in its first seconds, and is tried again.
+    const untilZooKeeper = async (i: number, statement: string) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await send(i, statement);
+        } catch (error) {
+          if (attempt >= 60 || !/Connection loss|Coordination|ZooKeeper/i.test(String(error))) throw error;
+          await Bun.sleep(500);
+        }
+      }
+    };
     for (let i = 0; i < 2; i++) {
       await send(i, 'CREATE DATABASE IF NOT EXISTS hogbase', {});
-      await send(i, `CREATE TABLE hogbase.events_shard (uuid UUID, distinct_id String, n UInt32) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/hogbase/events_shard', '{replica}') ORDER BY uuid`);
+      await untilZooKeeper(i, `CREATE TABLE IF NOT EXISTS hogbase.events_shard (uuid UUID, distinct_id String, n UInt32) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/hogbase/events_shard', '{replica}') ORDER BY uuid`);
       await send(i, `CREATE TABLE hogbase.events AS hogbase.events_shard ENGINE = Distributed(${EVENTS_CLUSTER}, hogbase, events_shard, cityHash64(distinct_id))`);
     }
   }, 90_000);

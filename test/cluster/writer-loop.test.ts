@@ -3,7 +3,7 @@ import { createWriterLoop } from '../../src/cluster/writer-loop';
 import type { WriterPass } from '../../src/cluster/writer';
 import { silentLogger } from '../../src/logger';
 
-const pass = (entries: number, partitions = [0, 3]): WriterPass => ({ entries, rows: entries, deadLettered: 0, partitions });
+const pass = (entries: number, partitions = [0, 3]): WriterPass => ({ taken: entries, entries, rows: entries, deadLettered: 0, partitions });
 
 /** A loop over scripted passes, a manual clock and a sleep that only records (and moves the clock). */
 function harness(script: Array<WriterPass | Error>) {

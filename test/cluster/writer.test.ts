@@ -33,7 +33,7 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
   const context = (n: number): string => JSON.stringify({ teamId, receivedAt: T0 + n * 1000, ip: '10.0.0.1', anonymizeIps: false, sentAt: null, engage: false } satisfies IntakeContext);
   const append = (n: number, body: unknown) => log.append(0, { context: context(n), body: typeof body === 'string' ? body : JSON.stringify(body), events: 1 });
   const writer = (consumer: string, over: Partial<Parameters<typeof createWriter>[0]> = {}) =>
-    createWriter({ consumer, log, ch, persons: app.deps.storage.persons, process: createIntakeProcessor(app.deps.storage.persons, app.deps.storage.seen).logged, logger: silentLogger, ...over });
+    createWriter({ consumer, log, ch, persons: app.deps.storage.persons, process: createIntakeProcessor(app.deps.storage.persons, app.deps.storage.seen).logged, logger: silentLogger, insertEveryMs: 0, ...over });
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -54,7 +54,7 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     await append(2, { event: '$identify', distinct_id: 'user-1', properties: { $anon_distinct_id: 'anon-1', $set: { email: 'a@b.c' } } });
     await append(3, [{ event: 'signup', distinct_id: 'user-2', uuid: CLIENT_UUID }]);
     const w = writer('writer-a');
-    expect(await w.pass()).toEqual({ entries: 3, rows: 3, deadLettered: 0, partitions: [0] });
+    expect(await w.pass()).toEqual({ taken: 3, entries: 3, rows: 3, deadLettered: 0, partitions: [0] });
     const rows = await newestEvents(ch, teamId, { limit: 10 });
     expect(rows.map((r) => [r.event, r.distinctId, r.timestamp])).toEqual([
       ['signup', 'user-2', T0 + 3000],
@@ -68,7 +68,7 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     expect(identified.properties.email).toBe('a@b.c');
     expect([rows[1]!.personId, rows[2]!.personId]).toEqual([identified.uuid, identified.uuid]);
     expect(rows[0]!.personId).toBe(persons.findByDistinctId(teamId, 'user-2')!.uuid);
-    expect(await w.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
+    expect(await w.pass()).toEqual({ taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
     await w.release();
   });
 
@@ -84,10 +84,10 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     await raw.send('DEL', [`w${prefix}:lease:0`]);
     raw.close();
     const next = writer('writer-c');
-    expect(await next.pass()).toEqual({ entries: 1, rows: 2, deadLettered: 0, partitions: [0] });
+    expect(await next.pass()).toEqual({ taken: 1, entries: 1, rows: 2, deadLettered: 0, partitions: [0] });
     expect(await countEvents(ch, teamId)).toBe(before + 2);
     expect((await newestEvents(ch, teamId, { limit: 2 })).map((r) => r.uuid)).toEqual(firstRun);
-    expect(await next.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
+    expect(await next.pass()).toEqual({ taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
     await next.release();
   });
 
@@ -96,8 +96,8 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     await append(5, '[{"event": "broken", ');
     await append(6, [{ event: 'after', distinct_id: 'user-4' }]);
     const w = writer('writer-d', { maxFailures: 2 });
-    expect(await w.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
-    expect(await w.pass()).toEqual({ entries: 1, rows: 1, deadLettered: 1, partitions: [0] });
+    expect(await w.pass()).toEqual({ taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
+    expect(await w.pass()).toEqual({ taken: 1, entries: 1, rows: 1, deadLettered: 1, partitions: [0] });
     expect((await newestEvents(ch, teamId, { limit: 1 })).map((r) => r.event)).toEqual(['after']);
     expect(await countEvents(ch, teamId)).toBe(before + 1);
     const letters = await log.listDeadLetters();
@@ -125,8 +125,8 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     const w = writer('writer-e', { maxFailures: 2, process: flaky });
     for (let i = 0; i < 3; i++) await expect(writer('writer-e', { ch: away, maxFailures: 2 }).pass()).rejects.toThrow('ClickHouse: connection refused');
     for (let i = 0; i < 3; i++) await expect(w.pass()).rejects.toThrow('management database');
-    expect(await w.pass()).toEqual({ entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
-    expect(await w.pass()).toEqual({ entries: 1, rows: 1, deadLettered: 0, partitions: [0] });
+    expect(await w.pass()).toEqual({ taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [0] });
+    expect(await w.pass()).toEqual({ taken: 1, entries: 1, rows: 1, deadLettered: 0, partitions: [0] });
     expect(await log.listDeadLetters()).toEqual([]);
     expect(await countEvents(ch, teamId)).toBe(before + 1);
     // Its failure count went with its acknowledgement.
@@ -192,6 +192,59 @@ run(`a cluster writer: Redis log → pipeline → ClickHouse${redisAvailable ? '
     await expect(writer('writer-i', { ch: chAway }).pass()).rejects.toThrow('ClickHouse: connection refused');
     expect(await log.crashed('writer-j', 0)).toBeNull();
     await w.release();
+    log.close();
+  });
+
+  test('rows are held and inserted at most once an interval, every partition in one INSERT, unacknowledged until then; a clean stop inserts what is held', async () => {
+    log = await openRedisLog({ url: redis.url, prefix: `w${++prefix}`, partitions: 2 });
+    let clock = 0;
+    const inserts: number[] = [];
+    const counting = new Proxy(ch, {
+      get: (target, key) =>
+        key === 'insertTabSeparated'
+          ? async (table: string, columns: string[], rows: Iterable<string> | AsyncIterable<string>) => {
+              let text = '';
+              for await (const chunk of rows) text += chunk;
+              inserts.push(text.split('\n').filter(Boolean).length);
+              return target.insertTabSeparated(table, columns, [text]);
+            }
+          : Reflect.get(target, key),
+    });
+    const pending = async () => {
+      const raw = new RedisClient(redis.url);
+      let n = 0;
+      for (const p of [0, 1]) n += Number((await raw.send('XPENDING', [`w${prefix}:log:${p}`, 'writers']))[0]);
+      raw.close();
+      return n;
+    };
+    const appendTo = (p: number, n: number, body: unknown) => log.append(p, { context: context(n), body: JSON.stringify(body), events: 1 });
+    const held = (events: Array<{ event: string }>) => events.map((r) => r.event).filter((e) => e.startsWith('held-')).sort();
+    const before = await countEvents(ch, teamId);
+    const w = writer('writer-k', { ch: counting, insertEveryMs: 1_000, now: () => clock });
+    await appendTo(0, 7, [{ event: 'held-1', distinct_id: 'user-5' }, { event: 'held-2', distinct_id: 'user-5' }]);
+    await appendTo(1, 8, [{ event: 'held-3', distinct_id: 'user-6' }]);
+    expect(await w.pass()).toEqual({ taken: 2, entries: 0, rows: 0, deadLettered: 0, partitions: [0, 1] });
+    clock += 500;
+    await appendTo(0, 9, [{ event: 'held-4', distinct_id: 'user-5' }]);
+    // Only the new entry is processed: those held are not read again.
+    expect(await w.pass()).toEqual({ taken: 1, entries: 0, rows: 0, deadLettered: 0, partitions: [0, 1] });
+    expect([inserts, await countEvents(ch, teamId), await pending()]).toEqual([[], before, 3]);
+    clock += 500;
+    expect(await w.pass()).toEqual({ taken: 0, entries: 3, rows: 4, deadLettered: 0, partitions: [0, 1] });
+    expect([inserts, await countEvents(ch, teamId), await pending()]).toEqual([[4], before + 4, 0]);
+    expect(held(await newestEvents(ch, teamId, { limit: 100 }))).toEqual(['held-1', 'held-2', 'held-3', 'held-4']);
+
+    await appendTo(1, 10, [{ event: 'held-5', distinct_id: 'user-6' }]);
+    expect(await w.pass()).toEqual({ taken: 1, entries: 0, rows: 0, deadLettered: 0, partitions: [0, 1] });
+    await w.release();
+    expect([inserts, await countEvents(ch, teamId), await pending()]).toEqual([[4, 1], before + 5, 0]);
+
+    // Past the memory bound, no waiting for the interval.
+    const small = writer('writer-l', { ch: counting, insertEveryMs: 1_000, maxHeldBytes: 1, now: () => clock });
+    await appendTo(0, 11, [{ event: 'at-once', distinct_id: 'user-7' }]);
+    expect(await small.pass()).toEqual({ taken: 1, entries: 1, rows: 1, deadLettered: 0, partitions: [0, 1] });
+    expect(inserts).toEqual([4, 1, 1]);
+    await small.release();
     log.close();
   });
 });

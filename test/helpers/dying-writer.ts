@@ -31,7 +31,7 @@ const ch = {
 const writer = createWriter({ consumer: `dying-${process.pid}`, log, ch, persons: app.deps.storage.persons, process: dying, logger: silentLogger });
 for (let i = 0; i < 10; i++) {
   const pass = await writer.pass();
-  if (pass.entries === 0 && pass.deadLettered === 0) break;
+  if (pass.taken === 0 && pass.deadLettered === 0) break;
 }
 await writer.release();
 log.close();

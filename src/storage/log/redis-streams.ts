@@ -143,8 +143,12 @@ export interface RedisLog {
   release(consumer: string, partition: number): Promise<void>;
   /** Entries the partition's previous holder read and did not acknowledge, now this writer's (in log order). */
   takeOver(consumer: string, partition: number): Promise<number>;
-  /** The partition's next entries for this writer: its unacknowledged ones first, then new ones. */
-  read(consumer: string, partition: number, count: number): Promise<LogEntry[]>;
+  /**
+   * The partition's next entries for this writer: its unacknowledged ones first, then new ones.
+   * `after`: the last entry it holds processed (unacknowledged, to be inserted): only its
+   * unacknowledged entries after that one are read again.
+   */
+  read(consumer: string, partition: number, count: number, after?: string): Promise<LogEntry[]>;
   ack(partition: number, ids: readonly string[]): Promise<void>;
   /** Note one failure of the entry's own processing; its failures so far (forgotten once acknowledged). */
   failed(partition: number, id: string): Promise<number>;
@@ -240,14 +244,14 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
       return claimed;
     },
 
-    async read(consumer, p, count) {
+    async read(consumer, p, count, after) {
       // Its own unacknowledged entries first (a failed batch, or ones just claimed), in order.
-      for (const from of ['0', '>']) {
+      for (const from of [after ?? '0', '>']) {
         const reply = await send<Record<string, StreamEntry[]> | null>('XREADGROUP', ['GROUP', GROUP, consumer, 'COUNT', String(count), 'STREAMS', stream(p), from]);
         const entries = reply?.[stream(p)] ?? [];
         if (!entries.length) continue;
         const counts = await deliveries(p, entries.map(([id]) => id));
-        return entries.map((e) => toEntry(p, e, counts.get(e[0]) ?? 1, from === '0'));
+        return entries.map((e) => toEntry(p, e, counts.get(e[0]) ?? 1, from !== '>'));
       }
       return [];
     },
