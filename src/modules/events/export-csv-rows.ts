@@ -2,9 +2,9 @@ import { duckdbCsvField, duckdbJsonString, EVENT_CSV_PERSON_COLUMNS, jsonObjectM
 import type { Row } from '../../storage/db';
 import { isoTimestamp, type PersonObject } from './event-object';
 import { scopeRelation, type ExportContext, type Slice } from './export-plan';
-import { sliceRowsStatement } from './export-queries';
+import { sliceRowsStatement } from '../../storage/events/read/export-statements';
 import type { Scope } from './list';
-import type { Order } from './queries';
+import type { Order } from '../../storage/events/read/list-statements';
 
 /**
  * CSV exports where the engine does not write files here (ClickHouse): each slice's rows are

@@ -1,10 +1,10 @@
 import { parseElementsChain } from '../../core/events/elements';
 import type { Row } from '../../storage/db';
 import { isoTimestamp, type PersonObject } from './event-object';
-import { sliceRowsStatement, sliceScanRowsStatement } from './export-queries';
+import { sliceRowsStatement, sliceScanRowsStatement } from '../../storage/events/read/export-statements';
 import { scopeRelation, type Slice } from './export-plan';
 import type { ListContext, Scope } from './list';
-import type { EventKey, Order } from './queries';
+import type { EventKey, Order } from '../../storage/events/read/list-statements';
 
 const encoder = new TextEncoder();
 

@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assembleEventsQuery, compileSelect, sql, type CompiledSelect, type SqlFragment } from '../../core/query';
 import type { PropertyType } from '../../core/ingest/property-type';
-import { emptyParquetEventsStatement, parquetConcatStatement, parquetSelectCopyStatement, parquetSliceCopyStatement } from './export-queries';
+import { emptyParquetEventsStatement, parquetConcatStatement, parquetSelectCopyStatement, parquetSliceCopyStatement } from '../../storage/events/read/export-statements';
 import { copiedRows, FILE_CHUNK, isSpare, newestFirstRelation, planExport, scopeRelation, startingPoint, type ExportContext, type Slice } from './export-plan';
-import { listScope, relationFor, selectFragment, selectOrder, type Scope } from './list';
+import { listScope, selectFragment, selectOrder, type Scope } from './list';
+import { eventsFrom } from '../../storage/events/read/list-reads';
 import type { ListRequest } from './params';
-import { afterKey, allOf, keyAtStatement, upToKey, type Order } from './queries';
+import { afterKey, allOf, keyAtStatement, upToKey, type Order } from '../../storage/events/read/list-statements';
 
 /**
  * `format=parquet`: DuckDB writes the whole export to a temporary file (zstd; see
@@ -33,7 +34,7 @@ async function parquetSelectStatement(ctx: ExportContext, req: ListRequest, file
   const scope = await listScope(ctx, req, selectFragment(compiled));
   const query = assembleEventsQuery({
     // Nothing matches (e.g. an unknown person): no rows, still the select's columns and types.
-    relation: await relationFor(ctx, scope?.person ?? true, req.afterMs, req.beforeMs),
+    relation: await eventsFrom(ctx, scope?.person ?? true, { from: req.afterMs, to: req.beforeMs }),
     teamId: ctx.teamId,
     filters: scope ? scope.where : sql`false`,
     select: compiled,

@@ -1,9 +1,10 @@
 import type { Logger } from '../../logger';
 import type { Deps } from '../../deps';
-import { bucketCountsStatement, HOUR_MS } from './export-queries';
-import { findKeys, listWindow, relationFor, type ListContext, type Scope } from './list';
+import { bucketCountsStatement, HOUR_MS } from '../../storage/events/read/export-statements';
+import { findKeys, listWindow, type ListContext, type Scope } from './list';
+import { eventsFrom } from '../../storage/events/read/list-reads';
 import type { ListRequest } from './params';
-import { afterKey, allOf, asEvents, type Order } from './queries';
+import { afterKey, allOf, asEvents, type Order } from '../../storage/events/read/list-statements';
 
 /**
  * How an export is cut into slices of time: a row count of what it reads by hour (busy hours by
@@ -52,7 +53,7 @@ export function plannedToRead(slices: readonly Slice[]): Slice[] {
  * The scope's rows in [from, to) as the list reads them: a person's (`distinct_id`, `person_id`)
  * from storage's person-clustered copies where they cover the range.
  */
-export const scopeRelation = (ctx: ListContext, scope: Scope, from: number | null, to: number): Promise<string> => relationFor(ctx, scope.person, from, to, scope.byPerson);
+export const scopeRelation = (ctx: ListContext, scope: Scope, from: number | null, to: number): Promise<string> => eventsFrom(ctx, scope.person, { from: from, to: to }, scope.byPerson);
 
 /** The rest of the window after the slice a limit cuts (see `Slice.limit`). */
 export const isSpare = (slice: Slice): boolean => slice.limit === 0;

@@ -8,13 +8,14 @@ import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
 import { countListing } from '../../storage/events/counts';
 import { csvRowSlices, NO_PERSON_FIELDS, personCsvFields } from './export-csv-rows';
-import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS } from './export-queries';
+import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS } from '../../storage/events/read/export-statements';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
 import { copiedRows, FILE_CHUNK, newestFirstRelation, planExport, plannedToRead, scopeRelation, startingPoint, type ExportContext, type Slice } from './export-plan';
-import { frozenBefore, link, listScope, relationFor, selectFragment, selectOrder, selectRow, type Scope } from './list';
+import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
+import { eventsFrom } from '../../storage/events/read/list-reads';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
-import { allOf, asEvents, type Order } from './queries';
+import { allOf, asEvents, type Order } from '../../storage/events/read/list-statements';
 
 export type { ExportContext } from './export-plan';
 
@@ -307,7 +308,7 @@ async function selectChunks(ctx: ExportContext, req: ListRequest, format: Export
   const scope = await listScope(ctx, req, selectFragment(compiled));
   const statement = scope
     ? assembleEventsQuery({
-        relation: await relationFor(ctx, scope.person, req.afterMs, req.beforeMs),
+        relation: await eventsFrom(ctx, scope.person, { from: req.afterMs, to: req.beforeMs }),
         teamId: ctx.teamId,
         filters: scope.where,
         select: compiled,

@@ -1,15 +1,13 @@
-import { assembleEventsQuery, compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
+import { compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
 import type { PropertyType } from '../../core/ingest/property-type';
 import { AppError } from '../../errors';
 import type { Row } from '../../storage/db';
 import { selectValue, toEventObject, type EventObject, type PersonObject } from './event-object';
 import { formatCursor, type ListRequest } from './params';
 import { countListing, type FileCounts } from '../../storage/events/counts';
-import {
-  afterKey, allOf, asEvents, keysStatement, needsPersonProperties, pageRowsStatement, rowsByKeysStatement, type EventKey, type Order,
-} from './queries';
+import { afterKey, allOf, needsPersonProperties, type EventKey, type Order } from '../../storage/events/read/list-statements';
+import { readKeys, readPageRows, readRowsByKeys, readSelectRows } from '../../storage/events/read/list-reads';
 import type { QueryRunner } from '../../storage/events/runner';
-import type { RelationOptions } from '../../storage/events/types';
 
 /** What a list query needs besides the request: the runner, the team and lookups it can call. */
 export interface ListContext {
@@ -81,13 +79,6 @@ export async function listScope(ctx: ListContext, req: ListRequest, alsoRuns?: S
   return { where, conditions, person, byPerson, ...(distinctIds ? { distinctIds } : {}) };
 }
 
-export async function relationFor(
-  ctx: ListContext, person: boolean, from: number | null, to: number | null, byPerson = false, options: Pick<RelationOptions, 'distinctIds' | 'onePerUuid'> = {},
-): Promise<string> {
-  const rel = await ctx.runner.relation(ctx.teamId, { ...(from === null ? {} : { from }), ...(to === null ? {} : { to }) }, { byPerson, ...options });
-  return asEvents(person ? ctx.runner.withPersons(rel.sql, ctx.teamId) : rel.sql);
-}
-
 /** The time window a list reads: the request's bounds narrowed by the cursor. */
 export function listWindow(req: ListRequest): { bottom: number | null; top: number } {
   const c = req.cursor;
@@ -103,9 +94,7 @@ export function listWindow(req: ListRequest): { bottom: number | null; top: numb
 export async function findKeys(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<EventKey[]> {
   const keys: EventKey[] = [];
   const read = async (from: number | null, to: number) => {
-    const relation = await relationFor(ctx, scope.person, from, to, scope.byPerson, { distinctIds: scope.distinctIds });
-    const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, need - keys.length, scope.byPerson, ctx.runner), 'properties');
-    for (const r of rows) keys.push({ uuid: String(r.uuid), ms: (r.timestamp as Date).getTime(), ...(scope.byPerson ? { distinctId: String(r.distinct_id) } : {}) });
+    keys.push(...(await readKeys(ctx, scope, order, { from, to }, need - keys.length)));
   };
   if (order === 'ASC') {
     await read(window.bottom, window.top);
@@ -132,8 +121,7 @@ export async function findKeys(ctx: ListContext, scope: Scope, order: Order, win
 const PERSON_ONE_PHASE_ROWS = 1_000;
 
 async function personRows(ctx: ListContext, scope: Scope, order: Order, window: { bottom: number | null; top: number }, need: number): Promise<Row[]> {
-  const relation = await relationFor(ctx, scope.person, window.bottom, window.top, true, { distinctIds: scope.distinctIds });
-  return ctx.runner.rows(pageRowsStatement(relation, ctx.teamId, scope.where, order, need, ctx.runner), 'properties');
+  return readPageRows(ctx, scope, order, { from: window.bottom, to: window.top }, need);
 }
 
 /**
@@ -142,18 +130,9 @@ async function personRows(ctx: ListContext, scope: Scope, order: Order, window: 
  */
 export async function fetchRows(ctx: ListContext, keys: readonly EventKey[]): Promise<Row[]> {
   if (keys.length === 0) return [];
-  let lo = Number.POSITIVE_INFINITY;
-  let hi = Number.NEGATIVE_INFINITY;
-  for (const k of keys) {
-    lo = Math.min(lo, k.ms);
-    hi = Math.max(hi, k.ms);
-  }
-  const byPerson = keys.every((k) => k.distinctId !== undefined);
-  // One row per uuid is kept below (the first read), so the relation may give a retried insert's copies.
-  const ids = byPerson ? { distinctIds: [...new Set(keys.map((k) => k.distinctId as string))] } : {};
-  const relation = await relationFor(ctx, false, lo, hi + 1, byPerson, { ...ids, onePerUuid: true });
+  // One row per uuid is kept (the first read): storage may give a retried insert's copies.
   const byUuid = new Map<string, Row>();
-  for (const row of await ctx.runner.rows(rowsByKeysStatement(relation, ctx.teamId, keys, ctx.runner))) {
+  for (const row of await readRowsByKeys(ctx, keys)) {
     if (!byUuid.has(String(row.uuid))) byUuid.set(String(row.uuid), row);
   }
   return keys.map((k) => byUuid.get(k.uuid)).filter((r): r is Row => r !== undefined);
@@ -252,18 +231,13 @@ export async function selectEvents(ctx: ListContext, req: ListRequest, requestUr
     // filter), instead of a scan of every row's time under the bound.
     return { ...empty, results: [[selectValue(await countListing(ctx, scope, req), compiled.types[0] ?? '')]] };
   }
-  const relation = await relationFor(ctx, scope.person, req.afterMs, req.beforeMs);
-  const statement = assembleEventsQuery({
-    relation,
-    teamId: ctx.teamId,
-    filters: scope.where,
+  const rows = await readSelectRows(ctx, scope, {
     select: compiled,
     orderBy: selectOrder(compiled, req),
+    range: { from: req.afterMs, to: req.beforeMs },
     limit: limit + 1,
     offset: req.offset,
-    dialect: ctx.runner.dialect,
   });
-  const rows = await ctx.runner.rows(statement, 'select');
   const url = new URL(requestUrl);
   const before = frozenBefore(req, url);
   const hasMore = rows.length > limit;

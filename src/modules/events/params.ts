@@ -1,6 +1,6 @@
 import { formatInstant, parseExpressionList, parseIsoInstant, parseListOrder, parseRelativeOrIsoDate, type EventFilterParams } from '../../core/query';
 import { AppError } from '../../errors';
-import type { EventKey, Order } from './queries';
+import type { EventKey, Order } from '../../storage/events/read/list-statements';
 
 /** The list endpoint's query string, as Elysia hands it over (repeatable ones may be arrays). */
 export interface ListQueryInput {

@@ -8,7 +8,7 @@ import { exportEvents, type ExportContext } from './export';
 import { listEvents, selectEvents, type EventsPage, type SelectPage } from './list';
 import { parseListRequest, type ListQueryInput } from './params';
 import { lookupPerson } from '../persons/service';
-import { distinctIdIn } from './queries';
+import { distinctIdIn } from '../../storage/events/read/list-statements';
 import { eventById, propertyValues } from '../../storage/events/lookups';
 import { QueryRunner } from '../../storage/events/runner';
 

@@ -1,7 +1,7 @@
-import { bind, DUCKDB, joinSql, jsonPointer, sql, trusted, type Dialect, type SqlFragment } from '../../core/query';
-import { EVENT_CSV_PERSON_COLUMNS, type EventCsvColumn } from '../../core/events/csv';
-import type { PropertyType } from '../../core/ingest/property-type';
-import { allOf, DUCKDB_ENGINE, EVENT_ROW_COLUMNS, eventRowColumns, listOrder, type EventsEngine, type Order } from './queries';
+import { bind, DUCKDB, joinSql, jsonPointer, sql, trusted, type Dialect, type SqlFragment } from '../../../core/query';
+import { EVENT_CSV_PERSON_COLUMNS, type EventCsvColumn } from '../../../core/events/csv';
+import type { PropertyType } from '../../../core/ingest/property-type';
+import { allOf, DUCKDB_ENGINE, EVENT_ROW_COLUMNS, eventRowColumns, listOrder, type EventsEngine, type Order } from './list-statements';
 
 /**
  * The SQL of streamed exports. An export reads one slice of time at a time (sorted by DuckDB a
