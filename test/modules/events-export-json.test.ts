@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { PersonObject } from '../../src/modules/events/event-object';
 import { boundedMemo, jsonSlices, type JsonSliceOptions } from '../../src/modules/events/export-json';
-import type { ListContext, Scope } from '../../src/modules/events/list';
+import type { ListContext } from '../../src/modules/events/list';
 import type { Row } from '../../src/storage/db';
 import { FileCounts } from '../../src/storage/events/counts';
 import type { QueryRunner } from '../../src/storage/events/runner';
@@ -9,7 +9,7 @@ import type { QueryRunner } from '../../src/storage/events/runner';
 /**
  * What the JSON export holds while it streams one slice: its memos of persons' and elements'
  * JSON and the text of the results not sent yet stay bounded however many rows the slice has.
- * The slice's rows come from a runner that yields them as one DuckDB chunk.
+ * The slice's rows come from a source that yields them as one DuckDB chunk.
  */
 const CHAIN = 'a.btn:nth-child="1"nth-of-type="1"text="Go"';
 const ROWS: Row[] = Array.from({ length: 60 }, (_, i) => ({
@@ -24,11 +24,7 @@ const ROWS: Row[] = Array.from({ length: 60 }, (_, i) => ({
 function exportOf(options: JsonSliceOptions) {
   const persons: string[] = [];
   const ctx: ListContext = {
-    runner: {
-      async *stream() {
-        yield ROWS;
-      },
-    } as unknown as QueryRunner,
+    runner: {} as QueryRunner,
     teamId: 1,
     now: new Date(0),
     personFilter: null,
@@ -40,10 +36,12 @@ function exportOf(options: JsonSliceOptions) {
     },
     counts: new FileCounts(),
   };
-  const scope: Scope = { where: { sql: '', params: [] }, conditions: { sql: '', params: [] }, person: false, byPerson: false };
   const page = { last: null, more: false };
   const slices = [{ from: 0, to: Date.UTC(2025, 0, 1), limit: null }];
-  const chunks = jsonSlices(ctx, scope, 'DESC', slices, null, async () => 'scan', page, options);
+  const rows = async function* () {
+    yield ROWS;
+  };
+  const chunks = jsonSlices(ctx, slices, null, async () => rows(), page, options);
   return { chunks, persons };
 }
 

@@ -1,8 +1,8 @@
 import { duckdbCsvField, duckdbJsonString, EVENT_CSV_PERSON_COLUMNS, jsonObjectMembers, type EventCsvColumn } from '../../core/events/csv';
 import type { Row } from '../../storage/db';
 import { isoTimestamp, type PersonObject } from './event-object';
-import { scopeRelation, type ExportContext, type Slice } from './export-plan';
-import { sliceRowsStatement } from '../../storage/events/read/export-statements';
+import { streamSliceRows } from '../../storage/events/read/export-reads';
+import type { ExportContext, Slice } from './export-plan';
 import type { Scope } from './list';
 import type { Order } from '../../storage/events/read/list-statements';
 
@@ -23,7 +23,7 @@ export const NO_PERSON_FIELDS = ','.repeat(EVENT_CSV_PERSON_COLUMNS.length);
 
 /**
  * The person columns of a CSV record, each after a comma, as the sorted path's join writes them
- * (`PERSON` in export-queries): the smallest distinct id, `is_identified`, and email, name and
+ * (`PERSON` in storage's export-statements): the smallest distinct id, `is_identified`, and email, name and
  * username as `json_extract_string` gives them. A distinct id without a person gets NO_PERSON_FIELDS.
  */
 export function personCsvFields(person: PersonObject): string {
@@ -89,8 +89,7 @@ export async function* csvRowSlices(
   for (const slice of slices) {
     if (limit !== null && sent >= limit) return;
     const cap = slice.limit === null || limit === null ? null : limit - sent;
-    const statement = sliceRowsStatement(await scopeRelation(ctx, scope, slice.from, slice.to), ctx.teamId, scope.where, order, cap, ctx.runner);
-    for await (const rows of ctx.runner.stream(statement, 'properties')) {
+    for await (const rows of await streamSliceRows(ctx, scope, order, slice, cap, { scan: false })) {
       let out = '';
       for (const row of rows) {
         if (limit !== null && sent >= limit) break;

@@ -1,10 +1,9 @@
 import { parseElementsChain } from '../../core/events/elements';
 import type { Row } from '../../storage/db';
 import { isoTimestamp, type PersonObject } from './event-object';
-import { sliceRowsStatement, sliceScanRowsStatement } from '../../storage/events/read/export-statements';
-import { scopeRelation, type Slice } from './export-plan';
-import type { ListContext, Scope } from './list';
-import type { EventKey, Order } from '../../storage/events/read/list-statements';
+import type { EventKey } from '../../storage/events/read/list-statements';
+import type { Slice } from './export-plan';
+import type { ListContext } from './list';
 
 const encoder = new TextEncoder();
 
@@ -50,15 +49,13 @@ export interface JsonSliceOptions {
  * Event objects of the slices, comma-separated, at most `max` of them (null: all). One row more
  * than `max` is read, as the slices are planned, so meeting that row tells `page.more`; it is
  * not sent. A slice the plan reads under a LIMIT (see `Slice.limit`) is asked for the rows
- * still wanted; counting here stops the others.
+ * still wanted (`cap`); counting here stops the others.
  */
 export async function* jsonSlices(
-  ctx: ListContext,
-  scope: Scope,
-  order: Order,
+  ctx: Pick<ListContext, 'personOf'>,
   slices: readonly Slice[],
   max: number | null,
-  newestFirst: (slice: Slice) => Promise<string | null>,
+  readSlice: (slice: Slice, cap: number | null) => Promise<AsyncIterable<Row[]>>,
   page: StreamedPage,
   options: JsonSliceOptions = {},
 ): AsyncGenerator<Uint8Array> {
@@ -70,11 +67,7 @@ export async function* jsonSlices(
   for (const slice of slices) {
     const wanted = max === null ? null : max + 1 - sent;
     const cap = slice.limit === null ? null : wanted;
-    const scan = cap === null ? await newestFirst(slice) : null;
-    const statement = scan
-      ? sliceScanRowsStatement(scan, ctx.teamId, scope.where)
-      : sliceRowsStatement(await scopeRelation(ctx, scope, slice.from, slice.to), ctx.teamId, scope.where, order, cap, ctx.runner);
-    for await (const rows of ctx.runner.stream(statement, 'properties')) {
+    for await (const rows of await readSlice(slice, cap)) {
       let text = '';
       for (const row of rows) {
         if (max !== null && sent >= max) {

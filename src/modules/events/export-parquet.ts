@@ -2,17 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect, sql, type CompiledSelect, type SqlFragment } from '../../core/query';
+import { compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
 import type { PropertyType } from '../../core/ingest/property-type';
-import { emptyParquetEventsStatement, parquetConcatStatement, parquetSelectCopyStatement, parquetSliceCopyStatement } from '../../storage/events/read/export-statements';
-import { copiedRows, FILE_CHUNK, isSpare, newestFirstRelation, planExport, scopeRelation, startingPoint, type ExportContext, type Slice } from './export-plan';
+import {
+  concatParquetParts, orderedScan, writeEmptyEventsParquet, writeParquetPart, writeParquetSelect, type ParquetPart,
+} from '../../storage/events/read/export-reads';
+import { readKeyAt } from '../../storage/events/read/list-reads';
+import { afterKey, allOf, upToKey, type Order } from '../../storage/events/read/list-statements';
+import { FILE_CHUNK, isSpare, planExport, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { listScope, selectFragment, selectOrder, type Scope } from './list';
-import { eventsFrom } from '../../storage/events/read/list-reads';
 import type { ListRequest } from './params';
-import { afterKey, allOf, keyAtStatement, upToKey, type Order } from '../../storage/events/read/list-statements';
 
 /**
- * `format=parquet`: DuckDB writes the whole export to a temporary file (zstd; see
+ * `format=parquet`: DuckDB writes the whole export to a temporary file (zstd; see storage's
  * `parquetSliceCopyStatement` for the columns, a select's own columns and types otherwise)
  * before the response starts, so its errors are ordinary statuses; the file is then sent in
  * chunks (memory stays that of one chunk) and removed once sent, or when the client goes away.
@@ -20,7 +22,7 @@ import { afterKey, allOf, keyAtStatement, upToKey, type Order } from '../../stor
 export async function parquetChunks(ctx: ExportContext, req: ListRequest): Promise<AsyncGenerator<Uint8Array>> {
   const file = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}.parquet`);
   try {
-    if (req.select.length) await ctx.runner.rows(await parquetSelectStatement(ctx, req, file), 'select');
+    if (req.select.length) await writeSelectParquet(ctx, req, file);
     else await writeEventsParquet(ctx, req, file);
   } catch (error) {
     await rm(file, { force: true });
@@ -29,20 +31,12 @@ export async function parquetChunks(ctx: ExportContext, req: ListRequest): Promi
   return fileChunks(file);
 }
 
-async function parquetSelectStatement(ctx: ExportContext, req: ListRequest, file: string) {
+async function writeSelectParquet(ctx: ExportContext, req: ListRequest, file: string): Promise<void> {
   const compiled = compileSelect(req.select, req.where, ctx.now);
+  // Nothing matches (e.g. an unknown person, a null scope): no rows, still the select's columns and types.
   const scope = await listScope(ctx, req, selectFragment(compiled));
-  const query = assembleEventsQuery({
-    // Nothing matches (e.g. an unknown person): no rows, still the select's columns and types.
-    relation: await eventsFrom(ctx, scope?.person ?? true, { from: req.afterMs, to: req.beforeMs }),
-    teamId: ctx.teamId,
-    filters: scope ? scope.where : sql`false`,
-    select: compiled,
-    orderBy: selectOrder(compiled, req),
-    limit: req.limit ?? Number.MAX_SAFE_INTEGER,
-    offset: req.offset,
-  });
-  return parquetSelectCopyStatement(query, compiled.aliases, compiled.columns, await definedTypes(ctx, compiled), file);
+  const read = { select: compiled, orderBy: selectOrder(compiled, req), range: { from: req.afterMs, to: req.beforeMs }, limit: req.limit ?? Number.MAX_SAFE_INTEGER, offset: req.offset };
+  await writeParquetSelect(ctx, scope, read, await definedTypes(ctx, compiled), file);
 }
 
 /**
@@ -60,7 +54,7 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
   const scope = base && req.limit !== 0 ? await startingPoint(ctx, req, base) : null;
   const slices = scope ? await planExport(ctx, req, scope, req.limit) : [];
   if (!scope || slices.length === 0) {
-    await ctx.runner.rows(emptyParquetEventsStatement(file));
+    await writeEmptyEventsParquet(ctx, file);
     return;
   }
   const parts = await parquetParts(ctx, scope, req.order, await cutByKey(ctx, scope, req.order, slices));
@@ -81,7 +75,7 @@ async function writeParts(ctx: ExportContext, scope: Scope, order: Order, parts:
       const cap = limit === null ? null : limit - written;
       if (cap !== null && cap <= 0) break;
       if (alone && i === 0) {
-        written += await writePart(ctx, scope, order, part, file, 'final', cap);
+        written += await writeParquetPart(ctx, scope, order, part, file, 'final', cap);
         continue;
       }
       if (alone && i === 1) {
@@ -91,24 +85,12 @@ async function writeParts(ctx: ExportContext, scope: Scope, order: Order, parts:
       }
       const to = partFile(files.length);
       files.push(to);
-      written += await writePart(ctx, scope, order, part, to, 'part', cap);
+      written += await writeParquetPart(ctx, scope, order, part, to, 'part', cap);
     }
-    if (files.length > 0) await ctx.runner.rows(parquetConcatStatement(files, file), 'properties');
+    if (files.length > 0) await concatParquetParts(ctx, files, file);
   } finally {
     await Promise.all(files.map((f) => rm(f, { force: true })));
   }
-}
-
-/** One part as the file `to`, at most `cap` rows; the rows written. */
-async function writePart(ctx: ExportContext, scope: Scope, order: Order, part: ParquetPart, to: string, compression: 'final' | 'part', cap: number | null): Promise<number> {
-  const copy = async (relation: string, sort: 'scan' | { order: Order; limit: number | null }) =>
-    copiedRows(await ctx.runner.rows(parquetSliceCopyStatement(relation, ctx.teamId, part.where, sort, to, compression), 'properties'));
-  if (part.slice.limit === null) {
-    const rows = await copy(part.scan ?? (await scopeRelation(ctx, scope, part.slice.from, part.slice.to)), part.scan ? 'scan' : { order, limit: null });
-    // More rows than the export has left (stored in the part since it was counted): written again, cut.
-    if (cap === null || rows <= cap) return rows;
-  }
-  return copy(await scopeRelation(ctx, scope, part.slice.from, part.slice.to), { order, limit: cap });
 }
 
 /** A slice and the condition its rows meet (the export's, or with the key a limit cuts at). */
@@ -130,24 +112,15 @@ async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: 
   const at = slices.findIndex((s) => s.limit !== null);
   const cut = slices[at];
   if (!cut?.limit || order !== 'DESC' || scope.person) return plain;
-  const relation = await scopeRelation(ctx, scope, cut.from, cut.to);
-  const [row] = await ctx.runner.rows(keyAtStatement(relation, ctx.teamId, scope.where, order, cut.limit), 'properties');
-  if (!row) return plain;
-  const last = { uuid: String(row.uuid), ms: (row.timestamp as Date).getTime() };
+  const last = await readKeyAt(ctx, scope, order, cut, cut.limit);
+  if (!last) return plain;
   const keyed: KeyedSlice[] = [...plain.slice(0, at), { slice: { ...cut, limit: null }, where: allOf(scope.where, upToKey(last, order)) }];
   const rest = slices[at + 1];
   if (rest) keyed.push({ slice: { from: rest.from, to: cut.to, limit: rest.limit }, where: allOf(scope.where, afterKey(last, order)) });
   return keyed;
 }
 
-/** A run of an export's slices written by one statement: a scan of time-ordered rows, or a sorted slice. */
-interface ParquetPart {
-  slice: Slice;
-  where: SqlFragment;
-  scan: string | null;
-}
-
-/** The slices as parts: consecutive slices that scan time-ordered rows joined into one (see `newestFirstRelation`). */
+/** The slices as parts: consecutive slices that scan time-ordered rows joined into one (see storage's `orderedScan`). */
 async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slices: readonly KeyedSlice[]): Promise<ParquetPart[]> {
   const parts: ParquetPart[] = [];
   for (const { slice, where } of slices) {
@@ -156,13 +129,13 @@ async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slic
       // Newest first, so the slice lies just below the part: joined, they must still be one order.
       // The part's rows all come before the key a limit cuts this slice at, so they meet its condition.
       const joined = { from: slice.from, to: last.slice.to, limit: null };
-      const scan = await newestFirstRelation(ctx, scope, order, joined);
+      const scan = await orderedScan(ctx, scope, order, joined);
       if (scan) {
         parts[parts.length - 1] = { slice: joined, where, scan };
         continue;
       }
     }
-    parts.push({ slice, where, scan: await newestFirstRelation(ctx, scope, order, slice) });
+    parts.push({ slice, where, scan: await orderedScan(ctx, scope, order, slice) });
   }
   return parts;
 }

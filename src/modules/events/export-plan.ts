@@ -1,10 +1,9 @@
 import type { Logger } from '../../logger';
 import type { Deps } from '../../deps';
-import { bucketCountsStatement, HOUR_MS } from '../../storage/events/read/export-statements';
+import { countByBucket, newestFilesFloor } from '../../storage/events/read/export-reads';
 import { findKeys, listWindow, type ListContext, type Scope } from './list';
-import { eventsFrom } from '../../storage/events/read/list-reads';
 import type { ListRequest } from './params';
-import { afterKey, allOf, asEvents, type Order } from '../../storage/events/read/list-statements';
+import { afterKey, allOf, type Order } from '../../storage/events/read/list-statements';
 
 /**
  * How an export is cut into slices of time: a row count of what it reads by hour (busy hours by
@@ -23,6 +22,10 @@ export interface ExportContext extends ListContext {
 const SLICE_ROWS = 100_000;
 /** The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written. */
 const FIRST_SLICE_ROWS = 25_000;
+/** An export's rows are counted by hour first (see `countBuckets`). */
+const HOUR_MS = 3_600_000;
+/** Most property columns an events CSV gets; a wider export should `select` its columns. */
+export const MAX_CSV_PROPERTY_KEYS = 1_000;
 /** Bytes read from an export's file at a time. */
 export const FILE_CHUNK = 1 << 20;
 
@@ -49,21 +52,8 @@ export function plannedToRead(slices: readonly Slice[]): Slice[] {
   return slices.filter((s) => !isSpare(s));
 }
 
-/**
- * The scope's rows in [from, to) as the list reads them: a person's (`distinct_id`, `person_id`)
- * from storage's person-clustered copies where they cover the range.
- */
-export const scopeRelation = (ctx: ListContext, scope: Scope, from: number | null, to: number): Promise<string> => eventsFrom(ctx, scope.person, { from: from, to: to }, scope.byPerson);
-
 /** The rest of the window after the slice a limit cuts (see `Slice.limit`). */
 export const isSpare = (slice: Slice): boolean => slice.limit === 0;
-
-/** The rows a `COPY … TO` wrote (its one result row). */
-export function copiedRows(result: ReadonlyArray<Record<string, unknown>>): number {
-  const count = Number(result[0]?.Count);
-  if (!Number.isSafeInteger(count)) throw new Error('a COPY did not say how many rows it wrote');
-  return count;
-}
 
 /** Rows counted in [from, to). */
 export interface Bucket {
@@ -140,9 +130,8 @@ export function exportSliceRows(ctx: ExportContext): { rows: number; firstRows: 
  */
 async function countBuckets(ctx: ExportContext, scope: Scope, window: { bottom: number | null; top: number }, target: number): Promise<Bucket[]> {
   const count = async (from: number | null, to: number, width: number): Promise<Bucket[]> => {
-    const relation = await scopeRelation(ctx, scope, from, to);
-    const rows = await ctx.runner.rows(bucketCountsStatement(relation, ctx.teamId, scope.where, ctx.runner.timeBucket(width), ctx.runner.dialect), 'properties');
-    return rows.map((r) => ({ from: Math.max(Number(r.bucket), from ?? Number.NEGATIVE_INFINITY), to: Math.min(Number(r.bucket) + width, to), n: Number(r.n) }));
+    const rows = await countByBucket(ctx, scope, { from, to }, width);
+    return rows.map((r) => ({ from: Math.max(r.bucket, from ?? Number.NEGATIVE_INFINITY), to: Math.min(r.bucket + width, to), n: r.n }));
   };
   let buckets = await count(window.bottom, window.top, HOUR_MS);
   for (;;) {
@@ -195,15 +184,8 @@ function narrowerWidth(run: BusyRun, target: number): number {
 async function exportWindow(ctx: ExportContext, req: ListRequest, scope: Scope): Promise<{ bottom: number | null; top: number }> {
   const window = listWindow(req);
   if (req.order !== 'DESC' || req.limit === null || req.cursor || req.offset > 0 || scope.person || scope.conditions.sql.trim() !== '') return window;
-  const relation = await ctx.runner.relation(ctx.teamId, { ...(window.bottom === null ? {} : { from: window.bottom }), to: window.top });
-  let rows = 0;
-  for (const f of [...relation.files].sort((a, b) => b.minTs - a.minTs)) {
-    if (f.maxTs >= window.top - 1) continue;
-    if (window.bottom !== null && f.minTs <= window.bottom) break;
-    rows += f.rows;
-    if (rows >= req.limit) return { bottom: f.minTs, top: window.top };
-  }
-  return window;
+  const floor = await newestFilesFloor(ctx, window, req.limit);
+  return floor === null ? window : { bottom: floor, top: window.top };
 }
 
 /** `offset` (and `cursor`) of an export: continue after the offset-th row of the listing. */
@@ -216,14 +198,3 @@ export async function startingPoint(ctx: ExportContext, req: ListRequest, scope:
   return last ? { ...scope, where: allOf(where, afterKey(last, req.order, ctx.runner)) } : null;
 }
 
-/**
- * The slice's rows as a relation already newest first, when an export slice can be read without
- * a sort: a newest-first export, no LIMIT cutting the slice (that needs the uuid tie-break), no
- * person join (a join gives up the order), and storage able to give the rows in that order (its
- * `newestFirstRelation`). Null otherwise: then DuckDB sorts the slice.
- */
-export async function newestFirstRelation(ctx: ExportContext, scope: Scope, order: Order, slice: Slice): Promise<string | null> {
-  if (order !== 'DESC' || slice.limit !== null || scope.person) return null;
-  const scan = await ctx.runner.newestFirst(ctx.teamId, { ...(slice.from === null ? {} : { from: slice.from }), to: slice.to });
-  return scan ? asEvents(scan) : null;
-}

@@ -2,20 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assembleEventsQuery, compileSelect, sql, type SqlFragment } from '../../core/query';
+import { compileSelect } from '../../core/query';
 import { csvRecord, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
 import { countListing } from '../../storage/events/counts';
 import { csvRowSlices, NO_PERSON_FIELDS, personCsvFields } from './export-csv-rows';
-import { csvSliceCopyStatement, csvSliceScanStatement, MAX_CSV_PROPERTY_KEYS } from '../../storage/events/read/export-statements';
+import { slicesPropertyKeys, streamSliceRows, windowPropertyKeys, writeCsvSlice } from '../../storage/events/read/export-reads';
+import { streamSelectRows } from '../../storage/events/read/list-reads';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { copiedRows, FILE_CHUNK, newestFirstRelation, planExport, plannedToRead, scopeRelation, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { FILE_CHUNK, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
-import { eventsFrom } from '../../storage/events/read/list-reads';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
-import { allOf, asEvents, type Order } from '../../storage/events/read/list-statements';
+import type { Order } from '../../storage/events/read/list-statements';
 
 export type { ExportContext } from './export-plan';
 
@@ -68,8 +68,11 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   if (!scope) return noChunks();
   // Planned, as the JSON export, for one row more than `limit`: the rows after it are then left unread.
   const slices = await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1);
-  return jsonSlices(ctx, scope, req.order, slices, req.limit, (slice) => newestFirstRelation(ctx, scope, req.order, slice), { last: null, more: false }, { lines: true });
+  return jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order), { last: null, more: false }, { lines: true });
 }
+
+/** A slice's rows for the JSON exports: from storage's ordered scan where it has one and no cap cuts the slice. */
+const sliceRows = (ctx: ExportContext, scope: Scope, order: Order) => (slice: Slice, cap: number | null) => streamSliceRows(ctx, scope, order, slice, cap, { scan: true });
 
 function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>(
@@ -104,7 +107,11 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   const read = plannedToRead(slices);
   const lo = read.some((s) => s.from === null) ? null : Math.min(...read.map((s) => s.from as number));
   const hi = Math.max(...read.map((s) => s.to));
-  const keys = ctx.runner.writesFiles ? await exportPropertyKeys(ctx, req, scope, lo, hi) : await slicesPropertyKeys(ctx, scope, read);
+  // The file path lists a file's keys from the manifest when nothing but time filters the rows.
+  const onlyTime = !scope.person && scope.conditions.sql.trim() === '' && !req.cursor && req.offset === 0;
+  const keys = ctx.runner.writesFiles
+    ? await windowPropertyKeys(ctx, scope, { lo, hi }, req, onlyTime, MAX_CSV_PROPERTY_KEYS)
+    : await slicesPropertyKeys(ctx, scope, read, MAX_CSV_PROPERTY_KEYS);
   if (keys.size > MAX_CSV_PROPERTY_KEYS) {
     throw new AppError('invalid_input', `These events have more than ${MAX_CSV_PROPERTY_KEYS} property keys: choose the columns with select.`, 'format');
   }
@@ -127,7 +134,7 @@ async function eventJsonChunks(ctx: ExportContext, req: ListRequest, url: URL): 
   const scope = base && (await startingPoint(ctx, req, base));
   const slices = scope ? await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1) : [];
   const page: StreamedPage = { last: null, more: false };
-  const results = scope ? jsonSlices(ctx, scope, req.order, slices, req.limit, (slice) => newestFirstRelation(ctx, scope, req.order, slice), page) : noChunks();
+  const results = scope ? jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order), page) : noChunks();
   const back = req.limit ?? req.offset;
   return streamedEnvelope('{"results":[', results, async () => ({
     next: page.more && page.last ? link(url, { cursor: formatCursor(page.last), offset: null, before: frozenBefore(req, url) }) : null,
@@ -141,60 +148,6 @@ async function* noChunks(): AsyncGenerator<Uint8Array> {}
 async function* withHeader(columns: readonly EventCsvColumn[], records: AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
   yield* records;
-}
-
-/**
- * The property keys of the rows in [lo, hi) that the export's conditions select: the header. When
- * nothing but time filters the export, a file lying wholly inside the window contributes all its
- * rows, so its keys come from storage's per-file list when that is known; only the hot rows, the
- * files a bound cuts through and files not yet listed are read (every row's JSON keys).
- */
-async function exportPropertyKeys(ctx: ExportContext, req: ListRequest, scope: Scope, lo: number | null, hi: number): Promise<Set<string>> {
-  const keys = new Set<string>();
-  const scan = (relation: string) => addPropertyKeys(ctx, scope, relation, keys);
-  const onlyTime = !scope.person && scope.conditions.sql.trim() === '' && !req.cursor && req.offset === 0;
-  if (!onlyTime) {
-    await scan(await scopeRelation(ctx, scope, lo, hi));
-    return keys;
-  }
-  const relation = await ctx.runner.relation(ctx.teamId, { ...(lo === null ? {} : { from: lo }), to: hi });
-  const rest: string[] = [];
-  for (const f of relation.files) {
-    // The manifest keeps each file's times truncated to the millisecond, so every row is at or
-    // above its `minTs` (a file starting exactly at the inclusive lower bound is inside: the
-    // window of a `limit` export starts at a file's `minTs`) and may be up to a millisecond
-    // above its `maxTs` (a millisecond to spare below an upper bound).
-    const inside = (lo === null || f.minTs >= lo) && f.maxTs < hi - 1 && (req.afterMs === null || f.minTs > req.afterMs) && f.maxTs < req.beforeMs - 1;
-    if (inside && f.propertyKeys) for (const k of f.propertyKeys) keys.add(k);
-    else rest.push(f.id);
-  }
-  await scan(asEvents(relation.parts(rest, true)));
-  return keys;
-}
-
-/**
- * The property keys of the slices' rows, a statement per slice: an engine that does not write
- * files here (ClickHouse) answers each statement once it is finished (see its `stream`), so a
- * slice bounds what it holds for the answer, as it does for the rows.
- */
-async function slicesPropertyKeys(ctx: ExportContext, scope: Scope, slices: readonly Slice[]): Promise<Set<string>> {
-  const keys = new Set<string>();
-  for (const slice of slices) {
-    if (keys.size > MAX_CSV_PROPERTY_KEYS) break;
-    await addPropertyKeys(ctx, scope, await scopeRelation(ctx, scope, slice.from, slice.to), keys);
-  }
-  return keys;
-}
-
-/** Adds the keys of `relation`'s rows in the scope to `keys`, stopping once there are more than MAX_CSV_PROPERTY_KEYS. */
-async function addPropertyKeys(ctx: ExportContext, scope: Scope, relation: string, keys: Set<string>): Promise<void> {
-  const rowsWanted = allOf(sql`team_id = ${ctx.runner.dialect.bind(ctx.teamId)}`, scope.where);
-  const { statement, keysOf } = ctx.runner.propertyKeys(relation, rowsWanted, MAX_CSV_PROPERTY_KEYS + 1);
-  for await (const rows of ctx.runner.stream(statement, 'properties')) {
-    for (const row of rows) for (const key of keysOf(row)) keys.add(key);
-    // One key past the cap is enough to refuse the export (leaving the loop stops the statement).
-    if (keys.size > MAX_CSV_PROPERTY_KEYS) return;
-  }
 }
 
 async function* emptyCsv(): AsyncGenerator<Uint8Array> {
@@ -233,21 +186,10 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
   const before = columns.findIndex((c) => c.kind === 'person');
   if (columns.slice(before, before + EVENT_CSV_PERSON_COLUMNS.length).some((c) => c.kind !== 'person')) throw new Error('the person columns of a CSV export must be consecutive');
   const files: string[] = [];
-  const copied = async (statement: SqlFragment) => copiedRows(await ctx.runner.rows(statement, 'properties'));
   const write = async (i: number, cap: number | null): Promise<Written> => {
-    const slice = slices[i] as Slice;
     const file = `${prefix}-${i}.csv`;
     files.push(file); // removed at the end whatever happens
-    if (slice.limit === null) {
-      const scan = await newestFirstRelation(ctx, scope, order, slice);
-      const rows = scan
-        ? await copied(csvSliceScanStatement(scan, ctx.teamId, scope.where, columns, file))
-        : await copied(csvSliceCopyStatement(await scopeRelation(ctx, scope, slice.from, slice.to), ctx.teamId, scope.where, columns, order, null, file));
-      // More rows than the export has left (stored in the slice since it was counted): written again, cut.
-      if (cap === null || rows <= cap) return { file, spliced: scan !== null, rows };
-    }
-    const relation = await scopeRelation(ctx, scope, slice.from, slice.to);
-    return { file, spliced: false, rows: await copied(csvSliceCopyStatement(relation, ctx.teamId, scope.where, columns, order, cap, file)) };
+    return { file, ...(await writeCsvSlice(ctx, scope, order, slices[i] as Slice, columns, cap, file)) };
   };
   let written = 0;
   const left = () => (limit === null ? null : limit - written);
@@ -306,28 +248,24 @@ async function* sliceBytes(written: Written, splice: (chunk: Uint8Array) => { by
 async function selectChunks(ctx: ExportContext, req: ListRequest, format: ExportFormat, url: URL): Promise<AsyncGenerator<Uint8Array>> {
   const compiled = compileSelect(req.select, req.where, ctx.now, ctx.runner.dialect);
   const scope = await listScope(ctx, req, selectFragment(compiled));
-  const statement = scope
-    ? assembleEventsQuery({
-        relation: await eventsFrom(ctx, scope.person, { from: req.afterMs, to: req.beforeMs }),
-        teamId: ctx.teamId,
-        filters: scope.where,
+  const rows = scope
+    ? await streamSelectRows(ctx, scope, {
         select: compiled,
         orderBy: selectOrder(compiled, req),
+        range: { from: req.afterMs, to: req.beforeMs },
         limit: req.limit === null ? Number.MAX_SAFE_INTEGER : req.limit + 1,
         offset: req.offset,
-        dialect: ctx.runner.dialect,
       })
     : null;
-  const runner = ctx.runner;
   const max = req.limit ?? Number.POSITIVE_INFINITY;
   let hasMore = false;
   const results = (async function* () {
     if (format === 'csv') yield encoder.encode(csvRecord(compiled.columns));
     let sent = 0;
-    if (!statement) return;
-    for await (const rows of runner.stream(statement, 'select')) {
+    if (!rows) return;
+    for await (const chunk of rows) {
       let text = '';
-      for (const row of rows) {
+      for (const row of chunk) {
         if (sent >= max) {
           hasMore = true;
           break;

@@ -9,15 +9,10 @@ import { allOf, DUCKDB_ENGINE, EVENT_ROW_COLUMNS, eventRowColumns, listOrder, ty
  * from row counts by time bucket, so each holds about the same number of rows.
  */
 
-export const HOUR_MS = 3_600_000;
-
 /** Rows by time bucket: `bucket` is the engine's expression of a row's bucket start in epoch ms (EventReads.timeBucket). */
 export function bucketCountsStatement(relation: string, teamId: number, where: SqlFragment, bucket: SqlFragment, dialect: Dialect = DUCKDB): SqlFragment {
   return sql`SELECT ${bucket} AS bucket, count(*) AS n FROM ${trusted(relation)} WHERE ${allOf(sql`team_id = ${dialect.bind(teamId)}`, where)} GROUP BY bucket`;
 }
-
-/** Most property columns an events CSV gets; a wider export should `select` its columns. */
-export const MAX_CSV_PROPERTY_KEYS = 1_000;
 
 /** One slice of a JSON export: the event rows, in list order. */
 export function sliceRowsStatement(relation: string, teamId: number, where: SqlFragment, order: Order, limit: number | null, engine: EventsEngine = DUCKDB_ENGINE): SqlFragment {
