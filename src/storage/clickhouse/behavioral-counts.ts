@@ -1,4 +1,4 @@
-import { behavioralEventCondition, behavioralWindow } from '../../core/cohorts/compile-cohort';
+import { behavioralEventCondition, behavioralWindow } from '../cohorts/compile-cohort';
 import { sql, trusted } from '../../core/query';
 import type { BehavioralCounts } from '../definitions/events-source';
 import type { EventReads } from '../events/reads';

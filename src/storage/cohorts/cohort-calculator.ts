@@ -1,4 +1,4 @@
-import { compileCohortQuery, type CohortRelations, type CompileContext } from '../../core/cohorts/compile-cohort';
+import { compileCohortQuery, type CohortRelations, type CompileContext } from './compile-cohort';
 import { cohortDefinition } from '../../core/cohorts/definition';
 import { leavesOf, needsEvents, type BehavioralLeaf, type CohortGroup, type SqlFragment } from '../../core/cohorts/types';
 import type { Database, SqlParam } from '../db';

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileCohortQuery, type CohortRelations } from '../../../src/core/cohorts/compile-cohort';
+import { compileCohortQuery, type CohortRelations } from '../../../src/storage/cohorts/compile-cohort';
 
 /** The fixture's tables, named as storage names its own. */
 const RELATIONS: CohortRelations = { persons: 'persons', distinctIds: 'person_distinct_ids', members: 'cohort_people', cohorts: 'cohorts' };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { compileCohortQuery, type CohortRelations } from '../../../src/core/cohorts/compile-cohort';
+import { compileCohortQuery, type CohortRelations } from '../../../src/storage/cohorts/compile-cohort';
 
 /** The fixture's tables, named as storage names its own. */
 const RELATIONS: CohortRelations = { persons: 'persons', distinctIds: 'person_distinct_ids', members: 'cohort_people', cohorts: 'cohorts' };

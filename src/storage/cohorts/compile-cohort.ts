@@ -1,15 +1,17 @@
 import { AppError } from '../../errors';
-import type { Dialect } from '../query/dialect';
-import { DUCKDB } from '../query/dialect-duckdb';
-import { joinSql, sql, trusted, type SqlFragment } from '../query/sql';
-import { compileProperty, not } from './compile-property';
-import { windowStart } from './time-window';
-import { isGroup, needsEvents, type BehavioralLeaf, type CohortGroup, type CohortNode } from './types';
+import type { Dialect } from '../../core/query/dialect';
+import { DUCKDB } from '../../core/query/dialect-duckdb';
+import { joinSql, sql, trusted, type SqlFragment } from '../../core/query/sql';
+import { compileProperty, not } from '../../core/cohorts/compile-property';
+import { windowStart } from '../../core/cohorts/time-window';
+import { isGroup, needsEvents, type BehavioralLeaf, type CohortGroup, type CohortNode } from '../../core/cohorts/types';
 
 /**
  * A cohort definition → one query listing the matching persons (`person_uuid`), parameterized
  * throughout. The project scope is bound outside the definition (`p.team_id = ?`); the relations
- * read are named by storage (`CohortRelations`), the columns here, never by the definition.
+ * read are named by their engine's caller (`CohortRelations`), the columns here, never by the
+ * definition. It lives in storage because it writes whole statements over the cohort and person
+ * tables; the property conditions it uses stay in core (compile-property.ts).
  */
 
 /** What the compiled query reads, as storage names it (trusted text, never a request's). */
