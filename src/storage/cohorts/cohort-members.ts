@@ -38,36 +38,62 @@ type MemberStore = Pick<
   'addStaticPersons' | 'removeStaticPerson' | 'listCohortPersons' | 'iterateCohortPersons' | 'cohortPersonsShape' | 'cohortIdsForPerson' | 'removePerson'
 >;
 
-export function createCohortMembers(db: Database, sources: EventsSourceRef = {}): MemberStore {
-  const refreshCount = (id: number, now: Date) =>
-    db.run(
-      `UPDATE cohorts SET count = (SELECT count(*) FROM cohort_people cp WHERE cp.cohort_id = cohorts.id AND cp.version = cohorts.version),
-       last_calculation = ?, is_calculating = false WHERE id = ?`,
-      [now, id],
-    );
+/** The uuids of the project's persons that `ids` name (each once). */
+export async function findPersons(db: Database, sources: EventsSourceRef, teamId: number, kind: PersonIdKind, ids: string[]): Promise<string[]> {
+  await sources.syncPersons?.(teamId);
+  const found = new Set<string>();
+  for (let i = 0; i < ids.length; i += BATCH) {
+    let batch = ids.slice(i, i + BATCH);
+    if (kind === 'person_id') batch = batch.filter((v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v));
+    if (!batch.length) continue;
+    const rows = await db.query<{ uuid: string }>(MATCHERS[kind](batch.map(() => '?').join(', ')), [teamId, ...batch]);
+    for (const r of rows) found.add(r.uuid);
+  }
+  return [...found];
+}
 
+const refreshCount = (db: Pick<Database, 'run'>, id: number, now: Date | null) =>
+  db.run(
+    `UPDATE cohorts SET count = (SELECT count(*) FROM cohort_people cp WHERE cp.cohort_id = cohorts.id AND cp.version = cohorts.version),
+     last_calculation = coalesce(?, last_calculation), is_calculating = false WHERE id = ?`,
+    [now, id],
+  );
+
+async function insertMembers(db: Pick<Database, 'run'>, teamId: number, id: number, uuids: string[]) {
+  for (let i = 0; i < uuids.length; i += BATCH) {
+    const batch = uuids.slice(i, i + BATCH);
+    await db.run(
+      `INSERT INTO cohort_people (cohort_id, person_uuid, version)
+       SELECT c.id, u.uuid::UUID, c.version FROM cohorts c, (SELECT unnest([${batch.map(() => '?').join(', ')}]) AS uuid) u
+       WHERE c.id = ? AND c.team_id = ? ON CONFLICT DO NOTHING`,
+      [...batch, id, teamId],
+    );
+  }
+}
+
+/** Add members to a static cohort (persons of its project, by uuid); its count follows. */
+export async function writeStaticMembers(db: Database, teamId: number, id: number, uuids: string[], now: Date): Promise<void> {
+  await insertMembers(db, teamId, id, uuids);
+  await refreshCount(db, id, now);
+}
+
+/**
+ * Make a static cohort's members exactly `uuids` (a copy of members kept elsewhere); its count
+ * follows, its last calculation stays.
+ */
+export async function replaceStaticMembers(db: Database, teamId: number, id: number, uuids: string[]): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.run('DELETE FROM cohort_people WHERE cohort_id = ?', [id]);
+    await insertMembers(tx, teamId, id, uuids);
+    await refreshCount(tx, id, null);
+  });
+}
+
+export function createCohortMembers(db: Database, sources: EventsSourceRef = {}): MemberStore {
   return {
     async addStaticPersons(teamId, id, kind, ids, now) {
-      await sources.syncPersons?.(teamId);
-      const found = new Set<string>();
-      for (let i = 0; i < ids.length; i += BATCH) {
-        let batch = ids.slice(i, i + BATCH);
-        if (kind === 'person_id') batch = batch.filter((v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v));
-        if (!batch.length) continue;
-        const rows = await db.query<{ uuid: string }>(MATCHERS[kind](batch.map(() => '?').join(', ')), [teamId, ...batch]);
-        for (const r of rows) found.add(r.uuid);
-      }
-      const uuids = [...found];
-      for (let i = 0; i < uuids.length; i += BATCH) {
-        const batch = uuids.slice(i, i + BATCH);
-        await db.run(
-          `INSERT INTO cohort_people (cohort_id, person_uuid, version)
-           SELECT c.id, u.uuid::UUID, c.version FROM cohorts c, (SELECT unnest([${batch.map(() => '?').join(', ')}]) AS uuid) u
-           WHERE c.id = ? AND c.team_id = ? ON CONFLICT DO NOTHING`,
-          [...batch, id, teamId],
-        );
-      }
-      await refreshCount(id, now);
+      const uuids = await findPersons(db, sources, teamId, kind, ids);
+      await writeStaticMembers(db, teamId, id, uuids, now);
       return uuids.length;
     },
 
@@ -77,7 +103,7 @@ export function createCohortMembers(db: Database, sources: EventsSourceRef = {})
       const [{ n }] = await db.query<{ n: number }>(`SELECT count(*) AS n FROM cohort_people WHERE ${where}`, params);
       if (!n) return false;
       await db.run(`DELETE FROM cohort_people WHERE ${where}`, params);
-      await refreshCount(id, now);
+      await refreshCount(db, id, now);
       return true;
     },
 

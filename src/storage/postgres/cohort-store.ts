@@ -3,18 +3,21 @@ import type { EventsSourceRef } from '../definitions/events-source';
 import { createCohortCalculator } from '../cohorts/cohort-calculator';
 import { cohortAssignments, toCohortDefinition } from '../cohorts/cohort-columns';
 import { createCohortCopies } from '../cohorts/cohort-copies';
-import { createCohortMembers } from '../cohorts/cohort-members';
+import { createCohortMembers, findPersons, replaceStaticMembers, writeStaticMembers } from '../cohorts/cohort-members';
 import type { Cohort, CohortDefinition, CohortState, CohortStore } from '../cohorts/types';
-import { numbered, type Pg, impossibleId } from './client';
+import { numbered, type Pg, impossibleId, isUuid } from './client';
 import type { Changes } from './changes';
 
 /**
- * Cohort definitions in PostgreSQL; their members and calculation stay with the events they
- * come from (DuckDB), which keeps a copy of each definition (cohorts/cohort-copies.ts). A
- * cohort read here is its definition from PostgreSQL with this server's calculation state.
+ * Cohort definitions in PostgreSQL, with the members uploaded to static cohorts; a dynamic
+ * cohort's members and calculation stay with the events they come from (DuckDB), which keeps a
+ * copy of each definition (cohorts/cohort-copies.ts) and of each static cohort's members (the
+ * listings and the flags' membership lookup read them there, joined to persons). A cohort read
+ * here is its definition from PostgreSQL with this server's calculation state.
  * Copies follow every change: this process's own at once, another process's when its
  * notification (`cohorts`) arrives, and all of them at start and after a lost connection; a
- * dynamic cohort new to this server, or changed by another, is calculated here too.
+ * dynamic cohort new to this server, or changed by another, is calculated here too; a static
+ * one's members are copied again from PostgreSQL.
  */
 
 const COLUMNS = 'id, team_id, name, description, groups::text AS groups, filters::text AS filters, deleted, is_static, created_by, created_at';
@@ -37,10 +40,24 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
   const members = createCohortMembers(db, events);
   const calculator = createCohortCalculator(db, events);
 
-  /** Copy definitions; those new to this server that are dynamic are calculated. */
+  /** A static cohort's members in PostgreSQL, copied beside the persons they are listed with. */
+  const copyStaticMembers = async (definitions: CohortDefinition[]) => {
+    const fixed = definitions.filter((d) => d.isStatic);
+    if (!fixed.length) return;
+    const rows = await pg.query<{ cohort_id: number; person_uuid: string }>(
+      'SELECT cohort_id, person_uuid::text AS person_uuid FROM cohort_static_people WHERE cohort_id = ANY($1::integer[])',
+      [fixed.map((d) => d.id)],
+    );
+    const byCohort = new Map<number, string[]>(fixed.map((d) => [d.id, []]));
+    for (const r of rows) byCohort.get(Number(r.cohort_id))?.push(r.person_uuid);
+    for (const d of fixed) await replaceStaticMembers(db, d.teamId, d.id, byCohort.get(d.id)!);
+  };
+
+  /** Copy definitions; those new to this server that are dynamic are calculated, static ones get their members. */
   const copy = async (definitions: CohortDefinition[]) => {
     const added = new Set(await copies.write(definitions));
     for (const d of definitions) if (added.has(d.id) && calculable(d)) void calculator.scheduleCalculation(d.id, new Date());
+    await copyStaticMembers(definitions.filter((d) => added.has(d.id)));
   };
 
   /** Definitions with this server's state, copying those that have no copy yet. */
@@ -71,6 +88,7 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
     const d = await definition(null, id);
     if (!d) return copies.remove([id]);
     await copies.write([d]);
+    if (d.isStatic) return copyStaticMembers([d]);
     if (!calculable(d)) return;
     await copies.markCalculating(d.id);
     void calculator.scheduleCalculation(d.id, new Date());
@@ -80,7 +98,10 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
     const definitions = (await pg.query(`SELECT ${COLUMNS} FROM cohorts`)).map(toCohortDefinition);
     const kept = new Set(definitions.map((d) => d.id));
     await copies.remove((await copies.list()).filter((c) => !kept.has(c.id)).map((c) => c.id));
-    await copy(definitions);
+    // Every static cohort's members: a change may have been missed.
+    const added = new Set(await copies.write(definitions));
+    for (const d of definitions) if (added.has(d.id) && calculable(d)) void calculator.scheduleCalculation(d.id, new Date());
+    await copyStaticMembers(definitions);
   }
 
   changes.subscribe('cohorts', (change) => void changedElsewhere(change.id).catch(onError));
@@ -91,6 +112,53 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
     ...calculator,
     getCohort,
     resync,
+
+    async addStaticPersons(teamId, id, kind, ids, now) {
+      const uuids = await findPersons(db, events, teamId, kind, ids);
+      const d = await definition(teamId, id);
+      if (!d) return uuids.length;
+      await pg.transaction(async (tx) => {
+        if (uuids.length)
+          await tx.run(
+            `INSERT INTO cohort_static_people (cohort_id, team_id, person_uuid)
+             SELECT $1, $2, u FROM unnest($3::uuid[]) u ON CONFLICT DO NOTHING`,
+            [id, teamId, uuids],
+          );
+        await changes.publish(tx, { kind: 'cohorts', teamId, id });
+      });
+      await withState([d]);
+      await writeStaticMembers(db, teamId, id, uuids, now);
+      return uuids.length;
+    },
+
+    async removeStaticPerson(teamId, id, personUuid, now) {
+      if (!isUuid(personUuid)) return false;
+      const removed = await pg.transaction(async (tx) => {
+        const gone = await tx.query('DELETE FROM cohort_static_people WHERE cohort_id = $1 AND team_id = $2 AND person_uuid = $3::uuid RETURNING cohort_id', [
+          id,
+          teamId,
+          personUuid,
+        ]);
+        if (gone.length) await changes.publish(tx, { kind: 'cohorts', teamId, id });
+        return gone.length > 0;
+      });
+      // PostgreSQL's answer: this server's copy may not have had the member yet.
+      await members.removeStaticPerson(teamId, id, personUuid, now);
+      return removed;
+    },
+
+    async removePerson(teamId, personUuid) {
+      if (isUuid(personUuid)) {
+        await pg.transaction(async (tx) => {
+          const gone = await tx.query<{ cohort_id: number }>(
+            'DELETE FROM cohort_static_people WHERE team_id = $1 AND person_uuid = $2::uuid RETURNING cohort_id',
+            [teamId, personUuid],
+          );
+          for (const id of new Set(gone.map((r) => Number(r.cohort_id)))) await changes.publish(tx, { kind: 'cohorts', teamId, id });
+        });
+      }
+      await members.removePerson(teamId, personUuid);
+    },
 
     async listCohorts(teamId, page) {
       const [{ n }] = await pg.query<{ n: string }>('SELECT count(*) AS n FROM cohorts WHERE team_id = $1 AND NOT deleted', [teamId]);

@@ -9,7 +9,8 @@ import type { Migration } from '../migrations';
  * Names listed in order sort by their bytes (COLLATE "C"), as DuckDB sorts them, whatever the
  * database's locale. Where DuckDB has no partial unique index, the live-flag key is one here, so two server
  * processes creating the same key at once cannot both succeed. Cohorts hold their definitions
- * only: members and calculation state are derived from events, and live beside them (DuckDB).
+ * and the members uploaded to static cohorts; a dynamic cohort's members and every cohort's
+ * calculation state are derived from events, and live beside them (DuckDB).
  */
 export const postgresMigrations: Migration[] = [
   {
@@ -193,6 +194,21 @@ export const postgresMigrations: Migration[] = [
         created_at timestamptz NOT NULL
       )`,
       `CREATE INDEX cohorts_team ON cohorts (team_id)`,
+    ],
+  },
+  {
+    version: 331,
+    name: 'static cohort members',
+    statements: [
+      // Only static cohorts' members: a dynamic cohort's are calculated by each server from the
+      // events beside it. Kept by person uuid, as uploaded; a listing joins the persons there are.
+      `CREATE TABLE cohort_static_people (
+        cohort_id integer NOT NULL REFERENCES cohorts (id) ON DELETE CASCADE,
+        team_id integer NOT NULL,
+        person_uuid uuid NOT NULL,
+        PRIMARY KEY (cohort_id, person_uuid)
+      )`,
+      `CREATE INDEX cohort_static_people_person ON cohort_static_people (team_id, person_uuid)`,
     ],
   },
   {

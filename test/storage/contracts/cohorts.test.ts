@@ -102,6 +102,24 @@ forEachEngine('cohort store', (engine) => {
     expect(await members(1, fixed.id)).toEqual(['carol']);
   });
 
+  test('static cohorts: the members are kept with the definition (a restart, with PostgreSQL over an empty DuckDB, lists them and flags see them)', async () => {
+    const fixed = await create(1, { name: 'Fixed', isStatic: true });
+    await cohorts().addStaticPersons(1, fixed.id, 'distinct_id', ['alice', 'bob', 'carol'], NOW);
+    await cohorts().removeStaticPerson(1, fixed.id, uuidOf(1, 'bob'), NOW);
+    const before = await cohorts().listCohortPersons(1, fixed.id, page);
+    opened = await opened.reopen();
+    await opened.stores.persons.ensureLoaded(1);
+    expect(await cohorts().listCohortPersons(1, fixed.id, page)).toEqual(before);
+    expect(before.results.map((p) => p.distinctIds)).toEqual([['alice'], ['carol']]);
+    expect(await cohorts().getCohort(1, fixed.id)).toMatchObject({ isStatic: true, count: 2 });
+    expect(await cohorts().cohortIdsForPerson(1, uuidOf(1, 'carol'))).toEqual(new Set([fixed.id]));
+    expect(await cohorts().cohortIdsForPerson(1, uuidOf(1, 'bob'))).toEqual(new Set());
+    await cohorts().removePerson(1, uuidOf(1, 'carol'));
+    opened = await opened.reopen();
+    await opened.stores.persons.ensureLoaded(1);
+    expect(await members(1, fixed.id)).toEqual(['alice']);
+  });
+
   test('deleting a project removes its cohorts only; a restart reads the rest back (and calculates them again where members are kept beside new events)', async () => {
     const pro = await create(1, { name: 'Pro', filters: PRO });
     const other = await create(2, { name: 'Other', filters: PRO });
@@ -133,6 +151,15 @@ forEachEngine('cohort store', (engine) => {
         expect(await there().cohortIdsForPerson(1, uuidOf(1, 'alice'))).toEqual(new Set());
         await cohorts().updateCohort(1, pro.id, { deleted: true });
         expect(await eventually(() => there().cohortIdsForPerson(1, uuidOf(1, 'carol')), (ids) => ids.size === 0)).toEqual(new Set());
+        const fixed = await create(1, { name: 'Fixed', isStatic: true });
+        await cohorts().addStaticPersons(1, fixed.id, 'distinct_id', ['alice', 'dave'], NOW);
+        await other.stores.persons.ensureLoaded(1);
+        expect(await eventually(() => there().cohortIdsForPerson(1, uuidOf(1, 'alice')), (ids) => ids.has(fixed.id))).toEqual(new Set([fixed.id]));
+        expect((await there().listCohortPersons(1, fixed.id, page)).results.map((p) => p.distinctIds)).toEqual([['alice']]);
+        // Removed there: gone here too.
+        expect(await there().removeStaticPerson(1, fixed.id, uuidOf(1, 'alice'), NOW)).toBe(true);
+        expect(await eventually(() => cohorts().cohortIdsForPerson(1, uuidOf(1, 'alice')), (ids) => ids.size === 0)).toEqual(new Set());
+        expect(await members(1, fixed.id)).toEqual([]);
         await there().whenIdle();
       } finally {
         await other.close();
