@@ -27,6 +27,7 @@ import { duckdbEventReads, type EventReads, type ReadFeature } from './events/re
 import type { ClickHouse } from './clickhouse/client';
 import { openClickHouseEventReads } from './clickhouse/event-reads';
 import { clickhouseBehavioralCounts } from './clickhouse/behavioral-counts';
+import { clickhouseEventVolumes } from './clickhouse/event-volumes';
 import { clickhouseSink, deleteTeamEvents as deleteClickHouseTeamEvents } from './clickhouse/events-table';
 import { openClickHouse, parseClickHouseUrl } from './clickhouse/client';
 import { eventsSharded, migrateClickHouse } from './clickhouse/schema';
@@ -290,12 +291,14 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
   // An erasure cut short by a stop or crash is finished before anything is served.
   await erasure.resume().catch((error) => options.logger?.error('person erasure could not be finished; it is retried at the next start', { error: String(error) }));
   // Cohort calculations and definitions' volumes run in DuckDB over its own events. With the
-  // events in ClickHouse, volumes are unknown, and a behavioural cohort condition is counted
-  // there per distinct id (the calculation resolves persons and the rest here).
+  // events in ClickHouse, volumes are counted there, and so is a behavioural cohort condition,
+  // per distinct id (the calculation resolves persons and the rest here).
   const eventReads = eventReadsOf(options, store, erasesElsewhere);
   const eventsIn = options.eventsStore ?? options.eventReads;
-  if (eventsIn) eventsSource.behavioralCounts = clickhouseBehavioralCounts(eventsIn, eventReads);
-  else eventsSource.current = (teamId) => store.eventsRelation(teamId);
+  if (eventsIn) {
+    eventsSource.behavioralCounts = clickhouseBehavioralCounts(eventsIn, eventReads);
+    eventsSource.eventVolumes = clickhouseEventVolumes(eventsIn, eventReads);
+  } else eventsSource.current = (teamId) => store.eventsRelation(teamId);
   eventsSource.syncPersons = async (teamId) => {
     if (teamId !== undefined && meta.personsElsewhere) await persons.ensureLoaded(teamId);
     await store.awaitIntake(null, null);

@@ -152,6 +152,7 @@ export function createEventDefinitionStore(db: Database, events: EventsSourceRef
     },
 
     async eventVolumes(teamId, names, since, until) {
+      if (events.eventVolumes) return events.eventVolumes(teamId, names, since, until);
       if (!events.current) return null;
       if (!names.length) return new Map<string, number>();
       const relation = await events.current(teamId);
