@@ -53,11 +53,14 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
     for (const d of fixed) await replaceStaticMembers(db, d.teamId, d.id, byCohort.get(d.id)!);
   };
 
-  /** Copy definitions; those new to this server that are dynamic are calculated, static ones get their members. */
-  const copy = async (definitions: CohortDefinition[]) => {
+  /**
+   * Copy definitions; those new to this server that are dynamic are calculated, static ones get
+   * their members (every static one's with `allMembers`).
+   */
+  const copy = async (definitions: CohortDefinition[], allMembers = false) => {
     const added = new Set(await copies.write(definitions));
     for (const d of definitions) if (added.has(d.id) && calculable(d)) void calculator.scheduleCalculation(d.id, new Date());
-    await copyStaticMembers(definitions.filter((d) => added.has(d.id)));
+    await copyStaticMembers(allMembers ? definitions : definitions.filter((d) => added.has(d.id)));
   };
 
   /** Definitions with this server's state, copying those that have no copy yet. */
@@ -98,10 +101,8 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
     const definitions = (await pg.query(`SELECT ${COLUMNS} FROM cohorts`)).map(toCohortDefinition);
     const kept = new Set(definitions.map((d) => d.id));
     await copies.remove((await copies.list()).filter((c) => !kept.has(c.id)).map((c) => c.id));
-    // Every static cohort's members: a change may have been missed.
-    const added = new Set(await copies.write(definitions));
-    for (const d of definitions) if (added.has(d.id) && calculable(d)) void calculator.scheduleCalculation(d.id, new Date());
-    await copyStaticMembers(definitions);
+    // Every static cohort's members: a change to them may have been missed.
+    await copy(definitions, true);
   }
 
   changes.subscribe('cohorts', (change) => void changedElsewhere(change.id).catch(onError));
@@ -116,16 +117,18 @@ export function createPostgresCohortStore(pg: Pg, db: Database, events: EventsSo
     async addStaticPersons(teamId, id, kind, ids, now) {
       const uuids = await findPersons(db, events, teamId, kind, ids);
       const d = await definition(teamId, id);
+      // As the DuckDB store: the persons found are counted, a cohort not the project's gets none.
       if (!d) return uuids.length;
-      await pg.transaction(async (tx) => {
-        if (uuids.length)
+      if (uuids.length) {
+        await pg.transaction(async (tx) => {
           await tx.run(
             `INSERT INTO cohort_static_people (cohort_id, team_id, person_uuid)
              SELECT $1, $2, u FROM unnest($3::uuid[]) u ON CONFLICT DO NOTHING`,
             [id, teamId, uuids],
           );
-        await changes.publish(tx, { kind: 'cohorts', teamId, id });
-      });
+          await changes.publish(tx, { kind: 'cohorts', teamId, id });
+        });
+      }
       await withState([d]);
       await writeStaticMembers(db, teamId, id, uuids, now);
       return uuids.length;
