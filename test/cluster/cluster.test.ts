@@ -2,11 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { RedisClient } from 'bun';
 import { PostHog } from 'posthog-node-5';
 import posthogJsPackage from 'posthog-js/package.json';
 import { launchChromium, newDesktopContext, servePages } from '../helpers/browser';
 import { missingEngines } from '../../src/cli/cluster/engines';
 import { isAlive, isRunning, type ClusterState } from '../../src/cli/cluster/processes';
+import { LOG_PARTITIONS, partitionOf } from '../../src/storage/log/redis-streams';
 import { chQuery, cluster, eventually, shardUrls, summaryOf, type UpSummary } from '../helpers/cluster';
 import { TEST_KEYS } from '../helpers/server-process';
 
@@ -79,6 +81,32 @@ run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shar
     expect(listed.status).toBe(200);
     expect(page.count).toBe(13);
     expect(page.results.map((e) => `${e.event}/${e.distinct_id}`).sort()).toEqual(['single/capture-user', ...Array.from({ length: 12 }, (_, i) => `sdk event/sdk-user-${i}`)].sort());
+  }, 60_000);
+
+  test("a batch naming two people of different log partitions: each person's events in their partition, node B lists every one once", async () => {
+    const [a, b] = up.nodes;
+    const ann = 'split-ann';
+    const bob = Array.from({ length: 50 }, (_, i) => `split-bob-${i}`).find((id) => partitionOf(up.project_id, id, LOG_PARTITIONS) !== partitionOf(up.project_id, ann, LOG_PARTITIONS))!;
+    const batch = [0, 1, 2, 3, 4, 5].map((i) => ({ event: 'split', distinct_id: i % 2 ? bob : ann, properties: { i } }));
+    const sent = await fetch(`${a}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ api_key: up.project_api_key, batch }) });
+    expect([sent.status, await sent.json()]).toEqual([200, { status: 1 }]);
+    // Each person's part is an entry of their partition's stream (trimming keeps a stream's last delivered entry).
+    const redis = new RedisClient(JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')).env.EVENT_LOG);
+    try {
+      const bodies = async (id: string) => {
+        const entries = (await redis.send('XRANGE', [`hogbase:log:${partitionOf(up.project_id, id, LOG_PARTITIONS)}`, '-', '+'])) as Array<[string, string[]]>;
+        return entries.map(([, fields]) => fields[fields.indexOf('body') + 1]!).filter((body) => body.includes('"split"'));
+      };
+      expect([await bodies(ann), await bodies(bob)]).toEqual([[JSON.stringify([batch[0], batch[2], batch[4]])], [JSON.stringify([batch[1], batch[3], batch[5]])]]);
+    } finally {
+      redis.close();
+    }
+    const listed = async () => {
+      const res = await fetch(`${b}/api/projects/${up.project_id}/events/?event=split&limit=100`, { headers: { authorization: `Bearer ${up.personal_api_key}` } });
+      return ((await res.json()) as { results: Array<{ distinct_id: string; properties: { i: number } }> }).results;
+    };
+    const page = await eventually(listed, (r) => r.length >= 6, 30_000);
+    expect(page.map((e) => `${e.distinct_id}/${e.properties.i}`).sort()).toEqual([`${ann}/0`, `${ann}/2`, `${ann}/4`, `${bob}/1`, `${bob}/3`, `${bob}/5`].sort());
   }, 60_000);
 
   test("a person property set at node A filters node B's events list: the writer copies persons beside the events", async () => {

@@ -82,7 +82,7 @@ export function normalizeEvent(raw: RawEvent, ctx: NormalizeContext): NormalizeR
   // PostHog's capture accepts and drops these (its old performance tracking), so SDKs that still send them get a 200.
   if (event === '$performance_event') return { drop: 'performance_event' };
   if (raw.properties !== undefined && raw.properties !== null && !isObject(raw.properties)) return { drop: 'invalid_properties' };
-  const distinctId = readDistinctId(raw);
+  const distinctId = eventDistinctId(raw);
   if (distinctId === null) return { drop: 'missing_distinct_id' };
 
   const properties = buildProperties(raw, event, ctx);
@@ -112,7 +112,7 @@ export function normalizeEvent(raw: RawEvent, ctx: NormalizeContext): NormalizeR
  * a superset is harmless, so no validation beyond reading the id is done.
  */
 export function distinctIdsNamed(raw: RawEvent, into: string[] = []): string[] {
-  const own = readDistinctId(raw);
+  const own = eventDistinctId(raw);
   if (own !== null) into.push(own);
   const properties = isObject(raw.properties) ? raw.properties : null;
   if (properties) {
@@ -133,8 +133,9 @@ function readEventName(value: unknown): string | null {
  * `$distinct_id`, then `properties.distinct_id`, then `distinct_id` (Django's order); the first
  * usable one wins, so a null left in one place by a client does not hide a good id in another.
  * Numbers and other values become strings (objects their JSON text, as in Rust capture).
+ * Exported for the cluster log, which partitions a request's events by the id they are stored under.
  */
-function readDistinctId(raw: RawEvent): string | null {
+export function eventDistinctId(raw: RawEvent): string | null {
   const id = distinctIdText(raw.$distinct_id) ?? (isObject(raw.properties) ? distinctIdText(raw.properties.distinct_id) : null) ?? distinctIdText(raw.distinct_id);
   return id === null ? null : truncate(withoutNul(id), MAX_ID_LENGTH);
 }

@@ -7,8 +7,9 @@ import { AppError } from '../../errors';
  * keeps the promise a 200 makes). Kafka or Redpanda would sit behind this same interface in
  * production; neither installs here.
  *
- * - **Partitions**: one stream per partition; a request goes to the partition of its project and
- *   first distinct id (`partitionOf`), so one person's events are in one stream, in order.
+ * - **Partitions**: one stream per partition; an event goes to the partition of its project and
+ *   distinct id (`partitionOf`; a request naming several partitions' ids is split, see
+ *   log-intake.ts), so one distinct id's events are in one stream, in order.
  * - **Ownership**: a writer processes a partition only while it holds the partition's lease (a key
  *   with a time to live, renewed while it works). A crashed writer's leases run out; the writer
  *   that takes a partition next claims the entries the old one had read but not acknowledged
