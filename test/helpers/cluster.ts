@@ -14,7 +14,7 @@ export interface UpSummary {
   project_id: number;
   project_api_key: string;
   personal_api_key: string;
-  pids: Record<'nodes' | 'writers' | 'clickhouse' | 'postgres' | 'redis', number[]>;
+  pids: Record<'nodes' | 'writers' | 'supervisors' | 'clickhouse' | 'postgres' | 'redis', number[]>;
 }
 
 /** `npm run cluster -- <command> [args] --dir DIR`'s script, run to its end: its status and output. */

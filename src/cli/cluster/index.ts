@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { missingEngines } from './engines';
 import { readState, ROLES, startDetached, stopAll, writeState, type ClusterState } from './processes';
 import { RESTARTABLE, restartProcess, RestartError } from './restart';
-import { clusterUp, startWriter } from './up';
+import { clusterUp, startWriter, withCurrentWriters } from './up';
 
 /**
  * `npm run cluster -- up|down|add-writer|restart --dir DIR`: a local cluster for trying cluster mode (see
@@ -15,10 +15,11 @@ const USAGE = `Usage: npm run cluster -- <command> --dir DIR
 
 Commands:
   up [--owner-pid PID]
-              Start PostgreSQL, Redis, two ClickHouse shards, two nodes and one writer, data under DIR.
+              Start PostgreSQL, Redis, two ClickHouse shards, two nodes and one writer (under a
+              supervisor that starts it again whenever it exits), data under DIR.
               Last line of output: {"nodes": [...], "project_id", "project_api_key", "personal_api_key", "pids": {...}}
               With --owner-pid, down runs by itself once that process is gone (tests).
-  add-writer  Start one more writer for the cluster of DIR.
+  add-writer  Start one more writer (under its supervisor) for the cluster of DIR.
   restart NAME
               NAME: ${RESTARTABLE}. Stop that process (by PID; nothing to do if it is gone) and
               start it again on the same port, data and configuration (a node on its port, a
@@ -27,8 +28,11 @@ Commands:
 
 /** How long each role may take to stop on its signal before it is killed. */
 const STOP = [
-  // Nodes drain their requests (up to 10 s); writers finish their batch and release their partitions.
-  { roles: ['nodes', 'writers'], signal: 'SIGTERM', graceMs: 30_000 },
+  // Nodes drain their requests (up to 10 s); a supervisor stops its writer (which finishes its
+  // batch and releases its partitions) and waits for it. Then any writer whose supervisor was
+  // killed meanwhile.
+  { roles: ['nodes', 'supervisors'], signal: 'SIGTERM', graceMs: 30_000 },
+  { roles: ['writers'], signal: 'SIGTERM', graceMs: 30_000 },
   // PostgreSQL's fast shutdown (SIGINT); Redis and ClickHouse stop cleanly on SIGTERM (ClickHouse takes ~10 s).
   { roles: ['postgres'], signal: 'SIGINT', graceMs: 30_000 },
   { roles: ['redis', 'clickhouse'], signal: 'SIGTERM', graceMs: 60_000 },
@@ -70,7 +74,10 @@ async function main(argv: string[]): Promise<number> {
       console.error(`No cluster was started from ${dir} (no cluster.json).`);
       return 1;
     }
-    await stopCluster(state);
+    // The writers as their supervisors last started them, read before the supervisors stop them.
+    const current = withCurrentWriters(dir, state);
+    writeState(dir, current);
+    await stopCluster(current);
     console.log(`Stopped the cluster of ${dir}.`);
     return 0;
   }
@@ -80,11 +87,12 @@ async function main(argv: string[]): Promise<number> {
     return 69;
   }
   if (command === 'add-writer' || command === 'restart') {
-    const state = readState(dir);
-    if (!state?.account) {
+    const recorded = readState(dir);
+    if (!recorded?.account) {
       console.error(`No cluster runs from ${dir}: start one with up.`);
       return 1;
     }
+    const state = withCurrentWriters(dir, recorded);
     if (command === 'restart') {
       try {
         await restartProcess(dir, state, positionals[1]!);
@@ -92,12 +100,17 @@ async function main(argv: string[]): Promise<number> {
         console.error(error instanceof Error ? error.message : String(error));
         return error instanceof RestartError ? 64 : 1;
       }
-      console.log(JSON.stringify(summary({ ...state, account: state.account })));
+      console.log(JSON.stringify(summary({ ...state, account: recorded.account })));
       return 0;
     }
-    state.pids.writers.push(await startWriter(dir, state.pids.writers.length, state.env));
+    const index = state.pids.writers.length;
+    const writer = await startWriter(dir, index, state.env, (supervisor) => {
+      state.pids.supervisors[index] = supervisor;
+      writeState(dir, state);
+    });
+    state.pids.writers.push(writer);
     writeState(dir, state);
-    console.log(JSON.stringify(summary({ ...state, account: state.account })));
+    console.log(JSON.stringify(summary({ ...state, account: recorded.account })));
     return 0;
   }
   mkdirSync(join(dir, 'logs'), { recursive: true });

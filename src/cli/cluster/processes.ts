@@ -8,8 +8,12 @@ import { basename, join } from 'node:path';
  * they outlive the `up` command; recorded in DIR/cluster.json as they start, so `down` stops
  * exactly them, by PID, even after an `up` that failed half-way.
  */
-export type Role = 'nodes' | 'writers' | 'clickhouse' | 'postgres' | 'redis';
-export const ROLES: readonly Role[] = ['nodes', 'writers', 'clickhouse', 'postgres', 'redis'];
+export type Role = 'nodes' | 'writers' | 'supervisors' | 'clickhouse' | 'postgres' | 'redis';
+/**
+ * `supervisors`: one per writer, which starts its writer again whenever it exits (supervise.ts);
+ * `writers` are the writer processes themselves, as their supervisors last started them.
+ */
+export const ROLES: readonly Role[] = ['nodes', 'writers', 'supervisors', 'clickhouse', 'postgres', 'redis'];
 
 export interface Started {
   pid: number;
@@ -39,13 +43,16 @@ export const statePath = (dir: string) => join(dir, 'cluster.json');
 
 export function readState(dir: string): ClusterState | null {
   const path = statePath(dir);
-  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as ClusterState) : null;
+  if (!existsSync(path)) return null;
+  const state = JSON.parse(readFileSync(path, 'utf8')) as ClusterState;
+  // A cluster started before writers had supervisors has none.
+  return { ...state, pids: { ...emptyState().pids, ...state.pids } };
 }
 
 export const writeState = (dir: string, state: ClusterState) => writeFileSync(statePath(dir), `${JSON.stringify(state, null, 2)}\n`);
 
 export function emptyState(): ClusterState {
-  return { pids: { nodes: [], writers: [], clickhouse: [], postgres: [], redis: [] }, env: {}, nodes: [] };
+  return { pids: { nodes: [], writers: [], supervisors: [], clickhouse: [], postgres: [], redis: [] }, env: {}, nodes: [] };
 }
 
 /** Start `argv` in a session of its own, its output appended to `log`; its PID. */

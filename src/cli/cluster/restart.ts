@@ -7,7 +7,7 @@ import { startNode, startWriter } from './up';
  * `cluster restart NAME`: one process of a running cluster stopped (its role's signal, killed
  * after a grace period; nothing to do when it is already gone) and started again as it was: an
  * engine with the same command (port, data directory, configuration), a node on its own port and
- * DATA_DIR, a writer with its DATA_DIR (a new consumer name: it takes its partitions back once
+ * DATA_DIR, a writer with its DATA_DIR under a new supervisor (a new consumer name: it takes its partitions back once
  * their leases run out, or at once after a clean stop). Its new PID replaces the old one in
  * DIR/cluster.json. For trying faults by hand and for the fault tests.
  */
@@ -54,8 +54,11 @@ function targetOf(dir: string, state: ClusterState, name: string): Target {
     const port = Number(new URL(state.nodes[index]!).port);
     return { role: 'nodes', index, signal: 'SIGTERM', start: async (_, record) => void (await startNode(dir, index, state.env, port, record)) };
   }
-  if (kind === 'writer' && n !== undefined && index < count('writers')) return { role: 'writers', index, signal: 'SIGTERM', start: async (_, record) => void (await startWriter(dir, index, state.env, record)) };
-  throw new RestartError(`cannot restart "${name}": one of ${RESTARTABLE} (${count('clickhouse')} ClickHouse servers, ${count('nodes')} nodes, ${count('writers')} writers)`);
+  if (kind === 'writer' && n !== undefined && index < count('supervisors')) {
+    // Its supervisor, which stops the writer and waits for it; both started again.
+    return { role: 'supervisors', index, signal: 'SIGTERM', start: async (_, record) => void (state.pids.writers[index] = await startWriter(dir, index, state.env, record)) };
+  }
+  throw new RestartError(`cannot restart "${name}": one of ${RESTARTABLE} (${count('clickhouse')} ClickHouse servers, ${count('nodes')} nodes, ${count('supervisors')} writers)`);
 }
 
 export class RestartError extends Error {}
@@ -70,4 +73,5 @@ export async function restartProcess(dir: string, state: ClusterState, name: str
     state.pids[target.role][target.index] = started;
     writeState(dir, state);
   });
+  writeState(dir, state);
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openClickHouse, parseClickHouseUrl } from '../../storage/clickhouse/client';
@@ -8,15 +8,17 @@ import { emptyState, freePort, isAlive, isRunning, readState, startDetached, tai
 
 /** The server's entry: nodes and writers are the same program as `npm start`, in another role. */
 const ENTRY = resolve(import.meta.dir, '..', '..', 'index.ts');
+/** What starts a writer again when it exits. */
+const SUPERVISE = resolve(import.meta.dir, 'supervise.ts');
 const SHARDS = 2;
 const NODES = 2;
 
 /**
  * `cluster up`: PostgreSQL, Redis, two ClickHouse shards (the events table Distributed over both),
  * then node 0 (which makes the first account, as `npm start` does, from BOOTSTRAP_*), node 1 and
- * one writer. Everything listens on free loopback ports and keeps its data under `dir`. Each
- * process is recorded in DIR/cluster.json as soon as it runs: a failure half-way is cleaned up
- * by `down`, by PID.
+ * one writer, under a supervisor that starts it again whenever it exits. Everything listens on
+ * free loopback ports and keeps its data under `dir`. Each process is recorded in
+ * DIR/cluster.json as soon as it runs: a failure half-way is cleaned up by `down`, by PID.
  */
 export async function clusterUp(dir: string): Promise<ClusterState & { account: Account }> {
   mkdirSync(join(dir, 'logs'), { recursive: true });
@@ -43,7 +45,7 @@ export async function clusterUp(dir: string): Promise<ClusterState & { account: 
     record('clickhouse', ch.started);
     clickhouse.push(ch.url);
   }
-  // Every shard gets its tables (no distributed DDL without Keeper); writers insert through the first.
+  // Every shard gets its tables (no distributed DDL: ON CLUSTER needs ZooKeeper); writers insert through the first.
   for (const url of clickhouse) {
     const ch = await openClickHouse(parseClickHouseUrl(url));
     try {
@@ -62,7 +64,8 @@ export async function clusterUp(dir: string): Promise<ClusterState & { account: 
     // Node 0 alone makes the first account (before it listens), so node 1 finds it made.
     if (i === 0 && !account) account = readAccount(started.log);
   }
-  record('writers', await startWriter(dir, 0, state.env));
+  const writer = await startWriter(dir, 0, state.env, (started) => record('supervisors', started));
+  record('writers', writer);
   if (!account) throw new Error(`node 0 printed no account, and ${dir} has none from an earlier start`);
   const done = { ...state, account };
   writeState(dir, done);
@@ -85,15 +88,44 @@ export async function startNode(dir: string, index: number, env: Record<string, 
   return { started, url };
 }
 
-/** A writer (index: its DATA_DIR, DIR/writer-INDEX); `record` is told its PID at once; resolves once it writes. */
-export async function startWriter(dir: string, index: number, env: Record<string, string>, record?: (started: Started) => void): Promise<Started> {
+/**
+ * A writer (index: its DATA_DIR, DIR/writer-INDEX) under its supervisor, whose PID `record` is
+ * told at once; resolves once the writer writes, with the writer's process.
+ */
+export async function startWriter(dir: string, index: number, env: Record<string, string>, record: (supervisor: Started) => void): Promise<Started> {
   const log = join(dir, 'logs', `writer-${index}.log`);
-  const started = startDetached([process.execPath, ENTRY], { log, cwd: dir, env: serverEnv({ ...env, ROLE: 'writer', DATA_DIR: join(dir, `writer-${index}`) }) });
-  record?.(started);
-  // Its own line (the consumer name ends in its PID): the log is appended to across restarts.
-  const ready = `Writing as ${hostname()}-${started.pid}\n`;
-  await waitUntil(`writer ${index}`, async () => tail(log, 200).includes(ready), () => isAlive(started.pid), 60_000, log);
-  return started;
+  const pidFile = writerPidFile(dir, index);
+  rmSync(pidFile, { force: true });
+  const supervisor = startDetached([process.execPath, SUPERVISE, pidFile, '--', process.execPath, ENTRY], { log, cwd: dir, env: serverEnv({ ...env, ROLE: 'writer', DATA_DIR: join(dir, `writer-${index}`) }) });
+  record(supervisor);
+  let writer: Started | null = null;
+  await waitUntil(
+    `writer ${index}`,
+    async () => {
+      writer = writerOf(dir, index);
+      // Its own line (the consumer name ends in its PID): the log is appended to across restarts.
+      return writer !== null && tail(log, 200).includes(`Writing as ${hostname()}-${writer.pid}\n`);
+    },
+    () => isAlive(supervisor.pid),
+    60_000,
+    log,
+  );
+  return writer!;
+}
+
+const writerPidFile = (dir: string, index: number) => join(dir, `writer-${index}.pid`);
+
+/** Writer `index` as its supervisor last started it (null: none running, or its supervisor stopped). */
+function writerOf(dir: string, index: number): Started | null {
+  const path = writerPidFile(dir, index);
+  const pid = existsSync(path) ? Number(readFileSync(path, 'utf8')) : NaN;
+  if (!Number.isSafeInteger(pid) || pid <= 0) return null;
+  return { pid, program: process.execPath, log: join(dir, 'logs', `writer-${index}.log`), argv: [process.execPath, ENTRY], cwd: dir };
+}
+
+/** The state with each writer as its supervisor last started it (a writer that exited was started again under another PID). */
+export function withCurrentWriters(dir: string, state: ClusterState): ClusterState {
+  return { ...state, pids: { ...state.pids, writers: state.pids.writers.map((w, i) => writerOf(dir, i) ?? w) } };
 }
 
 /** The first start's account, as node 0 printed it (`npm start`'s "First start" block). */
