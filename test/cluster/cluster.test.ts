@@ -257,7 +257,18 @@ posthog.onFeatureFlags(function (flags, variants) { window.__flags = { distinctI
     console.log(`[cluster] killed after ${sentAtKill}/${BATCHES} batches sent; ${rows! - uuids!} rows written twice, read once`);
   }, 150_000);
 
-  test('down stops every process up and the supervisor started, by PID', async () => {
+  test('add-writer starts one more writer under its own supervisor; the summary lists both, each running', async () => {
+    const added = await cluster('add-writer', dir);
+    expect(added.code).toBe(0);
+    const summary = summaryOf(added.stdout);
+    expect([summary.pids.writers.length, summary.pids.supervisors.length]).toEqual([2, 2]);
+    // The first writer as its supervisor started it again after the kill above.
+    expect(summary.pids.writers[0]).toBe(up.pids.writers[0]!);
+    for (const pid of [...summary.pids.writers, ...summary.pids.supervisors]) expect(isAlive(pid)).toBe(true);
+    up.pids = summary.pids;
+  }, 90_000);
+
+  test('down stops every process up, add-writer and the supervisors started, by PID', async () => {
     down = await cluster('down', dir);
     expect(down.code).toBe(0);
     // Each PID with the program it was started as: a PID freed earlier (the killed writer's) may be another program's by now.
