@@ -20,14 +20,11 @@ export function createLogIntake(log: RedisLog): Intake {
     async append(input) {
       const context = JSON.stringify(input.context);
       const parts = partsOf(input, log.partitions, decoder);
-      // Answered once every part is durable, one acknowledgement for the request. When a part
-      // fails the request fails (503) though parts already logged stay and are processed: the
-      // client's retry logs the whole request again, and what those parts held is read once
-      // where it carries a client uuid (and timestamp: posthog-js and posthog-node send both).
-      // An event without its own uuid is named by the writer from its entry's log id (the same
-      // each time that entry is processed, so a writer's crash names it again the same), and a
-      // retry's entries are new ones: it shows twice, as after a 200 that was lost on the way.
-      await Promise.all(parts.map(({ partition, record }) => log.append(partition, { context, ...record })));
+      // One entry, or every part in one script (all logged or none): a request that fails left
+      // nothing in the log, and its retry is the only copy. An event without its own uuid is
+      // named by the writer from its entry's log id (the same each time that entry is processed).
+      if (parts.length === 1) await log.append(parts[0]!.partition, { context, ...parts[0]!.record });
+      else await log.appendAll(context, parts.map(({ partition, record }) => ({ partition, ...record })));
     },
   };
 }

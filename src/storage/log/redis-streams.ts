@@ -94,6 +94,7 @@ const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('
  * Acknowledge, and forget the entries' failures. One script: a failure count must not outlive its
  * entry (a later entry never reuses the id, but the hash would only grow).
  */
+const APPEND_ALL = `local ids = {} for i = 1, #KEYS do ids[i] = redis.call('XADD', KEYS[i], '*', 'context', ARGV[1], 'body', ARGV[2 * i], 'events', ARGV[2 * i + 1]) end return ids`;
 const ACK = `redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2)) if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HDEL', KEYS[2], unpack(ARGV, 2)) end return 1`;
 /**
  * Delete a partition's consumers that are idle, own no pending entry and do not hold its lease, at
@@ -139,6 +140,12 @@ export interface RedisLog {
   readonly partitions: number;
   /** Log a request in its partition; resolves once Redis has it (fsynced with `appendfsync always`). */
   append(partition: number, record: LogRecord): Promise<string>;
+  /**
+   * Records of one request in several partitions, sharing a context, appended all or none: one
+   * script, which Redis runs alone and writes to its append-only file as one transaction (fsynced
+   * before the answer); their ids in order.
+   */
+  appendAll(context: string, parts: ReadonlyArray<{ partition: number; body: string; events: number }>): Promise<string[]>;
   /** Take or renew the leases this writer can hold now; the partitions it holds. */
   lease(consumer: string, leaseMs: number): Promise<number[]>;
   release(consumer: string, partition: number): Promise<void>;
@@ -219,6 +226,8 @@ export async function openRedisLog(options: RedisLogOptions): Promise<RedisLog> 
   const log: RedisLog = {
     partitions: options.partitions,
     append: (p, record) => send<string>('XADD', [stream(p), '*', 'context', record.context, 'body', record.body, 'events', String(record.events)]),
+    appendAll: (context, parts) =>
+      send<string[]>('EVAL', [APPEND_ALL, String(parts.length), ...parts.map((part) => stream(part.partition)), context, ...parts.flatMap((part) => [part.body, String(part.events)])]),
 
     async lease(consumer, leaseMs) {
       const held: number[] = [];

@@ -59,14 +59,28 @@ run(`a capture node's intake: the cluster's log${redisAvailable ? '' : ` (skippe
     log.close();
   });
 
-  test('a part that cannot be logged fails the request (503 for the client, which retries it whole); the parts logged stay', async () => {
+  test('the parts of a split request are logged all together or not at all: a failure leaves nothing, the retry is the only copy', async () => {
     const log = await openRedisLog({ url: redis.url, prefix: 'intake-fail', partitions: 4 });
     const [ann, bob] = ['ann', idApartFrom('ann')];
-    const failing: RedisLog = { ...log, append: (p, record) => (p === partitionOf(7, bob, 4) ? Promise.reject(new AppError('unavailable', 'The event log is not available; retry later.')) : log.append(p, record)) };
+    const calls: string[] = [];
+    const spying: RedisLog = {
+      ...log,
+      append: (p, record) => (calls.push(`append ${p}`), log.append(p, record)),
+      appendAll: (ctx, parts) => (calls.push(`appendAll ${parts.map((x) => x.partition).join(',')}`), log.appendAll(ctx, parts)),
+    };
+    const failing: RedisLog = { ...spying, appendAll: (ctx, parts) => (calls.push('appendAll (refused)'), Promise.reject(new AppError('unavailable', 'The event log is not available; retry later.'))) };
     const batch = [{ event: 'a', distinct_id: ann }, { event: 'b', distinct_id: bob }];
-    await expect(createLogIntake(failing).append({ context, body: JSON.stringify(batch), events: 2, parsed: batch, distinctIds: [ann, bob] })).rejects.toMatchObject({ kind: 'unavailable' });
-    // The part that was logged stays, and is processed: the retry's copy of it is a new entry.
-    expect(await entriesOf(log)).toEqual([{ partition: partitionOf(7, ann, 4), context, body: JSON.stringify([batch[0]]), events: 1 }]);
+    const request = { context, body: JSON.stringify(batch), events: 2, parsed: batch, distinctIds: [ann, bob] };
+    await expect(createLogIntake(failing).append(request)).rejects.toMatchObject({ kind: 'unavailable' });
+    expect(await entriesOf(log)).toEqual([]);
+    // The client's retry: both parts, in one script.
+    await createLogIntake(spying).append(request);
+    const parts = [
+      { partition: partitionOf(7, ann, 4), context, body: JSON.stringify([batch[0]]), events: 1 },
+      { partition: partitionOf(7, bob, 4), context, body: JSON.stringify([batch[1]]), events: 1 },
+    ];
+    expect(calls).toEqual(['appendAll (refused)', `appendAll ${parts.map((x) => x.partition).join(',')}`]);
+    expect(await entriesOf(log)).toEqual(parts.sort((x, y) => x.partition - y.partition));
     log.close();
   });
 
