@@ -19,10 +19,8 @@ import { withPipeline } from '../src/pipeline';
 import { missingEngines, startClickHouse } from '../src/cli/cluster/engines';
 import { freePort, stopAll } from '../src/cli/cluster/processes';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../src/storage/clickhouse/client';
-import { insertProcessed } from '../src/storage/clickhouse/events-table';
-import { migrateClickHouse } from '../src/storage/clickhouse/schema';
-import { encodePlacedLines } from '../src/storage/events/wal-format';
 import { duckdbEventReads } from '../src/storage/events/reads';
+import { copyEventsInto } from './_query-clickhouse';
 
 /**
  * The stored-events API on a realistic project: N generated events (seeded; a month of
@@ -402,39 +400,7 @@ async function clickhousePhase(
   let ch: ClickHouse | null = null;
   try {
     ch = await openClickHouse(parseClickHouseUrl(server.url));
-    await migrateClickHouse(ch);
-    const storage = await openStorage(withPipeline(storeOptions));
-    let copied = 0;
-    const started = performance.now();
-    try {
-      for (const team of (await storage.management.listAllProjects()).map((p) => p.id)) {
-        const rel = await storage.events.eventsRelation(team);
-        const stream = storage.events.streamQuery(
-          `SELECT uuid, team_id, event, distinct_id, person_id, CAST(properties AS VARCHAR) AS properties, epoch_ms(timestamp) AS ts, epoch_ms(created_at) AS created, elements_chain FROM ${rel.sql} AS e`,
-          rel.params,
-        );
-        let batch: StoredEventRow[] = [];
-        const flush = async () => {
-          if (batch.length) await insertProcessed(ch!, encodePlacedLines(batch).toString('utf8'), 1);
-          copied += batch.length;
-          batch = [];
-        };
-        for await (const chunk of stream) {
-          for (const r of chunk) {
-            const properties = String(r.properties);
-            batch.push({
-              uuid: String(r.uuid), teamId: Number(r.team_id), event: String(r.event), distinctId: String(r.distinct_id), personId: r.person_id === null ? null : String(r.person_id),
-              properties, timestamp: Number(r.ts), createdAt: Number(r.created), elementsChain: String(r.elements_chain ?? ''), hot: hotValuesOf(JSON.parse(properties)),
-            });
-            if (batch.length >= 50_000) await flush();
-          }
-        }
-        await flush();
-      }
-    } finally {
-      await storage.close();
-    }
-    const copySeconds = (performance.now() - started) / 1000;
+    const { copied, seconds: copySeconds } = await copyEventsInto(ch, storeOptions);
     log(`copied ${copied.toLocaleString()} events into ClickHouse 18.16 in ${copySeconds.toFixed(0)} s`);
     const app = await startServer({ ...serverEnv, EVENTS_STORE: server.url }, join(tmpDir, 'clickhouse-server-data'));
     // QUERY_BENCH_CLICKHOUSE_BASELINE: another checkout (e.g. a `git worktree` of the commit before
