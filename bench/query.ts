@@ -20,7 +20,7 @@ import { missingEngines, startClickHouse } from '../src/cli/cluster/engines';
 import { freePort, stopAll } from '../src/cli/cluster/processes';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../src/storage/clickhouse/client';
 import { duckdbEventReads } from '../src/storage/events/reads';
-import { copyEventsInto } from './_query-clickhouse';
+import { copyEventsInto, inProcessGet, openChdb, openClickHouseApp, type InProcessGet } from './_query-clickhouse';
 
 /**
  * The stored-events API on a realistic project: N generated events (seeded; a month of
@@ -37,9 +37,13 @@ import { copyEventsInto } from './_query-clickhouse';
  *    team's whole relation), for scale.
  * The database file is locked by one process at a time: the direct runs happen in this process
  * before the server starts, on the same files.
+ * Then the same cases on ClickHouse: over HTTP to a server on a Debian 18.16 server
+ * (clickhousePhase), and in process on chDB (chdbPhase) next to the same app over DuckDB (inproc).
  */
 
 const DAY = 86_400_000;
+/** Cycles of direct (in this process) then http (the server) over the same files. */
+const CYCLES = 2;
 const SEED = 20240110;
 
 async function readMarker(file: string, total: number): Promise<{ teamId: number; seconds: number } | null> {
@@ -145,6 +149,8 @@ interface Samples {
   http: number[];
   httpFirst: number[];
   direct: number[];
+  /** The same request through the app in this process (`app.handle`): the chDB phase's baseline. */
+  inproc: number[];
   naive: number[];
   statements: number;
   rows: number;
@@ -242,7 +248,6 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   const total = Number(process.env.QUERY_BENCH_ROWS ?? (quick ? 300_000 : 10_000_000));
   // QUERY_BENCH_EXPORT_ROWS: the exports' row count (issue #20 states its csv target for 100k rows).
   const exportRows = Math.min(total, Number(process.env.QUERY_BENCH_EXPORT_ROWS ?? (quick ? 100_000 : 1_000_000)));
-  const cycles = 2;
   const runs = quick ? 3 : 4;
   // QUERY_BENCH_DATA_DIR keeps the loaded data between runs (loading 10M events takes minutes):
   // the first run loads into it and leaves a marker, later runs with the same row count reuse it.
@@ -264,6 +269,8 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   const storeOptions = { dataDir, personCopies: copiesOn };
   const serverEnv = { LOG_LEVEL: 'warn', PERSON_COPIES: copiesOn ? 'on' : 'off', ...timeLimit };
   const marker = join(dataDir, 'bench-query.json');
+  // QUERY_BENCH_CHDB=off skips the cases on chDB and their in-process DuckDB baseline.
+  const chdbOn = process.env.QUERY_BENCH_CHDB !== 'off';
   const reused = keep ? await readMarker(marker, total) : null;
   let storage = await openStorage(withPipeline(storeOptions));
   let teamId: number;
@@ -293,14 +300,15 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   const all = cases(loaded.users).filter((c) => !only || only.test(c.name));
   const formats = EXPORT_FORMATS.filter((format) => !only || only.test(format));
   const samples = new Map<string, Samples>();
-  for (const c of all) samples.set(c.name, { http: [], httpFirst: [], direct: [], naive: [], statements: 0, rows: 0 });
+  for (const c of all) samples.set(c.name, { http: [], httpFirst: [], direct: [], inproc: [], naive: [], statements: 0, rows: 0 });
   const exports = new Map(formats.map((format) => [format, { http: [] as number[], direct: [] as number[], peak: 0, before: 0, at10: 0, at90: 0, bytes: 0, rows: 0 }]));
 
   // The machine is shared and noisy: direct and http alternate in cycles (the database file takes
   // one process at a time), and the medians are over every cycle's runs.
-  for (let cycle = 0; cycle < cycles; cycle++) {
+  for (let cycle = 0; cycle < CYCLES; cycle++) {
     if (cycle > 0) storage = await openStorage(withPipeline(storeOptions));
     await directPhase(storage, config, teamId, all, samples, runs, log);
+    if (chdbOn) await inProcessPhase(inProcessGet(storage, config), teamId, all, samples, runs);
     for (const [format, e] of exports) e.direct.push(await directCopy(storage, teamId, exportRows, tmpDir, format));
     await storage.close();
     const server = await startServer(serverEnv, dataDir);
@@ -309,8 +317,8 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
       for (const [format, e] of exports) {
         const export_ = await httpExport(server.url, server.proc.pid, teamId, exportRows, format, tmpDir);
         e.http.push(export_.seconds);
-        if (cycle === cycles - 1) Object.assign(e, { peak: export_.peak, before: export_.before, at10: export_.at10, at90: export_.at90, bytes: export_.bytes, rows: export_.rows });
-        log(`cycle ${cycle + 1}/${cycles}: ${format} ${Math.round(export_.rows / export_.seconds).toLocaleString()} rows/s, server rss ${export_.before} → ${export_.at10} (10%) → ${export_.at90} (90%), peak ${export_.peak} MB`);
+        if (cycle === CYCLES - 1) Object.assign(e, { peak: export_.peak, before: export_.before, at10: export_.at10, at90: export_.at90, bytes: export_.bytes, rows: export_.rows });
+        log(`cycle ${cycle + 1}/${CYCLES}: ${format} ${Math.round(export_.rows / export_.seconds).toLocaleString()} rows/s, server rss ${export_.before} → ${export_.at10} (10%) → ${export_.at90} (90%), peak ${export_.peak} MB`);
       }
     } finally {
       await server.stop();
@@ -320,10 +328,12 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   // The same cases answered from ClickHouse (EVENTS_STORE): the loaded events copied into a
   // standalone Debian 18.16 server, read by a server whose events are there. QUERY_BENCH_CLICKHOUSE=off skips it.
   const onClickHouse = process.env.QUERY_BENCH_CLICKHOUSE === 'off' ? null : await clickhousePhase(storeOptions, serverEnv, teamId, all, runs, tmpDir, log);
+  const onChdb = chdbOn ? await chdbPhase(storeOptions, serverEnv, teamId, all, runs, tmpDir, log) : null;
 
   const rows: BenchRow[] = all.map((c) => {
     const s = samples.get(c.name)!;
     const ch = onClickHouse?.samples.get(c.name);
+    const chdb = onChdb?.samples.get(c.name);
     const http = median(s.http);
     const direct = median(s.direct);
     return {
@@ -339,6 +349,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
       rows: s.rows,
       ...(onClickHouse ? { clickhouse_http_p50_ms: ch?.length ? round(median(ch)) : null, 'clickhouse/duckdb': ch?.length ? round(median(ch) / http) : null } : {}),
       ...(onClickHouse?.baseline ? clickhouseVersusBaseline(ch, onClickHouse.baseline.get(c.name)) : {}),
+      ...(onChdb ? chdbVersusDuckdb(chdb, s.inproc) : {}),
     };
   });
   for (const [format, e] of exports) {
@@ -363,10 +374,11 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   }
   const notes = [
     `${total.toLocaleString()} events (95% in the measured project), a month ending at load time; ${copiesOn ? 'person-clustered copies of settled days built before the queries' : 'fresh: no person-clustered copies (QUERY_BENCH_COPIES=off)'}; loaded through EventStore.append in ${loaded.seconds.toFixed(0)} s (${Math.round(total / loaded.seconds).toLocaleString()} rows/s); at query time ${stats.hotRows.toLocaleString()} rows in the hot table, ${stats.parquetRows.toLocaleString()} in ${stats.parquetFiles} Parquet files.`,
-    `medians over ${cycles} cycles × ${runs} runs (after a warm-up each); http = the real server on loopback, whole body read; http_first = that warm-up, the first request of the case since the server started (per-file counts not yet remembered); direct = the statements the API ran for the same request (its first: per-file counts included), replayed on DuckDB in-process with the same concurrency; naive = one ORDER BY … LIMIT 100 statement over the team's whole relation.`,
+    `medians over ${CYCLES} cycles × ${runs} runs (after a warm-up each); http = the real server on loopback, whole body read; http_first = that warm-up, the first request of the case since the server started (per-file counts not yet remembered); direct = the statements the API ran for the same request (its first: per-file counts included), replayed on DuckDB in-process with the same concurrency; naive = one ORDER BY … LIMIT 100 statement over the team's whole relation.`,
     `exports (${[...exports].map(([format, e]) => `${format} ${(e.bytes / 1e6).toFixed(0)} MB`).join(', ') || 'none'}): the same newest ${exportRows.toLocaleString()} events in each format, body read whole (the Parquet one written to a file, then its rows counted by DuckDB); direct = DuckDB's own COPY of as many rows in that format (raw columns, properties as one JSON column, one unsorted statement); target ≥ 200,000 rows/s with the server's memory flat (rss at 10% vs 90% of the export).`,
   ];
   if (onClickHouse) notes.push(onClickHouse.note);
+  if (onChdb) notes.push(onChdb.note);
   return { name: 'query', rows, notes };
 };
 
@@ -374,6 +386,75 @@ function clickhouseVersusBaseline(ch: number[] | undefined, baseline: number[] |
   const ok = ch?.length && baseline?.length;
   return { clickhouse_baseline_p50_ms: ok ? round(median(baseline)) : null, 'clickhouse/baseline': ok ? round(median(ch) / median(baseline)) : null };
 }
+
+/** The in-process columns: DuckDB's always, chDB's and the ratio when chDB answered the case. */
+function chdbVersusDuckdb(chdb: number[] | undefined, inproc: number[]) {
+  const duckdb = inproc.length ? median(inproc) : null;
+  const ok = chdb?.length && duckdb;
+  return { inproc_p50_ms: duckdb === null ? null : round(duckdb), chdb_p50_ms: ok ? round(median(chdb)) : null, 'chdb/duckdb': ok ? round(median(chdb) / duckdb) : null };
+}
+
+/**
+ * The cases on chDB (modern ClickHouse, in this process; the server cannot use it as EVENTS_STORE):
+ * the loaded events copied into a chDB database, read by an app whose event store is there
+ * (`eventsStore`, what EVENTS_STORE sets on a server; its own DATA_DIR with the same bootstrap keys
+ * and project), asked through `app.handle`. No HTTP and no loopback in that time, so its baseline
+ * is DuckDB asked the same way (inproc), not the http column. A case it does not answer (a 400) is
+ * left out and named.
+ */
+async function chdbPhase(
+  storeOptions: { dataDir: string; personCopies: boolean },
+  serverEnv: Record<string, string>,
+  teamId: number,
+  all: Case[],
+  runs: number,
+  tmpDir: string,
+  log: (m: string) => void,
+): Promise<{ samples: Map<string, number[]>; note: string }> {
+  const chdb = await openChdb(join(tmpDir, 'chdb'));
+  try {
+    const { copied, seconds } = await copyEventsInto(chdb.ch, storeOptions);
+    log(`copied ${copied.toLocaleString()} events into chDB ${chdb.ch.version} in ${seconds.toFixed(0)} s`);
+    const app = await openClickHouseApp(chdb.ch, join(tmpDir, 'chdb-app-data'), serverEnv, storeOptions.personCopies);
+    const samples = new Map<string, number[]>();
+    const refused: string[] = [];
+    try {
+      if (app.projectId !== teamId) throw new Error(`the chDB app's project is ${app.projectId}, the loaded events' ${teamId}`);
+      for (const c of all) {
+        const path = eventsPath(teamId, c.query);
+        const probe = await app.get(path);
+        if (probe.status !== 200) {
+          refused.push(`${c.name} (${probe.status})`);
+          continue;
+        }
+        samples.set(c.name, await timedAll(runs, () => app.get(path)));
+        log(`chdb ${c.name}: ${median(samples.get(c.name)!).toFixed(1)} ms`);
+      }
+    } finally {
+      await app.close();
+    }
+    return {
+      samples,
+      note: `chdb_p50_ms: the same requests through app.handle in this process (no HTTP, no loopback) to an app keeping its events in chDB ${chdb.ch.version} (eventsStore, ${copied.toLocaleString()} events copied in ${seconds.toFixed(0)} s), medians of ${runs} runs after a warm-up; chdb/duckdb divides it by inproc_p50_ms, DuckDB asked the same way in the direct window of each cycle (${CYCLES} × ${runs} runs): both without the socket, so the ratio is of the engines behind one API; not answered there: ${refused.join(', ') || 'none'}.`,
+    };
+  } finally {
+    await chdb.close();
+  }
+}
+
+/** The cases through an in-process app over DuckDB (the chDB phase's baseline). */
+async function inProcessPhase(get: InProcessGet, teamId: number, all: Case[], samples: Map<string, Samples>, runs: number) {
+  for (const c of all) {
+    const path = eventsPath(teamId, c.query);
+    const answer = async () => {
+      const res = await get(path);
+      if (res.status !== 200) throw new Error(`in process: ${res.status} ${res.body.slice(0, 300)}`);
+    };
+    samples.get(c.name)!.inproc.push(...(await timedAll(runs, answer)));
+  }
+}
+
+const eventsPath = (teamId: number, query: Record<string, string>) => `/api/projects/${teamId}/events/?${new URLSearchParams(query)}`;
 
 /**
  * The cases over HTTP against a server keeping its events in ClickHouse 18.16: the loaded events
@@ -414,7 +495,7 @@ async function clickhousePhase(
     const baselineSamples = new Map<string, number[]>();
     const refused: string[] = [];
     const measure = async (url: string, c: Case) => {
-      const one: Samples = { http: [], httpFirst: [], direct: [], naive: [], statements: 0, rows: 0 };
+      const one: Samples = { http: [], httpFirst: [], direct: [], inproc: [], naive: [], statements: 0, rows: 0 };
       await httpPhase(url, teamId, [c], new Map([[c.name, one]]), runs);
       return one.http;
     };
