@@ -327,8 +327,9 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
 
   // The same cases answered from ClickHouse (EVENTS_STORE): the loaded events copied into a
   // standalone Debian 18.16 server, read by a server whose events are there. QUERY_BENCH_CLICKHOUSE=off skips it.
-  const onClickHouse = process.env.QUERY_BENCH_CLICKHOUSE === 'off' ? null : await clickhousePhase(storeOptions, serverEnv, teamId, all, runs, tmpDir, log);
-  const onChdb = chdbOn ? await chdbPhase(storeOptions, serverEnv, teamId, all, runs, tmpDir, log) : null;
+  const phase: PhaseInput = { storeOptions, serverEnv, teamId, all, runs, tmpDir, log };
+  const onClickHouse = process.env.QUERY_BENCH_CLICKHOUSE === 'off' ? null : await clickhousePhase(phase);
+  const onChdb = chdbOn ? await chdbPhase(phase) : null;
 
   const rows: BenchRow[] = all.map((c) => {
     const s = samples.get(c.name)!;
@@ -387,6 +388,17 @@ function clickhouseVersusBaseline(ch: number[] | undefined, baseline: number[] |
   return { clickhouse_baseline_p50_ms: ok ? round(median(baseline)) : null, 'clickhouse/baseline': ok ? round(median(ch) / median(baseline)) : null };
 }
 
+/** What the ClickHouse phases are given: the loaded store, the server's settings, the cases. */
+interface PhaseInput {
+  storeOptions: { dataDir: string; personCopies: boolean };
+  serverEnv: Record<string, string>;
+  teamId: number;
+  all: Case[];
+  runs: number;
+  tmpDir: string;
+  log: (m: string) => void;
+}
+
 /** The in-process columns: DuckDB's always, chDB's and the ratio when chDB answered the case. */
 function chdbVersusDuckdb(chdb: number[] | undefined, inproc: number[]) {
   const duckdb = inproc.length ? median(inproc) : null;
@@ -402,15 +414,7 @@ function chdbVersusDuckdb(chdb: number[] | undefined, inproc: number[]) {
  * is DuckDB asked the same way (inproc), not the http column. A case it does not answer (a 400) is
  * left out and named.
  */
-async function chdbPhase(
-  storeOptions: { dataDir: string; personCopies: boolean },
-  serverEnv: Record<string, string>,
-  teamId: number,
-  all: Case[],
-  runs: number,
-  tmpDir: string,
-  log: (m: string) => void,
-): Promise<{ samples: Map<string, number[]>; note: string }> {
+async function chdbPhase({ storeOptions, serverEnv, teamId, all, runs, tmpDir, log }: PhaseInput): Promise<{ samples: Map<string, number[]>; note: string }> {
   const chdb = await openChdb(join(tmpDir, 'chdb'));
   try {
     const { copied, seconds } = await copyEventsInto(chdb.ch, storeOptions);
@@ -462,15 +466,7 @@ const eventsPath = (teamId: number, query: Record<string, string>) => `/api/proj
  * by a fresh server with EVENTS_STORE (its own DATA_DIR: the same bootstrap keys and project).
  * A case ClickHouse does not answer yet (a 400: persons, exports) is left out and named.
  */
-async function clickhousePhase(
-  storeOptions: { dataDir: string; personCopies: boolean },
-  serverEnv: Record<string, string>,
-  teamId: number,
-  all: Case[],
-  runs: number,
-  tmpDir: string,
-  log: (m: string) => void,
-): Promise<{ samples: Map<string, number[]>; baseline?: Map<string, number[]>; note: string } | null> {
+async function clickhousePhase({ storeOptions, serverEnv, teamId, all, runs, tmpDir, log }: PhaseInput): Promise<{ samples: Map<string, number[]>; baseline?: Map<string, number[]>; note: string } | null> {
   if (missingEngines().some((m) => m.includes('clickhouse'))) {
     log('ClickHouse cases skipped: clickhouse-server is not installed');
     return null;
