@@ -75,6 +75,25 @@ forEachEngine('management store', (engine) => {
     expect((await m().listUsers()).length).toBe(1);
   });
 
+  test('transactions: an account refused at its last statement (its key taken) leaves none of its earlier ones', async () => {
+    const a = await m().createAccount({ email: 'ada@example.com', organizationName: 'One', personalApiKey: 'phx_taken_key_2' });
+    const projects = await m().listAllProjects();
+    // Ada's second organization: the organization, her membership, its project and her current
+    // project are written before the key, which is taken: the whole account must be undone.
+    const error = await m()
+      .createAccount({ email: 'ada@example.com', organizationName: 'Two', personalApiKey: 'phx_taken_key_2' })
+      .then(() => null, (e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'unique', attr: 'api_key' });
+    expect(await m().findUserByEmail('ada@example.com')).toEqual(a.user);
+    expect((await m().listOrganizations(a.user.id)).map((o) => o.name)).toEqual(['One']);
+    expect(await m().listAllProjects()).toEqual(projects);
+    expect((await m().listUsers()).map((u) => u.activeKeys)).toEqual([1]);
+    // A new user refused the same way is not created at all.
+    await m().createAccount({ email: 'bob@example.com', organizationName: 'Three', personalApiKey: 'phx_taken_key_2' }).catch(() => undefined);
+    expect(await m().findUserByEmail('bob@example.com')).toBeNull();
+    expect(await m().listAllProjects()).toEqual(projects);
+  });
+
   test('personal keys: listed without secrets, revoked only by their owner, then refused', async () => {
     const a = await m().createAccount({ email: 'ada@example.com', organizationName: 'One' });
     const b = await m().createAccount({ email: 'bob@example.com', organizationName: 'Two' });
