@@ -69,10 +69,10 @@ forEachEventEngine('event store contract', (engine) => {
   const where = (c: ReadContext, filters: EventFilterParams = {}): SqlFragment => compileEventFilters(filters, NOW, { timeBounds: false, dialect: c.runner.dialect });
 
   /** One list page as the events API reads it: the keys after `cursor`, then their rows in key order. */
-  async function page(teamId: number, limit: number, cursor: EventKey | null, filters: EventFilterParams = {}) {
+  async function page(teamId: number, limit: number, cursor: EventKey | null, filters: EventFilterParams = {}, to = FAR) {
     const c = ctx(teamId);
     const scope = { where: allOf(where(c, filters), cursor ? afterKey(cursor, 'DESC', c.runner) : null), person: false, byPerson: false };
-    const keys = await readKeys(c, scope, 'DESC', { from: null, to: FAR }, limit);
+    const keys = await readKeys(c, scope, 'DESC', { from: null, to }, limit);
     // As the API's fetch: no keys, no read (a range needs its bounds).
     const rows = new Map(keys.length ? (await readRowsByKeys(c, keys)).map((r) => [String(r.uuid), r]) : []);
     return keys.map((k) => {
@@ -81,11 +81,11 @@ forEachEventEngine('event store contract', (engine) => {
     });
   }
   /** Every event of the listing, page by page on the keyset cursor. */
-  async function allPages(teamId: number, limit: number, filters: EventFilterParams = {}) {
+  async function allPages(teamId: number, limit: number, filters: EventFilterParams = {}, to = FAR) {
     const pages: Array<Awaited<ReturnType<typeof page>>> = [];
     let cursor: EventKey | null = null;
     for (let i = 0; i < 20; i++) {
-      const p = await page(teamId, limit, cursor, filters);
+      const p = await page(teamId, limit, cursor, filters, to);
       if (p.length === 0) break;
       pages.push(p);
       const last = p[p.length - 1]!;
@@ -144,6 +144,18 @@ forEachEventEngine('event store contract', (engine) => {
     const expected = newestFirst(rows);
     expect(pages.flat().map((e) => [e.uuid, e.ms])).toEqual(expected.map((r) => [r.uuid, r.timestamp]));
     expect(pages.flat()[0]).toEqual({ uuid: expected[0]!.uuid, ms: expected[0]!.timestamp, event: expected[0]!.event, distinctId: expected[0]!.distinctId, properties: JSON.parse(expected[0]!.properties) });
+  });
+
+  // Capture accepts any year from 100 to 9999 (core/ingest/event-time.ts). 18.16's DateTime holds
+  // 1970–2105 only, and its insert takes a time outside without an error: the list then gives
+  // another time (measured: 1950-06-01 08:30:00.250 as 1970-01-01 08:30:00.250), so that half is
+  // skipped, saying why, rather than asserting the wrong time.
+  const farTimes = engine.name === 'clickhouse-18.16' ? test.skip : test;
+  farTimes(`event times far from now (1950, 2200) are read back as they were${engine.name === 'clickhouse-18.16' ? ' (skipped: 18.16 DateTime holds 1970–2105; other times are stored as another time)' : ''}`, async () => {
+    const team = await newProject();
+    const rows = [row(team, 1, { timestamp: Date.UTC(1950, 5, 1, 8, 30, 0, 250) }), row(team, 2, { timestamp: Date.UTC(2200, 0, 1) }), row(team, 3)];
+    await append(rows);
+    expect((await allPages(team, 2, {}, Date.UTC(2299, 0, 1))).flat().map((e) => [e.uuid, e.ms])).toEqual(newestFirst(rows).map((r) => [r.uuid, r.timestamp]));
   });
 
   test('counts equal what the list gives, with and without filters', async () => {
