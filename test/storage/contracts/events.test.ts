@@ -182,11 +182,11 @@ forEachEventEngine('event store contract', (engine) => {
   test('catalog conditions reach the engine through the port (the full catalog: test/core/query)', async () => {
     const team = await newProject();
     await append(Array.from({ length: 12 }, (_, n) => row(team, n)));
-    const uuids = async (filters: EventFilterParams) => (await allPages(team, 100, filters)).flat().map((e) => Number((e.properties as { n: number }).n));
-    expect(await uuids({ properties: [{ key: 'n', value: 8, operator: 'gt' }] })).toEqual([11, 10, 9]);
-    expect(await uuids({ properties: [{ key: '$current_url', value: '/1[01]$', operator: 'regex' }] })).toEqual([11, 10]);
-    expect(await uuids({ properties: [{ key: 'plan', value: ['pro'], operator: 'is_not' }, { key: 'n', value: 4, operator: 'lte' }] })).toEqual([4, 2, 1]);
-    expect(await uuids({ properties: [{ key: 'missing', operator: 'is_set' }] })).toEqual([]);
+    const numbers = async (filters: EventFilterParams) => (await allPages(team, 100, filters)).flat().map((e) => Number((e.properties as { n: number }).n));
+    expect(await numbers({ properties: [{ key: 'n', value: 8, operator: 'gt' }] })).toEqual([11, 10, 9]);
+    expect(await numbers({ properties: [{ key: '$current_url', value: '/1[01]$', operator: 'regex' }] })).toEqual([11, 10]);
+    expect(await numbers({ properties: [{ key: 'plan', value: ['pro'], operator: 'is_not' }, { key: 'n', value: 4, operator: 'lte' }] })).toEqual([4, 2, 1]);
+    expect(await numbers({ properties: [{ key: 'missing', operator: 'is_set' }] })).toEqual([]);
     expect(await select(team, ['properties.plan', 'count()', 'max(toInt(properties.n))'], ["event = '$pageview'", 'toInt(properties.n) >= 2'])).toEqual([
       ['free', 5, 11],
       ['pro', 3, 9],
