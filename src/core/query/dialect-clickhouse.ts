@@ -126,7 +126,7 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
     instant: (text, type) => {
       if (type === 'date') return call('toDate', bind(text));
       // 18.16 parses no fractional seconds: its DateTime holds whole seconds anyway.
-      return datetime64 ? sql`toDateTime64(${bind(text)}, 6, 'UTC')` : sql`toDateTime(${bind(text.slice(0, 19))}, 'UTC')`;
+      return datetime64 ? sql`toDateTime64(${bind(text)}, 6, 'UTC')` : sql`toDateTime(${bind(secondsText(text))}, 'UTC')`;
     },
     ...(datetime64 ? {} : { compareEventTime: (op: CompareOp, time: SqlFragment, text: string) => wholeSecondsCompare(op, time, text, bind) }),
     isoInstant: (iso) => (datetime64 ? sql`parseDateTime64BestEffort(${bind(iso)}, 6, 'UTC')` : sql`parseDateTimeBestEffort(${bind(iso)}, 'UTC')`),
@@ -180,6 +180,20 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
 }
 
 /**
+ * The times 18.16's `DateTime` holds (epoch ms): unsigned seconds whose calendar ends with 2105,
+ * and whose 0 reads back as the zero date `0000-00-00`. Storage writes event times within it
+ * (the nearest bound for one outside); an instant outside it would be read as another time.
+ */
+export const DATETIME_RANGE_MS = [1_000, Date.UTC(2105, 11, 31, 23, 59, 59, 999)] as const;
+
+/** An instant's `YYYY-MM-DD hh:mm:ss` for 18.16's `DateTime`, the nearest bound of its range when outside it. */
+function secondsText(text: string): string {
+  const at = parseIsoInstant(text);
+  if (!at || (at.ms >= DATETIME_RANGE_MS[0] && at.ms <= DATETIME_RANGE_MS[1])) return text.slice(0, 19);
+  return new Date(at.ms < DATETIME_RANGE_MS[0] ? DATETIME_RANGE_MS[0] : DATETIME_RANGE_MS[1]).toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/**
  * The event time against an instant where DateTime is whole seconds (18.16): the milliseconds are
  * in `<column>_ms` beside it (storage's events table), and an instant may have microseconds.
  * Events have whole milliseconds m, so for an instant b: m < b ⟺ m < ceil(b), m > b ⟺ m > floor(b),
@@ -191,7 +205,7 @@ function wholeSecondsCompare(op: CompareOp, time: SqlFragment, text: string, bin
   if (!at || time.params.length > 0 || !/^\w+$/.test(time.sql)) throw new Error('an event time comparison needs a column and an instant');
   const floor = at.ms;
   const ceil = at.us > 0 ? at.ms + 1 : at.ms;
-  const second = sql`toDateTime(${bind(text.slice(0, 19))}, 'UTC')`;
+  const second = sql`toDateTime(${bind(secondsText(text))}, 'UTC')`;
   const exact = sql`(toInt64(toUnixTimestamp(${time})) * 1000 + ${trusted(`${time.sql}_ms`)})`;
   switch (op) {
     case '<':
