@@ -31,6 +31,9 @@ run(`ClickHouse 18.16 replication through ZooKeeper: two replicas of one shard${
     const s = startDetached(r.argv, { log: join(r.home, 'out.log'), cwd: r.home });
     started.push(s);
     await waitUntil(`replica ${i}`, () => clickhouseAnswers(r.ports.http), () => isAlive(s.pid), 30_000, join(r.home, 'error.log'));
+    // It answers before its ZooKeeper session is up; replicated tables need that session.
+    const session = await eventually(() => send(i, `SELECT count() FROM system.zookeeper WHERE path = '/'`, {}).then(() => true, () => false), (up) => up, 30_000);
+    if (!session) throw new Error(`replica ${i} has no ZooKeeper session after 30 s`);
     return s;
   }
   /** One statement on replica `i` over HTTP (settings in the URL, as 18.16 takes them); its rows as text. */
