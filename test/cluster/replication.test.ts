@@ -48,7 +48,8 @@ run(`ClickHouse 18.16 replication through ZooKeeper: two replicas of one shard${
   // Synchronous through the Distributed table: the answer comes once the shard has the rows.
   const insert = (i: number, table: string, body: string) => send(i, `INSERT INTO ${table} FORMAT TabSeparated\n${body}`, { database: 'hogbase', insert_distributed_sync: '1' });
 
-  beforeAll(async () => {
+  /** ZooKeeper, two replicas and their tables, from nothing. */
+  async function setUp() {
     dir = mkdtempSync(join(tmpdir(), 'hogbase-replication-'));
     const zookeeperPort = await freePort();
     started.push((await startZooKeeper(dir, zookeeperPort, join(dir, 'zookeeper.log'))).started);
@@ -79,7 +80,27 @@ run(`ClickHouse 18.16 replication through ZooKeeper: two replicas of one shard${
       await untilZooKeeper(i, `CREATE TABLE IF NOT EXISTS hogbase.events_shard (uuid UUID, distinct_id String, n UInt32) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/hogbase/events_shard', '{replica}') ORDER BY uuid`);
       await send(i, `CREATE TABLE hogbase.events AS hogbase.events_shard ENGINE = Distributed(${EVENTS_CLUSTER}, hogbase, events_shard, cityHash64(distinct_id))`);
     }
-  }, 90_000);
+  }
+
+  // Three processes and their ports, a JVM among them: a start that fails (a port taken meanwhile,
+  // a session slow to come) is stopped and tried again from nothing, so a CI run does not fail
+  // on the machine's timing; a third failure is the test's.
+  beforeAll(async () => {
+    const failures: string[] = [];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await setUp();
+        return;
+      } catch (error) {
+        failures.push(`attempt ${attempt}: ${error instanceof Error ? error.message : String(error)}`);
+        await stopAll(started.splice(0), 'SIGKILL', 10_000);
+        replicas.splice(0);
+        if (dir) rmSync(dir, { recursive: true, force: true });
+        if (attempt === 3) throw new Error(`replication set-up failed 3 times:\n${failures.join('\n')}`);
+        console.warn(`[replication] set-up failed, trying again: ${failures.at(-1)}`);
+      }
+    }
+  }, 240_000);
 
   afterAll(async () => {
     // Killed outright, every process this file started (replicas started again included), by PID.
