@@ -57,7 +57,7 @@ function toInput(body: CohortRequest): CohortInput {
 async function checkDefinition(deps: Deps, teamId: number, self: number | null, filters: unknown, groups: unknown) {
   const seen = new Set<number>();
   const visit = async (definition: ReturnType<typeof cohortDefinition>): Promise<void> => {
-    // Calculated over the events: where the events are elsewhere (ClickHouse), a 400 now rather than a cohort that never fills.
+    // Calculated over the events: an events store that cannot count them answers a 400 now rather than a cohort that never fills.
     if (needsEvents(definition)) deps.storage.eventReads.requireFeature('behavioral_cohorts');
     for (const id of referencedCohorts(definition)) {
       if (id === self) throw new AppError('invalid_input', 'Cohorts cannot reference other cohorts in a loop.', 'filters');
