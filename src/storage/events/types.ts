@@ -245,8 +245,8 @@ export interface RelationOptions {
    */
   distinctIds?: readonly string[];
   /**
-   * The statement picks rows by uuid and its caller keeps one row per uuid: the relation may give
-   * a retried insert's copies of a row (ClickHouse then reads without FINAL).
+   * The caller keeps one row per uuid (a page's rows by key) or per sort key (a page's keys): the
+   * relation may give a retried insert's copies of a row (ClickHouse then reads without FINAL).
    */
   onePerUuid?: boolean;
   /**

@@ -2,7 +2,7 @@ import { assembleEventsQuery, type CompiledSelect, type SqlFragment } from '../.
 import type { Row } from '../../db';
 import type { QueryRunner } from '../runner';
 import type { RelationOptions } from '../types';
-import { asEvents, keyAtStatement, keysStatement, pageRowsStatement, rowsByKeysStatement, type EventKey, type Order } from './list-statements';
+import { afterKey, allOf, asEvents, keyAtStatement, keysStatement, pageRowsStatement, rowsByKeysStatement, type EventKey, type Order } from './list-statements';
 
 /**
  * The events API's reads, named for what it asks: keys of a page, a page's rows, the rows of
@@ -49,11 +49,34 @@ export const scopeFrom = (ctx: ReadContext, scope: ReadScope, range: ReadRange):
 
 const msOf = (row: Row): number => (row.timestamp as Date).getTime();
 
-/** The keys of the first `limit` rows in list order (a person's list: with their distinct ids). */
+/**
+ * The keys of the first `limit` rows in list order (a person's list: with their distinct ids).
+ * The relation may give a retried insert's copies (`onePerUuid`: ClickHouse reads without FINAL,
+ * which would merge the whole slice to find its newest rows): copies share their whole sort key,
+ * so they come next to each other and are kept once here. When copies were dropped from a full
+ * read, the rows after the last key are read for what is still missing.
+ */
 export async function readKeys(ctx: ReadContext, scope: ReadScope, order: Order, range: ReadRange, limit: number): Promise<EventKey[]> {
-  const relation = await eventsFrom(ctx, scope.person, range, scope.byPerson, { distinctIds: scope.distinctIds });
-  const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, scope.where, order, limit, scope.byPerson, ctx.runner), 'properties');
-  return rows.map((r) => ({ uuid: String(r.uuid), ms: msOf(r), ...(scope.byPerson ? { distinctId: String(r.distinct_id) } : {}) }));
+  const relation = await eventsFrom(ctx, scope.person, range, scope.byPerson, { distinctIds: scope.distinctIds, onePerUuid: true });
+  const keys: EventKey[] = [];
+  const seen = new Set<string>();
+  let where = scope.where;
+  while (keys.length < limit) {
+    const want = limit - keys.length;
+    const rows = await ctx.runner.rows(keysStatement(relation, ctx.teamId, where, order, want, scope.byPerson, ctx.runner), 'properties');
+    let last: EventKey | undefined;
+    for (const r of rows) {
+      last = { uuid: String(r.uuid), ms: msOf(r), ...(scope.byPerson ? { distinctId: String(r.distinct_id) } : {}) };
+      // The engine's dedupe key: time and uuid, and the distinct id in a person copy (its key has it).
+      const id = `${last.ms}\n${last.uuid}\n${last.distinctId ?? ''}`;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      keys.push(last);
+    }
+    if (rows.length < want || !last) break;
+    where = allOf(scope.where, afterKey(last, order, ctx.runner));
+  }
+  return keys;
 }
 
 /** The first `limit` whole rows in list order, in one statement. */
