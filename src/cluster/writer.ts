@@ -70,10 +70,12 @@ export const DIED = 'a writer process died while processing it (out of memory, a
 
 export function createWriter(options: WriterOptions) {
   const o = { ...DEFAULTS, ...options };
-  let held = new Set<number>();
-  const waiting = new Map<number, Held>();
-  /** When the oldest rows held were processed (null: none held). */
-  let heldSince: number | null = null;
+  /** The partitions whose leases this writer holds. */
+  let leased = new Set<number>();
+  /** Processed rows not inserted yet, by partition. */
+  const held = new Map<number, Held>();
+  /** When the oldest rows held were processed (read only while `held` has any). */
+  let heldSince = 0;
 
   /** One entry's rows (lines as the event store logs them), its events named from its log id. */
   async function rowsOf(entry: LogEntry): Promise<{ lines: Uint8Array; rows: number }> {
@@ -113,7 +115,7 @@ export function createWriter(options: WriterOptions) {
    * next pass); its rows held. True when it stopped at such an entry.
    */
   async function batch(partition: number, pass: WriterPass): Promise<boolean> {
-    const entries = await o.log.read(o.consumer, partition, o.batchEntries, waiting.get(partition)?.ids.at(-1));
+    const entries = await o.log.read(o.consumer, partition, o.batchEntries, held.get(partition)?.ids.at(-1));
     // Entries read again may include one a writer died processing: its mark counts as a failure.
     const died = entries[0]?.redelivered ? await o.log.crashed(o.consumer, partition) : null;
     let marked = false;
@@ -152,66 +154,63 @@ export function createWriter(options: WriterOptions) {
     // Before the insert: a death from here on is no single entry's doing.
     await unmark();
     if (done.length) {
-      let h = waiting.get(partition);
-      if (!h) waiting.set(partition, (h = { parts: [], bytes: 0, rows: 0, ids: [] }));
+      if (held.size === 0) heldSince = o.now();
+      let h = held.get(partition);
+      if (!h) held.set(partition, (h = { parts: [], bytes: 0, rows: 0, ids: [] }));
       for (const p of parts) h.bytes += p.byteLength;
       h.parts.push(...parts);
       h.rows += rows;
       h.ids.push(...done);
-      heldSince ??= o.now();
     }
     return stopped;
   }
 
-  const heldBytesNow = () => [...waiting.values()].reduce((n, h) => n + h.bytes, 0);
+  const heldBytes = () => [...held.values()].reduce((n, h) => n + h.bytes, 0);
 
   /** Insert every partition's held rows in one INSERT, make the persons durable, then acknowledge the entries. */
   async function insertHeld(pass: WriterPass): Promise<void> {
-    const held = [...waiting];
-    const parts = held.flatMap(([, h]) => h.parts);
+    const all = [...held];
+    const parts = all.flatMap(([, h]) => h.parts);
     // The rows' `seg` in the table: the first held entry's log time (rows inserted again get it again only if held alike; reads collapse on uuid).
-    if (parts.length) await insertProcessed(o.ch, Buffer.concat(parts).toString('utf8'), Math.min(...held.map(([, h]) => Number(h.ids[0]!.split('-')[0]))));
+    if (parts.length) await insertProcessed(o.ch, Buffer.concat(parts).toString('utf8'), Math.min(...all.map(([, h]) => Number(h.ids[0]!.split('-')[0]))));
     await o.persons.flush();
-    for (const [partition, h] of held) {
+    for (const [partition, h] of all) {
       await o.log.ack(partition, h.ids);
-      waiting.delete(partition);
+      held.delete(partition);
       pass.entries += h.ids.length;
       pass.rows += h.rows;
     }
-    heldSince = null;
   }
 
-  const due = () => heldSince !== null && (heldBytesNow() >= o.maxHeldBytes || o.now() - heldSince >= o.insertEveryMs);
+  const due = () => heldBytes() >= o.maxHeldBytes || o.now() - heldSince >= o.insertEveryMs;
 
   return {
     /** Renew this writer's partitions (taking over those that came free), then one batch of each. */
     async pass(): Promise<WriterPass> {
       const now = new Set(await o.log.lease(o.consumer, o.leaseMs));
-      for (const p of now) if (!held.has(p)) await o.log.takeOver(o.consumer, p);
-      held = now;
+      for (const p of now) if (!leased.has(p)) await o.log.takeOver(o.consumer, p);
+      leased = now;
       // Rows held for a partition lost meanwhile are not inserted: its next holder processes the entries again.
-      for (const p of waiting.keys()) if (!now.has(p)) waiting.delete(p);
-      if (waiting.size === 0) heldSince = null;
+      for (const p of held.keys()) if (!now.has(p)) held.delete(p);
       const pass: WriterPass = { taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [...now] };
       // A batch stopped at a failing entry: what came before it goes now, so the failure holds nothing up.
       let stopped = false;
       for (const p of now) {
         if (await batch(p, pass)) stopped = true;
-        if (heldBytesNow() >= o.maxHeldBytes) await insertHeld(pass);
+        if (heldBytes() >= o.maxHeldBytes) await insertHeld(pass);
       }
-      if (waiting.size && (stopped || due())) await insertHeld(pass);
+      if (held.size && (stopped || due())) await insertHeld(pass);
       return pass;
     },
 
     /** Insert what is held, then give the partitions up (a clean stop): another writer takes them at once. */
     async release(): Promise<void> {
-      const pass: WriterPass = { taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [...held] };
+      const pass: WriterPass = { taken: 0, entries: 0, rows: 0, deadLettered: 0, partitions: [...leased] };
       // Not inserted: left unacknowledged, the next holder processes them again.
-      if (waiting.size) await insertHeld(pass).catch((error: unknown) => o.logger.warn('held rows not inserted at release; the entries stay in the log', { error }));
-      waiting.clear();
-      heldSince = null;
-      for (const p of held) await o.log.release(o.consumer, p);
-      held = new Set();
+      if (held.size) await insertHeld(pass).catch((error: unknown) => o.logger.warn('held rows not inserted at release; the entries stay in the log', { error }));
+      held.clear();
+      for (const p of leased) await o.log.release(o.consumer, p);
+      leased = new Set();
     },
   };
 }

@@ -94,7 +94,6 @@ const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('
  * Acknowledge, and forget the entries' failures. One script: a failure count must not outlive its
  * entry (a later entry never reuses the id, but the hash would only grow).
  */
-const APPEND_ALL = `local ids = {} for i = 1, #KEYS do ids[i] = redis.call('XADD', KEYS[i], '*', 'context', ARGV[1], 'body', ARGV[2 * i], 'events', ARGV[2 * i + 1]) end return ids`;
 const ACK = `redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2)) if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HDEL', KEYS[2], unpack(ARGV, 2)) end return 1`;
 /**
  * Delete a partition's consumers that are idle, own no pending entry and do not hold its lease, at
@@ -125,6 +124,8 @@ redis.call('DEL', KEYS[1])
 local id, consumer = string.match(mark, '^(%S+) (.*)$')
 if not id or consumer == ARGV[1] then return false end
 return {id, redis.call('HINCRBY', KEYS[2], id, 1)}`;
+/** Records sharing one context, one per stream named, appended in one script (`appendAll`); their ids. */
+const APPEND_ALL = `local ids = {} for i = 1, #KEYS do ids[i] = redis.call('XADD', KEYS[i], '*', 'context', ARGV[1], 'body', ARGV[2 * i], 'events', ARGV[2 * i + 1]) end return ids`;
 /** Drop a lease only while it is still ours. */
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
 
