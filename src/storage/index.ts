@@ -178,10 +178,10 @@ export interface StorageOptions {
  */
 function eventReadsOf(options: StorageOptions, store: EventStore, erasesEvents: boolean): EventReads {
   if (options.eventsStore) {
-    const answers: ReadFeature[] = ['behavioral_cohorts', ...(erasesEvents ? (['event_erasure'] as const) : [])];
+    const answers: ReadFeature[] = erasesEvents ? ['event_erasure'] : [];
     return openClickHouseEventReads(options.eventsStore, { awaitVisible: (teamId) => store.awaitVisible(teamId), answers });
   }
-  return options.eventReads ? openClickHouseEventReads(options.eventReads, { answers: ['behavioral_cohorts'] }) : duckdbEventReads(store);
+  return options.eventReads ? openClickHouseEventReads(options.eventReads) : duckdbEventReads(store);
 }
 
 /** Persons and seen definitions are written at least this often, besides before every event load. */

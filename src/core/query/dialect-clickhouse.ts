@@ -180,17 +180,29 @@ export function clickhouseDialect(features: ClickHouseFeatures): Dialect {
 }
 
 /**
- * The times 18.16's `DateTime` holds (epoch ms): unsigned seconds whose calendar ends with 2105,
- * and whose 0 reads back as the zero date `0000-00-00`. Storage writes event times within it
- * (the nearest bound for one outside); an instant outside it would be read as another time.
+ * The times ClickHouse's time columns hold (epoch ms): 18.16's `DateTime` is unsigned seconds whose
+ * calendar ends with 2105 (and whose 0 reads back as the zero date `0000-00-00`); a modern
+ * `DateTime64` spans 1900–2299. Capture takes years 100–9999 (as DuckDB stores them); outside its
+ * column's range a server stores or compares another time without an error (1950 read back as
+ * 1970 with the day's clock time), so event times and bounds are taken to the nearest bound.
  */
-export const DATETIME_RANGE_MS = [1_000, Date.UTC(2105, 11, 31, 23, 59, 59, 999)] as const;
+export const CLICKHOUSE_TIME_RANGE_MS = {
+  datetime: [1_000, Date.UTC(2105, 11, 31, 23, 59, 59, 999)],
+  datetime64: [Date.UTC(1900, 0, 1), Date.UTC(2299, 11, 31, 23, 59, 59, 999)],
+} as const;
+
+/** `ms` within the range of the server's time column (`clickhouseFeatures`' `datetime64`). */
+export function clampClickHouseTime(ms: number, datetime64: boolean): number {
+  const [lo, hi] = CLICKHOUSE_TIME_RANGE_MS[datetime64 ? 'datetime64' : 'datetime'];
+  return Math.min(hi, Math.max(lo, ms));
+}
 
 /** An instant's `YYYY-MM-DD hh:mm:ss` for 18.16's `DateTime`, the nearest bound of its range when outside it. */
 function secondsText(text: string): string {
   const at = parseIsoInstant(text);
-  if (!at || (at.ms >= DATETIME_RANGE_MS[0] && at.ms <= DATETIME_RANGE_MS[1])) return text.slice(0, 19);
-  return new Date(at.ms < DATETIME_RANGE_MS[0] ? DATETIME_RANGE_MS[0] : DATETIME_RANGE_MS[1]).toISOString().slice(0, 19).replace('T', ' ');
+  const ms = at ? clampClickHouseTime(at.ms, false) : null;
+  if (ms === null || ms === at!.ms) return text.slice(0, 19);
+  return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 }
 
 /**

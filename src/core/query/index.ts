@@ -6,7 +6,7 @@ export { compileStatement, type CompiledStatement } from './compile-statement';
 export { compileEventsQuery, type CompiledEventsQuery, type EventsQueryColumn, type EventsQueryContext, type EventsQueryInput } from './compile-events-query';
 export { type Dialect, type RenderedSql } from './dialect';
 export { DUCKDB } from './dialect-duckdb';
-export { CLICKHOUSE, CLICKHOUSE_18, clickhouseDialect, DATETIME_RANGE_MS, clickhouseFeatures, clickhouseLiteral, type ClickHouseFeatures } from './dialect-clickhouse';
+export { CLICKHOUSE, CLICKHOUSE_18, clampClickHouseTime, clickhouseDialect, CLICKHOUSE_TIME_RANGE_MS, clickhouseFeatures, clickhouseLiteral, type ClickHouseFeatures } from './dialect-clickhouse';
 export { formatInstant, parseIsoInstant, parseRelativeInstant, parseRelativeOrIsoDate, type Instant } from './dates';
 export { compileEventFilters, parseListOrder, type EventFilterParams } from './filters';
 export { LIMITS, queryTimeout } from './limits';

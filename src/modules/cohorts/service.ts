@@ -1,7 +1,7 @@
 import { parseCohortCsv } from '../../core/cohorts/csv';
 import { cohortDefinition, filtersRepresentation } from '../../core/cohorts/definition';
 import { normalizeLegacyGroups } from '../../core/cohorts/legacy-groups';
-import { needsEvents, referencedCohorts } from '../../core/cohorts/types';
+import { referencedCohorts } from '../../core/cohorts/types';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import type { Cohort, CohortInput, Principal } from '../../storage';
@@ -57,8 +57,6 @@ function toInput(body: CohortRequest): CohortInput {
 async function checkDefinition(deps: Deps, teamId: number, self: number | null, filters: unknown, groups: unknown) {
   const seen = new Set<number>();
   const visit = async (definition: ReturnType<typeof cohortDefinition>): Promise<void> => {
-    // Calculated over the events: an events store that cannot count them answers a 400 now rather than a cohort that never fills.
-    if (needsEvents(definition)) deps.storage.eventReads.requireFeature('behavioral_cohorts');
     for (const id of referencedCohorts(definition)) {
       if (id === self) throw new AppError('invalid_input', 'Cohorts cannot reference other cohorts in a loop.', 'filters');
       if (seen.has(id)) continue;

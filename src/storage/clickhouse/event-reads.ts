@@ -1,5 +1,5 @@
 import { HOT_PROPERTIES } from '../../core/events/columns';
-import { clickhouseLiteral, DATETIME_RANGE_MS, sql, trusted, type SqlFragment } from '../../core/query';
+import { clampClickHouseTime, clickhouseLiteral, sql, trusted, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row } from '../db';
 import type { EventsRelation, TimeRange } from '../events/relation';
@@ -47,17 +47,17 @@ export function openClickHouseEventReads(ch: ClickHouse, options: ClickHouseRead
   const persons = clickhousePersonRelations(ch);
   // Exact bounds in milliseconds; on 18.16 the seconds column bounds them first, which the primary key can use.
   const exactMs = '(toUInt64(toUnixTimestamp(timestamp)) * 1000 + timestamp_ms)';
-  // A whole second 18.16's DateTime holds (a larger number wraps around): stored times are within it too.
-  const second = (at: number) => Math.min(Math.floor(DATETIME_RANGE_MS[1] / 1000), Math.max(Math.floor(DATETIME_RANGE_MS[0] / 1000), at));
+  // The second of 18.16's DateTime holding `at` (a time outside its range wraps around; stored times are clamped alike).
+  const second = (at: number) => Math.floor(clampClickHouseTime(at, false) / 1000);
   const bounds = (range: TimeRange): string[] => {
     const out: string[] = [];
     if (range.from !== undefined) {
       const from = ms(range.from);
-      out.push(datetime64 ? `timestamp >= fromUnixTimestamp64Milli(toInt64(${from}), 'UTC')` : `timestamp >= toDateTime(${second(Math.floor(from / 1000))}, 'UTC') AND ${exactMs} >= ${from}`);
+      out.push(datetime64 ? `timestamp >= fromUnixTimestamp64Milli(toInt64(${from}), 'UTC')` : `timestamp >= toDateTime(${second(from)}, 'UTC') AND ${exactMs} >= ${from}`);
     }
     if (range.to !== undefined) {
       const to = ms(range.to);
-      out.push(datetime64 ? `timestamp < fromUnixTimestamp64Milli(toInt64(${to}), 'UTC')` : `timestamp <= toDateTime(${second(Math.floor((to - 1) / 1000))}, 'UTC') AND ${exactMs} < ${to}`);
+      out.push(datetime64 ? `timestamp < fromUnixTimestamp64Milli(toInt64(${to}), 'UTC')` : `timestamp <= toDateTime(${second(to - 1)}, 'UTC') AND ${exactMs} < ${to}`);
     }
     return out;
   };

@@ -1,7 +1,7 @@
 import type { StoredEventRow } from '../../core/events/columns';
 import { PERSON_SLOT, readRecords, readRowFrames } from '../events/wal-format';
 import type { EventSink } from '../events/types';
-import { DATETIME_RANGE_MS, sql, trusted, type ClickHouseFeatures, type SqlFragment } from '../../core/query';
+import { clampClickHouseTime, sql, trusted, type ClickHouseFeatures, type SqlFragment } from '../../core/query';
 import type { ClickHouse } from './client';
 import { EVENT_TABLES } from './schema';
 
@@ -24,21 +24,9 @@ export const tsvField = (value: string | null): string =>
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
-/**
- * The times each column type holds (epoch ms): 18.16's `DateTime` as the dialect says, a modern
- * `DateTime64` 1900–2299. Capture takes years 100–9999 (as DuckDB stores them); outside its
- * column's range a server stores another time without an error (1950 read back as 1970 with the
- * day's clock time), so such a time is written as the nearest bound instead.
- */
-export const TIME_RANGE = {
-  datetime: DATETIME_RANGE_MS,
-  datetime64: [Date.UTC(1900, 0, 1), Date.UTC(2299, 11, 31, 23, 59, 59, 999)],
-} as const;
-
 /** Epoch milliseconds as the server's time column(s): `YYYY-MM-DD hh:mm:ss.ffffff`, or on 18.16 the seconds and the milliseconds. */
 export function timeFields(at: number, f: Pick<ClickHouseFeatures, 'datetime64'>): string {
-  const [lo, hi] = f.datetime64 ? TIME_RANGE.datetime64 : TIME_RANGE.datetime;
-  const ms = Math.min(hi, Math.max(lo, at));
+  const ms = clampClickHouseTime(at, f.datetime64);
   const d = new Date(ms);
   const seconds = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)} ${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
   const millis = ((ms % 1000) + 1000) % 1000;

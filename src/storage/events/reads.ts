@@ -71,11 +71,10 @@ export function jsonObjectKeys(text: unknown): string[] {
 }
 
 /** Features not every engine answers yet. */
-export type ReadFeature = 'parquet_exports' | 'behavioral_cohorts' | 'event_erasure';
+export type ReadFeature = 'parquet_exports' | 'event_erasure';
 
 const FEATURE_NAMES: Record<ReadFeature, string> = {
   parquet_exports: 'Parquet exports (format=parquet)',
-  behavioral_cohorts: 'Cohorts defined by events (behavioral filters)',
   event_erasure: "Deleting a person's events (delete_events)",
 };
 

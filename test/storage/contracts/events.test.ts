@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
 import { compileEventFilters, compileSelect, type EventFilterParams, type SqlFragment } from '../../../src/core/query';
 import { listDeadLetters } from '../../../src/storage/events';
-import { TIME_RANGE } from '../../../src/storage/clickhouse/events-table';
+import { CLICKHOUSE_TIME_RANGE_MS as TIME_RANGE } from '../../../src/core/query';
 import { countListing, FileCounts } from '../../../src/storage/events/counts';
 import { readKeys, readRowsByKeys, readSelectRows, type ReadContext } from '../../../src/storage/events/read/list-reads';
 import { afterKey, allOf, type EventKey } from '../../../src/storage/events/read/list-statements';
