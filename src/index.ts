@@ -55,7 +55,8 @@ async function main() {
           personCopies: config.PERSON_COPIES === 'on',
           defaultRetentionDays: config.EVENTS_RETENTION_DAYS,
           logger,
-          eventStore: { minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024 },
+          // The request thread and the parser threads: what a saturating ingestion keeps busy beside DuckDB.
+          eventStore: { minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, busyThreads: 1 + (ingestParser ? config.INGEST_PARSE_THREADS : 0) },
         },
         ingestParser,
       ),

@@ -21,6 +21,12 @@ export interface Database {
   withWriter<T>(fn: (connection: DuckDBConnection) => Promise<T>): Promise<T>;
   /** Borrow a read connection (for streaming results). */
   withReader<T>(fn: (connection: DuckDBConnection) => Promise<T>): Promise<T>;
+  /**
+   * DuckDB's worker threads from now on: one setting for the whole database (statements running
+   * meanwhile go on with the new count). Null: the count it was opened with, which is also the
+   * most it is given.
+   */
+  setThreads(threads: number | null): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -82,6 +88,7 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
     return c;
   };
   const writer = await connect();
+  const openedThreads = Number((await readRows(writer, "SELECT current_setting('threads') AS threads", []))[0]?.threads);
   const readers: DuckDBConnection[] = [];
   for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await connect());
   const idleReaders = [...readers];
@@ -146,6 +153,13 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
       } finally {
         releaseReader(c);
       }
+    },
+    setThreads(threads) {
+      const count = threads === null ? openedThreads : Math.max(1, Math.min(openedThreads, Math.trunc(threads)));
+      if (!Number.isSafeInteger(count)) return Promise.reject(new Error(`unexpected thread count ${threads}`));
+      return db.withReader(async (c) => {
+        await c.run(`SET threads = ${count}`);
+      });
     },
     async close() {
       if (closed) return;

@@ -1,4 +1,6 @@
+import { availableParallelism } from 'node:os';
 import { newHistogram } from '../../core/metrics/histogram';
+import { threadsLeft } from './saturated-threads';
 import type { MergePolicy } from './compaction';
 import type { PersonCopyPolicy } from './person-copies';
 import type { EventSink, EventStoreLogger, EventStoreOptions, ProcessIntake } from './types';
@@ -17,6 +19,8 @@ export interface Settings {
   maxPendingBytes: number;
   maxQueuedBytes: number;
   minFreeDiskBytes: number;
+  /** DuckDB's threads while ingestion saturates the store (`SaturatedThreads`). */
+  saturatedThreads: number;
   flushMaxRows: number;
   maxFlushAttempts: number;
   flushRetryMs: number;
@@ -69,6 +73,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     maxPendingBytes: o.maxPendingBytes ?? 2048 * MiB,
     maxQueuedBytes: o.maxQueuedBytes ?? 64 * MiB,
     minFreeDiskBytes: o.minFreeDiskBytes ?? 256 * MiB,
+    saturatedThreads: threadsLeft(o.cores ?? availableParallelism(), o.busyThreads ?? 2),
     flushMaxRows: o.flushMaxRows ?? 300_000,
     maxFlushAttempts: o.maxFlushAttempts ?? 5,
     flushRetryMs: o.flushRetryMs ?? 200,

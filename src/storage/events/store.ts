@@ -11,6 +11,7 @@ import { Maintenance } from './maintenance';
 import { loadManifest, parquetRoot, removeOrphans } from './parquet';
 import { loadPersonCopies, personCopyRoot, removeOrphanCopies } from './person-copies';
 import { ANY_TEAM, recoverWal } from './recovery';
+import { SaturatedThreads } from './saturated-threads';
 import { buildEventsRelation, streamQuery, type EventsRelation, type StreamOptions, type TimeRange } from './relation';
 import { eventMigrations } from './schema';
 import type { ErasedEvents, PersonMatch } from './erasure';
@@ -101,6 +102,7 @@ class DuckDbEventStore implements EventStore {
   private readonly wal: WalWriter;
   private readonly loader: SegmentLoader;
   private readonly upkeep: Maintenance;
+  private readonly threads: SaturatedThreads;
   private readonly root: string;
   private diskLow = false;
   /** Free bytes on the data disk at the last check (null: unknown). */
@@ -147,6 +149,7 @@ class DuckDbEventStore implements EventStore {
   ) {
     this.root = parquetRoot(s.dataDir);
     this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment, s.intake, () => this.wal.activeSegment);
+    this.threads = new SaturatedThreads((threads) => db.setThreads(threads), s.saturatedThreads, s.log);
     this.upkeep = new Maintenance(db, s, tiers, this.counters, {
       loadedSegment: () => this.loader.done,
       saturated: () => this.busy(),
@@ -192,6 +195,7 @@ class DuckDbEventStore implements EventStore {
     if (this.s.now() - this.diskCheckedAt >= DISK_CHECK_MS) void this.checkDisk();
     // Forget distinct ids whose requests are processed, with no capture request to do it.
     this.sweepPending();
+    this.threads.note(this.busy(), this.s.now());
     this.upkeep.tick();
   }
 
@@ -630,6 +634,7 @@ class DuckDbEventStore implements EventStore {
     this.timer = null;
     await this.wal.close();
     await this.loader.drain();
+    await this.threads.release();
     await this.checkpoint();
   }
 }

@@ -119,6 +119,14 @@ export interface EventStoreOptions {
   maxQueuedBytes?: number;
   /** Below this much free disk space, append rejects with 503 (default 256 MiB). */
   minFreeDiskBytes?: number;
+  /**
+   * Threads of this process a saturating ingestion keeps busy besides DuckDB's: the request
+   * thread and the ingest parser threads (default 2). While saturated, DuckDB keeps to the cores
+   * they leave (see saturated-threads.ts).
+   */
+  busyThreads?: number;
+  /** The machine's cores (default `os.availableParallelism()`). */
+  cores?: number;
   relaxedSyncMs?: number;
   /** Most rows loaded in one DuckDB transaction (default 600,000). */
   flushMaxRows?: number;
