@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, type Database } from '../../../src/storage/db';
 import { SaturatedThreads, threadsLeft, WIDEN_AFTER_MS } from '../../../src/storage/events/saturated-threads';
-import { makeEvent, openHarness, testClock, until, type Harness } from './helpers';
+import { createEventStore } from '../../../src/storage/events';
+import { makeEvent, testClock, until } from './helpers';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -69,10 +70,7 @@ describe('DuckDB threads while ingestion saturates the store', () => {
   describe('on DuckDB', () => {
     let dir = '';
     let db: Database | null = null;
-    let h: Harness | null = null;
     afterEach(async () => {
-      await h?.cleanup();
-      h = null;
       await db?.close();
       db = null;
       if (dir) await rm(dir, { recursive: true, force: true });
@@ -94,22 +92,25 @@ describe('DuckDB threads while ingestion saturates the store', () => {
 
     test('a store taking appends at the saturation rate narrows DuckDB, and gives the threads back once the rate has stayed low', async () => {
       const clock = testClock();
-      // 4 cores, 3 busy threads: one thread left for DuckDB, whatever this machine has.
-      h = await openHarness({ now: clock.now, cores: 4, busyThreads: 3, bufferMaxAgeMs: 60_000 });
-      const before = await threadsOf(h.db);
-      // The harness opens DuckDB with its own count: on a one-core machine there is nothing to narrow.
-      if (before === 1) return;
-      let n = 0;
-      // Appends at well over the saturation rate (100 in a 100 ms window) until the tick narrows.
-      await until(async () => {
-        await Promise.all(Array.from({ length: 150 }, () => h!.store.append([makeEvent(n++)])));
-        return (await threadsOf(h!.db)) === 1;
-      });
-      // No appends now: the count comes back only once the store's clock has moved past the interval.
-      await Bun.sleep(300);
-      expect(await threadsOf(h.db)).toBe(1);
-      clock.advance(WIDEN_AFTER_MS);
-      await until(async () => (await threadsOf(h!.db)) === before);
+      dir = await mkdtemp(join(tmpdir(), 'threads-'));
+      // DuckDB opened with 3 threads whatever this machine has; 4 cores, 3 busy threads: 1 left.
+      db = await openDatabase(join(dir, 'db.duckdb'), { threads: 3 });
+      const store = await createEventStore(db, { dataDir: dir, now: clock.now, cores: 4, busyThreads: 3, bufferMaxAgeMs: 60_000, autoCompact: false });
+      try {
+        let n = 0;
+        // Appends at well over the saturation rate (100 in a 100 ms window) until the tick narrows.
+        await until(async () => {
+          await Promise.all(Array.from({ length: 150 }, () => store.append([makeEvent(n++)])));
+          return (await threadsOf(db!)) === 1;
+        });
+        // No appends now: the count comes back only once the store's clock has moved past the interval.
+        await Bun.sleep(300);
+        expect(await threadsOf(db)).toBe(1);
+        clock.advance(WIDEN_AFTER_MS);
+        await until(async () => (await threadsOf(db!)) === 3);
+      } finally {
+        await store.close();
+      }
     });
   });
 });
