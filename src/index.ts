@@ -5,6 +5,7 @@ import { bootstrap, describeAccount } from './bootstrap';
 import { ConfigError, loadConfig, type Config } from './config';
 import type { Deps } from './deps';
 import { createLogger, type Logger } from './logger';
+import { startMemoryGuard } from './memory-guard';
 import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
@@ -89,6 +90,7 @@ async function main() {
   // only after it.
   let stopping = false;
   let stopControl = () => {};
+  let stopGuard = () => {};
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -102,6 +104,7 @@ async function main() {
       await drained;
       clearTimeout(cut);
       stopControl();
+      stopGuard();
       await ingestParser?.close();
       await storage.close();
       logger.info('stopped cleanly');
@@ -119,6 +122,7 @@ async function main() {
     // Printed once, on the first start only: the personal key is never shown again.
     console.log(`First start: created an organization, a project, a user and keys.\n${JSON.stringify(describeAccount(created), null, 2)}`);
   }
+  stopGuard = startMemoryGuard((await storage.memoryUsage()).limitBytes, deps.metrics).stop;
   try {
     app.listen({
       port: config.PORT,

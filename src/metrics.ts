@@ -11,10 +11,12 @@ export interface AppMetrics {
   eventsAcknowledged: number;
   /** Seconds each events-API statement took, to its last row or its error. */
   readonly querySeconds: Histogram;
+  /** Collections of the main thread's heap started by the memory guard (memory-guard.ts). */
+  forcedCollections: number;
 }
 
 export function createAppMetrics(): AppMetrics {
-  return { requests: new Map(), eventsAcknowledged: 0, querySeconds: newHistogram() };
+  return { requests: new Map(), eventsAcknowledged: 0, querySeconds: newHistogram(), forcedCollections: 0 };
 }
 
 export function countRequest(metrics: AppMetrics, method: string, route: string, status: number): void {

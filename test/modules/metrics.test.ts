@@ -37,6 +37,7 @@ describe('GET /metrics', () => {
     expect(before.value('process_resident_memory_bytes')).toBeGreaterThan(0);
     expect(before.value('hogbase_js_heap_bytes')).toBeGreaterThan(0);
     expect(before.value('hogbase_js_external_bytes')).toBeGreaterThanOrEqual(0);
+    expect(before.value('hogbase_js_forced_collections_total')).toBe(0);
     expect(before.value('hogbase_storage_memory_bytes')).toBeGreaterThanOrEqual(0);
     // The default cap, read back from the store (DuckDB shows it as "953.6 MiB"): 1 GB to its precision.
     expect(Math.abs(before.value('hogbase_storage_memory_limit_bytes') - 1e9)).toBeLessThan(0.1 * 2 ** 20);

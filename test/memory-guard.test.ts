@@ -1,0 +1,103 @@
+import { describe, expect, test } from 'bun:test';
+import { MemoryGuard, startMemoryGuard } from '../src/memory-guard';
+import { createAppMetrics } from '../src/metrics';
+
+const MB = 1024 * 1024;
+
+/** A process whose resident size and main-thread bytes the test sets; a collection brings the latter down to what is live. */
+function fakeProcess(o: { resident: number; js: number; live: number }) {
+  const state = { ...o, collections: 0 };
+  const guard = new MemoryGuard({
+    triggerBytes: 800 * MB,
+    minGarbageBytes: 128 * MB,
+    residentBytes: () => state.resident,
+    jsBytes: () => state.js,
+    collect: () => {
+      state.collections++;
+      state.resident -= state.js - state.live;
+      state.js = state.live;
+    },
+  });
+  return { guard, state };
+}
+
+describe('MemoryGuard', () => {
+  test('collects once the process is past the trigger with garbage worth collecting, and not again until as much has gathered', () => {
+    const { guard, state } = fakeProcess({ resident: 600 * MB, js: 80 * MB, live: 80 * MB });
+    expect(guard.check()).toBe(false); // below the trigger, the low mark is 80 MB
+
+    state.js = 400 * MB;
+    state.resident = 750 * MB;
+    expect(guard.check()).toBe(false); // much garbage, but below the trigger
+    expect(state.collections).toBe(0);
+
+    state.resident = 920 * MB;
+    expect(guard.check()).toBe(true);
+    expect(state).toEqual({ resident: 600 * MB, js: 80 * MB, live: 80 * MB, collections: 1 });
+
+    // Past the trigger again (DuckDB grew), with less than 128 MB gathered since: nothing.
+    state.resident = 900 * MB;
+    state.js = 200 * MB;
+    expect(guard.check()).toBe(false);
+    state.js = 209 * MB;
+    expect(guard.check()).toBe(true);
+    expect(state.collections).toBe(2);
+  });
+
+  test('a large live heap past the trigger is not collected over and over', () => {
+    const { guard, state } = fakeProcess({ resident: 950 * MB, js: 500 * MB, live: 450 * MB });
+    // The first look sets the low mark at what it sees: nothing has gathered since.
+    expect(guard.check()).toBe(false);
+    state.js = 640 * MB;
+    state.resident = 1_090 * MB;
+    expect(guard.check()).toBe(true);
+    expect(state.js).toBe(450 * MB);
+    for (let i = 0; i < 10; i++) expect(guard.check()).toBe(false);
+    expect(state.collections).toBe(1);
+  });
+
+  test("JavaScriptCore's own collections lower the mark the garbage is counted from", () => {
+    const { guard, state } = fakeProcess({ resident: 700 * MB, js: 300 * MB, live: 60 * MB });
+    expect(guard.check()).toBe(false);
+    state.js = 60 * MB; // collected by JavaScriptCore between two looks
+    state.resident = 500 * MB;
+    expect(guard.check()).toBe(false);
+    state.js = 200 * MB; // 140 MB over the new low mark
+    state.resident = 850 * MB;
+    expect(guard.check()).toBe(true);
+    expect(state.collections).toBe(1);
+  });
+});
+
+/**
+ * `count` MB of buffers, held (so JavaScriptCore does not collect them as they are made) and
+ * then let go; the process's resident size before that. Only the
+ * holder refers to them, so no stack slot of the test keeps them alive.
+ */
+const holder: { buffers: Uint8Array[] | null } = { buffers: null };
+function makeGarbage(count: number): number {
+  holder.buffers = Array.from({ length: count }, () => new Uint8Array(MB).fill(1));
+  const held = process.memoryUsage.rss();
+  holder.buffers = null;
+  return held;
+}
+
+describe('startMemoryGuard', () => {
+  test("reads this process's figures and collects its heap: garbage past the trigger is freed (the resident size falls) and counted", () => {
+    const metrics = createAppMetrics();
+    // A cap of one byte: the process is always past the trigger, so only the garbage decides.
+    const { guard, stop } = startMemoryGuard(1, metrics);
+    try {
+      Bun.gc(true);
+      expect(guard.check()).toBe(false); // the low mark: what is live now
+      const held = makeGarbage(160);
+      expect(guard.check()).toBe(true);
+      expect(metrics.forcedCollections).toBe(1);
+      expect(held - process.memoryUsage.rss()).toBeGreaterThan(120 * MB);
+      expect(guard.check()).toBe(false);
+      expect(metrics.forcedCollections).toBe(1);
+    } finally {
+      stop();
+    }
+  });
+});
