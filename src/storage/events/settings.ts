@@ -80,7 +80,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     compactMinRows: o.compactMinRows ?? 1_000_000,
     compactMaxAgeMs: o.compactMaxAgeMs ?? 10 * 60_000,
     purgeGraceMs: o.purgeGraceMs ?? 30_000,
-    checkpointWalBytes: o.checkpointWalBytes ?? 256 * MiB,
+    checkpointWalBytes: o.checkpointWalBytes ?? 32 * MiB,
     autoCompact: o.autoCompact ?? true,
     visibilityTimeoutMs: o.visibilityTimeoutMs ?? 500,
     maxMemoBytes: o.maxMemoBytes ?? 64 * MiB,

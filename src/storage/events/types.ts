@@ -161,7 +161,11 @@ export interface EventStoreOptions {
   compactMaxAgeMs?: number;
   /** How long compacted rows stay in the hot table (relations built just before keep working). */
   purgeGraceMs?: number;
-  /** Run a DuckDB CHECKPOINT once its WAL exceeds this (default 256 MiB). */
+  /**
+   * Run a DuckDB CHECKPOINT once its WAL exceeds this (default 32 MiB). Until then DuckDB holds
+   * the changes in memory too (persons, file lists, watermarks: about the WAL's size again), so
+   * this bounds that memory; a checkpoint under a saturating load took well under a second.
+   */
   checkpointWalBytes?: number;
   /** Background compaction (default true). */
   autoCompact?: boolean;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { copyFile, mkdir, readdir, rename, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { makeEvent, openHarness, testClock, until, type Harness } from './helpers';
 import { disjointNewestFirst } from '../../../src/storage/events/relation';
@@ -90,6 +90,24 @@ describe('compaction', () => {
     const ids = (await allRows(h)).map((r) => r.uuid);
     expect(ids.length).toBe(500);
     expect(new Set(ids).size).toBe(500);
+  });
+
+  test("DuckDB's own WAL is checkpointed once it passes checkpointWalBytes (DuckDB holds what it has not checkpointed in memory too)", async () => {
+    const clock = testClock();
+    h = await openHarness({ autoCompact: true, compactMinRows: 1_000_000, checkpointWalBytes: 256 * 1024, now: clock.now });
+    const hh = h;
+    const walBytes = async () => (await stat(`${hh.db.path}.wal`).catch(() => ({ size: 0 }))).size;
+    // Small loads go to the hot table, through DuckDB's WAL.
+    for (let i = 0; i < 6; i++) {
+      await h.store.append(Array.from({ length: 200 }, (_, n) => makeEvent(i * 200 + n)));
+      await h.store.flush();
+    }
+    expect(await walBytes()).toBeGreaterThan(256 * 1024);
+    expect(h.store.stats().checkpoints).toBe(0);
+    clock.advance(5_000);
+    await until(() => hh.store.stats().checkpoints > 0);
+    expect(await walBytes()).toBeLessThan(256 * 1024);
+    expect((await allRows(h)).length).toBe(1200);
   });
 
   test('small files of a team-day are merged into one sorted file, same rows, old files gone after the grace period', async () => {

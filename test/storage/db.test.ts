@@ -1,0 +1,31 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDatabase, type Database } from '../../src/storage/db';
+
+let dir: string | null = null;
+let db: Database | null = null;
+afterEach(async () => {
+  await db?.close();
+  db = null;
+  if (dir) await rm(dir, { recursive: true, force: true });
+  dir = null;
+});
+
+const taggedBytes = async (d: Database, tag: string): Promise<number> =>
+  Number((await d.query<{ m: number }>('SELECT memory_usage_bytes AS m FROM duckdb_memory() WHERE tag = $1', [tag]))[0]?.m ?? 0);
+
+describe('openDatabase', () => {
+  test('reading Parquet files leaves no copy of their bytes in DuckDB (the OS page cache holds them outside the process)', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'hogbase-db-'));
+    db = await openDatabase(join(dir, 'db.duckdb'));
+    const file = join(dir, 'rows.parquet');
+    await db.run(`COPY (SELECT i, md5(i::VARCHAR) || md5((i * 7)::VARCHAR) AS text FROM range(300000) t(i)) TO '${file}' (FORMAT parquet)`);
+    for (let i = 0; i < 3; i++) {
+      const [row] = await db.query<{ n: number; total: number }>(`SELECT count(*) AS n, sum(length(text)) AS total FROM read_parquet('${file}')`);
+      expect(row).toEqual({ n: 300000, total: 300000 * 64 });
+    }
+    expect(await taggedBytes(db, 'EXTERNAL_FILE_CACHE')).toBe(0);
+  });
+});
