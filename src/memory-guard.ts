@@ -58,7 +58,8 @@ export const CHECK_EVERY_MS = 100;
  */
 export function startMemoryGuard(capBytes: number, metrics: AppMetrics): { guard: MemoryGuard; stop: () => void } {
   const guard = new MemoryGuard({
-    triggerBytes: capBytes * TRIGGER_SHARE,
+    // A cap DuckDB did not show in a form we read leaves JavaScriptCore to its own schedule.
+    triggerBytes: Number.isFinite(capBytes) ? capBytes * TRIGGER_SHARE : Infinity,
     minGarbageBytes: MIN_GARBAGE_BYTES,
     residentBytes: () => process.memoryUsage.rss(),
     jsBytes: () => {

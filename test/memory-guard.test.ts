@@ -100,4 +100,18 @@ describe('startMemoryGuard', () => {
       stop();
     }
   });
+
+  test('a cap it cannot read (NaN) leaves the heap to its own schedule', () => {
+    const metrics = createAppMetrics();
+    const { guard, stop } = startMemoryGuard(Number.NaN, metrics);
+    try {
+      Bun.gc(true);
+      expect(guard.check()).toBe(false);
+      makeGarbage(160);
+      expect(guard.check()).toBe(false);
+      expect(metrics.forcedCollections).toBe(0);
+    } finally {
+      stop();
+    }
+  });
 });
