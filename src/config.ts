@@ -34,7 +34,7 @@ export const ConfigSchema = t.Object({
     default: '1GB',
     pattern: '^\\d+(\\.\\d+)?\\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$',
     examples: ['1GB', '512MB', '4GiB'],
-    description: "DuckDB's memory cap (e.g. 2GB); beyond it, queries and compaction spill to DATA_DIR/tmp. Also the process's budget: past 80% of it in resident size, the main thread collects its garbage early.",
+    description: "DuckDB's memory cap (e.g. 2GB); beyond it, queries and compaction spill to DATA_DIR/tmp. Once the server's resident size passes 80% of it, its main thread also collects its garbage early.",
   }),
   PERSON_COPIES: OnOff(
     'on',

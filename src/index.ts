@@ -81,6 +81,8 @@ async function main() {
     }
     throw error;
   }
+  // DUCKDB_MEMORY_LIMIT as DuckDB reads it (the memory guard's cap), asked before any signal handler exists.
+  const memoryCap = (await storage.memoryUsage()).limitBytes;
   const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser, metrics: createAppMetrics() };
   const readiness = { accepting: true };
   const app = createApp(deps, readiness);
@@ -122,7 +124,6 @@ async function main() {
     // Printed once, on the first start only: the personal key is never shown again.
     console.log(`First start: created an organization, a project, a user and keys.\n${JSON.stringify(describeAccount(created), null, 2)}`);
   }
-  stopGuard = startMemoryGuard((await storage.memoryUsage()).limitBytes, deps.metrics).stop;
   try {
     app.listen({
       port: config.PORT,
@@ -143,6 +144,7 @@ async function main() {
   }
   // The operator CLI's way in while this process holds the database.
   if (!stopping) stopControl = serveControlSocket(config.DATA_DIR, storage, logger);
+  if (!stopping) stopGuard = startMemoryGuard(memoryCap, deps.metrics).stop;
   logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY, role: config.ROLE ?? 'embedded' });
   console.log(`Listening on http://${config.HOST}:${app.server?.port}`);
 }

@@ -1,5 +1,16 @@
 import type { AppMetrics } from './metrics';
 
+export interface MemoryGuardOptions {
+  /** Resident size (bytes) past which the guard may collect. */
+  triggerBytes: number;
+  /** What the main thread's heap and buffers (bytes) must have grown by since their lowest look for a collection to be worth its pause. */
+  minGarbageBytes: number;
+  /** The process's resident size, and the main thread's JavaScript heap in use plus the memory its objects hold outside it, now (bytes). */
+  read(): { residentBytes: number; jsBytes: number };
+  /** A full, synchronous collection of the main thread's heap. */
+  collect(): void;
+}
+
 /**
  * The main thread's garbage collected early when the process nears its memory cap.
  *
@@ -9,46 +20,34 @@ import type { AppMetrics } from './metrics';
  * the resident size swung by hundreds of megabytes within a second, falling back at a full
  * collection, and the tops of those swings made the process's peak (bench/NOTES.md). A
  * collection started when the resident size has passed `triggerBytes` and the main thread holds
- * at least `minGarbageBytes` more than at its lowest since the last collection the guard started
- * (JavaScriptCore's own collections lower that mark too) keeps the swings small. Below the
- * trigger nothing changes; above it with little new garbage (DuckDB's memory, a large live heap)
- * nothing is collected in vain.
+ * at least `minGarbageBytes` more than at its lowest look since the last collection the guard
+ * started (JavaScriptCore's own collections lower that mark too) keeps the swings small. Below
+ * the trigger nothing changes; above it, collections come at most once per `minGarbageBytes` the
+ * main thread gains, so memory past the trigger that is DuckDB's or live is not collected at
+ * every look.
  */
-export interface MemoryGuardOptions {
-  /** Resident size (bytes) past which the guard may collect. */
-  triggerBytes: number;
-  /** What the main thread's heap and buffers (bytes) must have grown by since their lowest look for a collection to be worth its pause. */
-  minGarbageBytes: number;
-  /** The process's resident size now (bytes). */
-  residentBytes(): number;
-  /** The main thread's JavaScript heap in use plus the memory its objects hold outside it (bytes). */
-  jsBytes(): number;
-  /** A full, synchronous collection of the main thread's heap. */
-  collect(): void;
-}
-
 export class MemoryGuard {
-  /** The lowest `jsBytes()` seen since the last collection this guard started, or right after it. */
+  /** The lowest `jsBytes` seen since the last collection this guard started, or right after it. */
   private low = Infinity;
 
   constructor(private readonly o: MemoryGuardOptions) {}
 
   /** One look: collects, and says so, when the process is past the trigger with garbage worth collecting. */
   check(): boolean {
-    const js = this.o.jsBytes();
-    this.low = Math.min(this.low, js);
-    if (this.o.residentBytes() <= this.o.triggerBytes || js - this.low < this.o.minGarbageBytes) return false;
+    const { residentBytes, jsBytes } = this.o.read();
+    this.low = Math.min(this.low, jsBytes);
+    if (residentBytes <= this.o.triggerBytes || jsBytes - this.low < this.o.minGarbageBytes) return false;
     this.o.collect();
-    this.low = this.o.jsBytes();
+    this.low = this.o.read().jsBytes;
     return true;
   }
 }
 
 /** Past this share of the cap the guard may collect: the headroom is for the swing between two looks and a collection's own growth. */
 export const TRIGGER_SHARE = 0.8;
-/** Above what the main thread holds live under saturating batches, well below its swings (bench/NOTES.md). */
+/** The growth since the lowest look that makes a collection worth its pause: well below the swings seen under saturating batches (bench/NOTES.md). */
 export const MIN_GARBAGE_BYTES = 128 * 1024 * 1024;
-/** How often the guard looks (a look reads /proc and the heap's figures: ~20 µs). */
+/** How often the guard looks (a look reads the process's memory figures once). */
 export const CHECK_EVERY_MS = 100;
 
 /**
@@ -61,10 +60,9 @@ export function startMemoryGuard(capBytes: number, metrics: AppMetrics): { guard
     // A cap DuckDB did not show in a form we read leaves JavaScriptCore to its own schedule.
     triggerBytes: Number.isFinite(capBytes) ? capBytes * TRIGGER_SHARE : Infinity,
     minGarbageBytes: MIN_GARBAGE_BYTES,
-    residentBytes: () => process.memoryUsage.rss(),
-    jsBytes: () => {
+    read: () => {
       const m = process.memoryUsage();
-      return m.heapUsed + m.external;
+      return { residentBytes: m.rss, jsBytes: m.heapUsed + m.external };
     },
     collect: () => {
       Bun.gc(true);

@@ -71,7 +71,8 @@ export class Maintenance {
   private purges: Array<{ seg: number; at: number }> = [];
   /** Files no longer registered (absolute paths), deleted once the grace period has passed. */
   private retired: Array<{ paths: readonly string[]; at: number }> = [];
-  private lastWalCheck = 0;
+  /** When DuckDB's WAL was last looked at (`s.now`): the first look is one interval after the store opens. */
+  private lastWalCheck: number;
   private lastIndex = 0;
   /** When retention is next due (`s.now`); 0: now. */
   private retentionDueAt = 0;
@@ -92,6 +93,7 @@ export class Maintenance {
     },
   ) {
     this.root = parquetRoot(s.dataDir);
+    this.lastWalCheck = s.now();
   }
 
   /** Hot copies of segments up to `seg` are already in Parquet: delete them after the grace period. */

@@ -162,9 +162,9 @@ export interface EventStoreOptions {
   /** How long compacted rows stay in the hot table (relations built just before keep working). */
   purgeGraceMs?: number;
   /**
-   * Run a DuckDB CHECKPOINT once its WAL exceeds this (default 32 MiB). Until then DuckDB holds
-   * the changes in memory too (persons, file lists, watermarks: about the WAL's size again), so
-   * this bounds that memory; a checkpoint under a saturating load took well under a second.
+   * Run a DuckDB CHECKPOINT once its WAL exceeds this (default 32 MiB; looked at every 5 s).
+   * Until then DuckDB holds the changes in memory too (persons, file lists, watermarks), in
+   * proportion to the WAL, so a low threshold keeps that memory small (see bench/NOTES.md).
    */
   checkpointWalBytes?: number;
   /** Background compaction (default true). */
