@@ -12,7 +12,7 @@ import { ANY_TEAM } from './recovery';
 import { observe } from '../../core/metrics/histogram';
 import { MiB, type Counters, type Settings } from './settings';
 import type { Tiers } from './tiers';
-import { decodeIntakeFrame, scanFrames, type IntakeContext } from './wal-format';
+import { decodeIntakeFrame, scanFrames, type IntakeContext, type ScannedFrame } from './wal-format';
 import type { EncodedRows, ProcessIntake } from './types';
 import { mergeSpans, PROCESSED_SUFFIX, type SealedSegment, type TimeSpan } from './wal';
 
@@ -235,44 +235,63 @@ export class SegmentLoader {
   private async finishSegment(seg: Queued): Promise<void> {
     if (seg.intake === 0) return;
     if (!this.process) throw new Error('The event store has no intake processor.');
-    const data = await readFile(seg.path);
-    const scan = scanFrames(data);
     let st = this.stateOf(seg);
-    const memos = seg.memos && seg.memos.length === scan.frames.length ? seg.memos : null;
+    // The file is read only when something must come from it: a frame without a memo, a failed
+    // frame's bytes for the dead letters, or frames written but never acknowledged (a failed
+    // sync), which the memos do not cover. Usually every frame was processed from memory.
+    let file: { data: Buffer; frames: ScannedFrame[] } | null = null;
+    const read = async () => {
+      if (!file) {
+        this.counters.segmentsReadBack++;
+        const data = await readFile(seg.path);
+        file = { data, frames: scanFrames(data).frames };
+      }
+      return file;
+    };
+    let memos = seg.memos && seg.frames !== undefined && seg.memos.length === seg.frames ? seg.memos : null;
+    if (memos && memos.slice(st.next).some((m) => m === null)) memos = null;
+    if (!memos) {
+      const { frames } = await read();
+      memos = seg.memos && seg.memos.length === frames.length ? seg.memos : null;
+    }
     if (!memos && st.next > 0) {
       // The file and the memos disagree (a failed sync rotated the segment): start over from
       // the file. Person changes are idempotent; rows made so far were never loaded.
       await this.dropState(seg.id);
       st = this.stateOf(seg);
     }
-    for (const failure of st.failed) {
-      const f = scan.frames[failure.index];
-      await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, failure.error);
-    }
-    st.failed = [];
+    const deadLetterFailed = async () => {
+      if (st.failed.length === 0) return;
+      const { data, frames } = await read();
+      for (const failure of st.failed) {
+        const f = frames[failure.index];
+        await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, failure.error);
+      }
+      st.failed = [];
+    };
+    await deadLetterFailed();
+    const count = memos ? memos.length : (await read()).frames.length;
     let sliceStart = performance.now();
-    while (st.next < scan.frames.length) {
-      const f = scan.frames[st.next];
+    while (st.next < count) {
       const memo = memos?.[st.next] as IntakeMemo | null | undefined;
-      if (f.kind === 'rows') {
-        st.addFrame(data.subarray(f.start, f.end), f.rows);
-        st.next++;
-      } else if (memo) {
+      if (memo) {
         await this.processMemo(seg, st, memo, memos!);
       } else {
-        try {
-          const { context, text } = decodeIntakeFrame(data, f);
-          st.add(this.counted(await this.process(context, null, text)));
-        } catch (error) {
-          await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, error);
+        const { data, frames } = await read();
+        const f = frames[st.next];
+        if (f.kind === 'rows') {
+          st.addFrame(data.subarray(f.start, f.end), f.rows);
+        } else {
+          try {
+            const { context, text } = decodeIntakeFrame(data, f);
+            st.add(this.counted(await this.process(context, null, text)));
+          } catch (error) {
+            await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, error);
+          }
         }
         st.next++;
       }
-      for (const failure of st.failed) {
-        const ff = scan.frames[failure.index];
-        await this.deadLetterFrame(seg, data.subarray(ff.start, ff.end), ff.start, ff.rows, failure.error);
-      }
-      st.failed = [];
+      await deadLetterFailed();
       if (performance.now() - sliceStart > SLICE_MS) {
         await this.yieldToRequests();
         sliceStart = performance.now();

@@ -113,6 +113,7 @@ export function newCounters() {
     duplicateRowsSkipped: 0,
     freshLoads: 0,
     priorFilesRead: 0,
+    segmentsReadBack: 0,
     flushes: 0,
     flushFailures: 0,
     lastFlushError: null as string | null,

@@ -216,6 +216,8 @@ export interface EventStoreStats {
   freshLoads: number;
   /** Parquet files whose uuids loads read to drop client retries (see `PriorRows`). */
   priorFilesRead: number;
+  /** Sealed segments whose log file processing read back: some frame was not in memory (recovery, the memory budget, a failed sync). */
+  segmentsReadBack: number;
   flushes: number;
   flushFailures: number;
   lastFlushError: string | null;

@@ -36,6 +36,11 @@ export interface SealedSegment {
   /** Intake frames in the segment (capture requests still to be turned into rows). */
   intake: number;
   /**
+   * Frames written to its file (absent: found by recovery). Equal to the memos' count when every
+   * frame written was acknowledged: then processing from memory needs nothing from the file.
+   */
+  frames?: number;
+  /**
    * The decoded form of each frame, in file order (null for a frame without one), kept while
    * memory allows so processing need not parse the bodies again; absent after recovery.
    */
@@ -345,6 +350,7 @@ export class WalWriter {
     this.queuedBytes -= g.bytes;
     this.writes++;
     a.writes++;
+    a.frames = (a.frames ?? 0) + items.length;
     a.bytes += written;
     a.rows += g.rows;
     for (const [team, n] of g.teams) a.teams.set(team, (a.teams.get(team) ?? 0) + n);
@@ -423,7 +429,7 @@ export class WalWriter {
     } finally {
       closeSync(dirFd);
     }
-    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, memos: [], lastSeq: 0, mayRepeat: false, uuidGen: Infinity, openedAt: this.options.now(), dirty: false, zeroed, writes: 0 };
+    this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, frames: 0, memos: [], lastSeq: 0, mayRepeat: false, uuidGen: Infinity, openedAt: this.options.now(), dirty: false, zeroed, writes: 0 };
     this.prepareNext();
     return this.active;
   }
@@ -445,7 +451,7 @@ export class WalWriter {
       this.sealingBytes -= a.bytes;
     }
     this.lastSealed = { bytes: a.bytes, writes: a.writes };
-    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, uuidGen: a.uuidGen, openedAt: a.openedAt });
+    this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, frames: a.frames, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, uuidGen: a.uuidGen, openedAt: a.openedAt });
   }
 
   /**

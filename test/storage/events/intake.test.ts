@@ -88,6 +88,8 @@ describe('intake', () => {
     expect(h.store.stats().walSegments).toBe(1); // still the active segment
     expect(calls).toEqual([{ fromMemo: true, events: 3 }, { fromMemo: true, events: 3 }]);
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
+    // Sealed and loaded without reading the log file back: every frame was done from memory.
+    expect(h.store.stats().segmentsReadBack).toBe(0);
   });
 
   test('a query waits a short bound (0.5 s by default) for its project\'s unloaded events, then reads what is loaded; the rest follows once loaded', async () => {
@@ -121,6 +123,7 @@ describe('intake', () => {
     await h.store.awaitIntake(1, ['u-2'], 5_000);
     expect(calls).toEqual([{ fromMemo: false, events: 3 }]);
     expect(await uuidsOf(h)).toEqual([0, 1, 2].map(uuid));
+    expect(h.store.stats().segmentsReadBack).toBe(1);
   });
 
   test('relaxed: requests made in one turn of the event loop (as one poll\'s requests are) share one write, and each is stored', async () => {
