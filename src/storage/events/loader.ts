@@ -61,8 +61,10 @@ export class SegmentLoader {
   private waiters = new MarkWaiters();
   /** Highest segment id loaded or dead-lettered, in order: everything at or below it is done. */
   done: number;
-  /** Recent load speed, for Retry-After estimates. */
+  /** Recent load speed, for Retry-After estimates and whether a query can see its events in time. */
   bytesPerSec = 50 * MiB;
+  /** When the running load began (the store's clock; null: none runs). */
+  private runningSince: number | null = null;
 
   constructor(
     private readonly db: Database,
@@ -346,10 +348,12 @@ export class SegmentLoader {
   kick(): void {
     this.kickProcess();
     if (this.running || this.queue.length === 0 || this.s.now() < this.nextAt) return;
+    this.runningSince = this.s.now();
     this.running = this.loadBatch()
       .catch((error) => this.s.log.error('event load failed', { error: String(error) }))
       .finally(() => {
         this.running = null;
+        this.runningSince = null;
         if (this.queue.length > 0 && this.s.now() >= this.nextAt) this.kick();
       });
   }
@@ -373,6 +377,19 @@ export class SegmentLoader {
       }
       if (this.running) await this.running;
     }
+  }
+
+  /**
+   * Whether segment `seg` (and `moreBytes` after it: a segment still to be sealed) would be
+   * loaded only after `ms` at the recent speed: loads run one at a time and in order, so
+   * everything queued up to it comes first, less what the load running has done already.
+   */
+  late(seg: number, moreBytes: number, ms: number): boolean {
+    let bytes = moreBytes;
+    for (const q of this.intake) if (q.id <= seg) bytes += q.bytes;
+    for (const q of this.queue) if (q.id <= seg) bytes += q.bytes;
+    const runningFor = this.runningSince === null ? 0 : this.s.now() - this.runningSince;
+    return (bytes / this.bytesPerSec) * 1000 - runningFor > ms;
   }
 
   /** Resolves once segment `seg` is done (or after `timeoutMs`). */

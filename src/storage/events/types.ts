@@ -171,7 +171,8 @@ export interface EventStoreOptions {
   autoCompact?: boolean;
   /**
    * How long a query waits for its project's acknowledged rows to be loaded (default 0.5 s): under
-   * a backlog it then reads what is loaded, so it never waits minutes behind ingestion.
+   * a backlog it then reads what is loaded, so it never waits minutes behind ingestion; when the
+   * loads ahead of them would take longer at the recent speed, it does not wait at all.
    */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
@@ -301,7 +302,8 @@ export interface EventStore {
   checkpoint(): Promise<void>;
   /**
    * Wait until the team's acknowledged events are loaded, at most `visibilityTimeoutMs`: under a
-   * backlog a query reads what is loaded rather than wait for it.
+   * backlog a query reads what is loaded rather than wait for it (at once, when the loads ahead
+   * would not be done within that bound at the recent speed).
    */
   awaitVisible(teamId: number): Promise<void>;
   /** One team's events (acknowledged rows are loaded first, see `awaitVisible`) as `FROM <sql> AS events`, exposing EVENT_COLUMNS. */
