@@ -16,12 +16,12 @@ export class ProcWriter {
 
   constructor(readonly path: string) {}
 
-  /** Queue `frame` (one buffer, or its parts in order) for writing. */
-  append(frame: Uint8Array | Uint8Array[]): void {
+  /** Queue `frame` (one buffer, or its parts in order) for writing; `written` is called once its bytes are no longer needed (written, or given up). */
+  append(frame: Uint8Array | Uint8Array[], written?: () => void): void {
     this.tail = this.tail
       .then(async () => {
-        if (this.error) return;
         try {
+          if (this.error) return;
           this.file ??= await open(this.path, 'w');
           let parts = Array.isArray(frame) ? frame : [frame];
           let total = 0;
@@ -35,6 +35,8 @@ export class ProcWriter {
           }
         } catch (error) {
           this.error = error;
+        } finally {
+          written?.();
         }
       });
   }
@@ -92,14 +94,19 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
   let partBytes = 0;
   let small: Buffer | null = null;
   let smallAt = 0;
+  /** The small parts' buffers in `parts`, to be reused once their frame is written. */
+  let filled: Buffer[] = [];
   const closeSmall = () => {
-    if (small && smallAt > 0) parts.push(small.subarray(0, smallAt));
+    if (small && smallAt > 0) {
+      parts.push(small.subarray(0, smallAt));
+      filled.push(small);
+    } else if (small) reuse([small]);
     small = null;
     smallAt = 0;
   };
   const addSmall = (lines: Uint8Array) => {
     if (small && smallAt + lines.length > small.length) closeSmall();
-    small ??= Buffer.allocUnsafe(Math.max(SMALL_PARTS_BYTES, lines.length));
+    small ??= (lines.length <= SMALL_PARTS_BYTES && spareSmall.pop()) || Buffer.allocUnsafe(Math.max(SMALL_PARTS_BYTES, lines.length));
     small.set(lines, smallAt);
     smallAt += lines.length;
   };
@@ -118,7 +125,9 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
     if (parts.length === 0) return;
     let crc = 0;
     for (const p of parts) crc = Bun.hash.crc32(p, crc);
-    st.writer.append([frameHeader(partBytes, crc, partRows), ...parts]);
+    const written = filled;
+    st.writer.append([frameHeader(partBytes, crc, partRows), ...parts], written.length > 0 ? () => reuse(written) : undefined);
+    filled = [];
     st.rows += partRows;
     parts = [];
     partRows = 0;
@@ -193,3 +202,15 @@ export function mergePropertyKeys(parts: ReadonlyArray<PropertyKeysByDay | undef
 const ROWS_PER_FRAME = 2000;
 /** Small requests' lines are copied together into buffers of this size. */
 const SMALL_PARTS_BYTES = 256 * 1024;
+
+/**
+ * Small parts' buffers whose frames are written, kept to be filled again: a fresh buffer faults in
+ * its pages as the rows are copied in, which cost the main thread more than the copy itself
+ * under single events (see bench/NOTES.md). A few are enough: frames are written one after another.
+ */
+const spareSmall: Buffer[] = [];
+const SPARE_SMALL_MAX = 4;
+
+function reuse(buffers: Buffer[]): void {
+  for (const b of buffers) if (b.length === SMALL_PARTS_BYTES && spareSmall.length < SPARE_SMALL_MAX) spareSmall.push(b);
+}

@@ -1,0 +1,35 @@
+import { afterEach, expect, test } from 'bun:test';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { newProcState } from '../../../src/storage/events/processed-copy';
+import { RecentUuids } from '../../../src/storage/events/recent-uuids';
+import { readRowFrames } from '../../../src/storage/events/wal-format';
+
+let dir: string | null = null;
+afterEach(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+  dir = null;
+});
+
+test('a processed copy holds every request\'s rows in order, frame after frame, while the small parts\' buffers are filled again', async () => {
+  dir = await mkdtemp(join(tmpdir(), 'proc-copy-'));
+  const st = newProcState(new RecentUuids(100_000, 8), join(dir, 'seg.proc'));
+  // 60 requests of 100 rows (~16 KB each: the small parts' path), 2,000 rows to a frame: three
+  // frames, each of two buffers, the later ones filled with buffers whose frames were written.
+  const expected: string[] = [];
+  for (let r = 0; r < 60; r++) {
+    const lines = Array.from({ length: 100 }, (_, i) => `row-${r}-${i}\t${String(r * 100 + i).repeat(20)}\n`);
+    expected.push(...lines);
+    st.add({ teamId: 1, lines: Buffer.from(lines.join('')), rows: 100, uuids: lines.map((_, i) => `u-${r}-${i}`), span: [r, r] });
+    // Let the writes in flight finish now and then, as processing's slices do.
+    if (r % 7 === 6) await Bun.sleep(1);
+  }
+  st.flush();
+  await st.writer.finish();
+  const frames: Array<{ rows: number; text: string }> = [];
+  for await (const f of readRowFrames(join(dir, 'seg.proc'))) frames.push(f);
+  expect(frames.map((f) => f.rows)).toEqual([2000, 2000, 2000]);
+  expect(frames.map((f) => f.text).join('')).toBe(expected.join(''));
+  expect(st.rows).toBe(6000);
+});
