@@ -24,6 +24,12 @@ type Queued = SealedSegment & { attempts: number; loadPath: string };
  */
 export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & ({ prepared: Promise<unknown>; events: null } | { prepared: null; events: unknown[] });
 
+/**
+ * Loads smaller than this leave the load speed (`bytesPerSec`) as it is: their time is mostly
+ * a load's fixed cost, and a quiet server's small loads would make a large request look slow.
+ */
+const SPEED_MIN_BYTES = 4 * MiB;
+
 /** Main-thread time per slice of processing before it yields to requests. */
 const SLICE_MS = 4;
 
@@ -63,8 +69,8 @@ export class SegmentLoader {
   done: number;
   /** Recent load speed, for Retry-After estimates and whether a query can see its events in time. */
   bytesPerSec = 50 * MiB;
-  /** When the running load began (the store's clock; null: none runs). */
-  private runningSince: number | null = null;
+  /** The running load: when it began (`performance.now()`) and its segments' bytes; null: none runs. */
+  private runningLoad: { since: number; bytes: number } | null = null;
 
   constructor(
     private readonly db: Database,
@@ -229,6 +235,21 @@ export class SegmentLoader {
   }
 
   /**
+   * The segment's memos when they match its file frame for frame, else null. The log's count of
+   * frames written vouches for them without reading the file when every frame written was
+   * acknowledged and none from `next` on lacks a memo; otherwise the file is read and counted.
+   */
+  private async memosOf(seg: Queued, next: number, read: SegmentFile): Promise<unknown[] | null> {
+    const memos = seg.memos;
+    if (!memos) return null;
+    if (seg.frames === memos.length && !memos.slice(next).some((m) => m === null)) {
+      read.expect(memos.length);
+      return memos;
+    }
+    return memos.length === (await read()).frames.length ? memos : null;
+  }
+
+  /**
    * Write the processed copy of a sealed segment holding intake frames (one without any is
    * loaded as it is): the frames processed from memory already, the rest from the file. A frame
    * whose processing throws is moved to the dead letters (as its raw frame, which `dlq replay`
@@ -238,24 +259,8 @@ export class SegmentLoader {
     if (seg.intake === 0) return;
     if (!this.process) throw new Error('The event store has no intake processor.');
     let st = this.stateOf(seg);
-    // The file is read only when something must come from it: a frame without a memo, a failed
-    // frame's bytes for the dead letters, or frames written but never acknowledged (a failed
-    // sync), which the memos do not cover. Usually every frame was processed from memory.
-    let file: { data: Buffer; frames: ScannedFrame[] } | null = null;
-    const read = async () => {
-      if (!file) {
-        this.counters.segmentsReadBack++;
-        const data = await readFile(seg.path);
-        file = { data, frames: scanFrames(data).frames };
-      }
-      return file;
-    };
-    let memos = seg.memos && seg.frames !== undefined && seg.memos.length === seg.frames ? seg.memos : null;
-    if (memos && memos.slice(st.next).some((m) => m === null)) memos = null;
-    if (!memos) {
-      const { frames } = await read();
-      memos = seg.memos && seg.memos.length === frames.length ? seg.memos : null;
-    }
+    const read = segmentFile(seg, () => this.counters.segmentsReadBack++);
+    const memos = await this.memosOf(seg, st.next, read);
     if (!memos && st.next > 0) {
       // The file and the memos disagree (a failed sync rotated the segment): start over from
       // the file. Person changes are idempotent; rows made so far were never loaded.
@@ -348,12 +353,11 @@ export class SegmentLoader {
   kick(): void {
     this.kickProcess();
     if (this.running || this.queue.length === 0 || this.s.now() < this.nextAt) return;
-    this.runningSince = this.s.now();
     this.running = this.loadBatch()
       .catch((error) => this.s.log.error('event load failed', { error: String(error) }))
       .finally(() => {
         this.running = null;
-        this.runningSince = null;
+        this.runningLoad = null;
         if (this.queue.length > 0 && this.s.now() >= this.nextAt) this.kick();
       });
   }
@@ -380,16 +384,21 @@ export class SegmentLoader {
   }
 
   /**
-   * Whether segment `seg` (and `moreBytes` after it: a segment still to be sealed) would be
-   * loaded only after `ms` at the recent speed: loads run one at a time and in order, so
-   * everything queued up to it comes first, less what the load running has done already.
+   * Whether segment `seg` (and `moreBytes` after it: a segment still to be sealed) would be loaded
+   * only after `ms` at the recent speed, behind a load running or segments queued: loads run one
+   * at a time and in order, so everything up to it comes first, less what the running load has
+   * done. With nothing ahead it is never late: a lone segment's load is mostly its fixed cost,
+   * which the speed does not model.
    */
   late(seg: number, moreBytes: number, ms: number): boolean {
-    let bytes = moreBytes;
-    for (const q of this.intake) if (q.id <= seg) bytes += q.bytes;
-    for (const q of this.queue) if (q.id <= seg) bytes += q.bytes;
-    const runningFor = this.runningSince === null ? 0 : this.s.now() - this.runningSince;
-    return (bytes / this.bytesPerSec) * 1000 - runningFor > ms;
+    let ahead = 0;
+    for (const q of this.intake) if (q.id <= seg) ahead += q.bytes;
+    for (const q of this.queue) if (q.id <= seg) ahead += q.bytes;
+    if (ahead === 0) return false;
+    const msFor = (bytes: number) => (bytes / this.bytesPerSec) * 1000;
+    const running = this.runningLoad;
+    const done = running ? Math.min(performance.now() - running.since, msFor(running.bytes)) : 0;
+    return msFor(ahead + moreBytes) - done > ms;
   }
 
   /** Resolves once segment `seg` is done (or after `timeoutMs`). */
@@ -409,6 +418,7 @@ export class SegmentLoader {
     }
     if (batch.length === 0) return;
     const started = performance.now();
+    this.runningLoad = { since: started, bytes: batch.reduce((n, seg) => n + seg.bytes, 0) };
     try {
       await this.s.hooks.beforeLoad?.(batch);
       const watermark = batch[batch.length - 1].id;
@@ -423,6 +433,7 @@ export class SegmentLoader {
 
   private async loadAlone(seg: Queued): Promise<void> {
     const started = performance.now();
+    this.runningLoad = { since: started, bytes: seg.bytes };
     try {
       await this.s.hooks.beforeLoad?.([seg]);
       let result: LoadResult;
@@ -545,7 +556,7 @@ export class SegmentLoader {
     this.counters.duplicateRowsSkipped += rows - result.inserted;
     const secs = Math.max(0.001, (performance.now() - started) / 1000);
     const bytes = batch.reduce((n, seg) => n + seg.bytes, 0);
-    this.bytesPerSec = 0.7 * this.bytesPerSec + 0.3 * Math.max(MiB, bytes / secs);
+    if (bytes >= SPEED_MIN_BYTES) this.bytesPerSec = 0.7 * this.bytesPerSec + 0.3 * Math.max(MiB, bytes / secs);
     observe(this.counters.workSeconds.load, secs);
     // Debug, not info: under a steady stream there is a load every second or so.
     this.s.log.debug('event segments loaded', {
@@ -575,4 +586,27 @@ function bytesOf(segments: readonly SealedSegment[]): number {
   let n = 0;
   for (const seg of segments) n += seg.bytes;
   return n;
+}
+
+/** A sealed segment's file, read at most once, when something must come from it (`SegmentLoader.finishSegment`). */
+type SegmentFile = (() => Promise<{ data: Buffer; frames: ScannedFrame[] }>) & {
+  /** The frames it must hold: the memos were taken for them, so a file that disagrees is an error (the segment is retried, then dead-lettered). */
+  expect(frames: number): void;
+};
+
+function segmentFile(seg: Readonly<SealedSegment>, onRead: () => void): SegmentFile {
+  let file: { data: Buffer; frames: ScannedFrame[] } | null = null;
+  let expected: number | null = null;
+  const read = async () => {
+    if (!file) {
+      onRead();
+      const data = await readFile(seg.path);
+      file = { data, frames: scanFrames(data).frames };
+      if (expected !== null && file.frames.length !== expected) {
+        throw new Error(`${seg.path}: ${file.frames.length} whole frames on disk, ${expected} acknowledged`);
+      }
+    }
+    return file;
+  };
+  return Object.assign(read, { expect: (frames: number) => void (expected = frames) });
 }

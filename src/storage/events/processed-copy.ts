@@ -16,8 +16,8 @@ export class ProcWriter {
 
   constructor(readonly path: string) {}
 
-  /** Queue `frame` (one buffer, or its parts in order) for writing; `written` is called once its bytes are no longer needed (written, or given up). */
-  append(frame: Uint8Array | Uint8Array[], written?: () => void): void {
+  /** Queue `frame` (one buffer, or its parts in order) for writing; `release` is called once its bytes are no longer needed (written, or given up). */
+  append(frame: Uint8Array | Uint8Array[], release?: () => void): void {
     this.tail = this.tail
       .then(async () => {
         try {
@@ -36,9 +36,14 @@ export class ProcWriter {
         } catch (error) {
           this.error = error;
         } finally {
-          written?.();
+          release?.();
         }
       });
+  }
+
+  /** Resolves once every frame appended so far is written (or given up). */
+  settled(): Promise<void> {
+    return this.tail;
   }
 
   /** Everything appended is written and the file closed (made empty if nothing was); throws the first failure. */
@@ -125,8 +130,8 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
     if (parts.length === 0) return;
     let crc = 0;
     for (const p of parts) crc = Bun.hash.crc32(p, crc);
-    const written = filled;
-    st.writer.append([frameHeader(partBytes, crc, partRows), ...parts], written.length > 0 ? () => reuse(written) : undefined);
+    const buffers = filled;
+    st.writer.append([frameHeader(partBytes, crc, partRows), ...parts], buffers.length > 0 ? () => reuse(buffers) : undefined);
     filled = [];
     st.rows += partRows;
     parts = [];

@@ -45,7 +45,8 @@ export interface Settings {
    * settled days), purge grace, retention, the pacing of indexing and of disk and DuckDB-WAL checks,
    * the backlog's age.
    * Tests pass a manual clock and advance it instead of sleeping. `performance.now()` stays where
-   * only real work is measured: timings for metrics and logs, the load speed behind Retry-After,
+   * only real work is measured: timings for metrics and logs, the load speed behind Retry-After
+   * and behind whether a query can wait for its events (with how long the running load has run),
    * the slices after which processing yields to requests, the 100 ms arrival windows that detect
    * saturation (a rate of real requests; a frozen clock would keep one window open forever), and
    * the time left of a wait bounded by a real timer (timeouts are setTimeout, not this clock).

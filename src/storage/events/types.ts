@@ -172,7 +172,7 @@ export interface EventStoreOptions {
   /**
    * How long a query waits for its project's acknowledged rows to be loaded (default 0.5 s): under
    * a backlog it then reads what is loaded, so it never waits minutes behind ingestion; when the
-   * loads ahead of them would take longer at the recent speed, it does not wait at all.
+   * loads ahead of them would take longer than this at the recent speed, it does not wait at all.
    */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
@@ -217,7 +217,11 @@ export interface EventStoreStats {
   freshLoads: number;
   /** Parquet files whose uuids loads read to drop client retries (see `PriorRows`). */
   priorFilesRead: number;
-  /** Sealed segments whose log file processing read back: some frame was not in memory (recovery, the memory budget, a failed sync). */
+  /**
+   * Sealed segments whose log file processing read back: a frame without a memo (recovery, the
+   * memory budget, row frames), frames written but never acknowledged (a failed sync), or a
+   * failed frame's bytes for the dead letters.
+   */
   segmentsReadBack: number;
   flushes: number;
   flushFailures: number;

@@ -36,8 +36,9 @@ export interface SealedSegment {
   /** Intake frames in the segment (capture requests still to be turned into rows). */
   intake: number;
   /**
-   * Frames written to its file (absent: found by recovery). Equal to the memos' count when every
-   * frame written was acknowledged: then processing from memory needs nothing from the file.
+   * Frames written to its file (absent: found by recovery). Equal to the memos' count (one a
+   * request) when every frame written was acknowledged and each request was one frame: then
+   * processing from memory needs nothing from the file.
    */
   frames?: number;
   /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
 import { encodePlacedLines, type IntakeContext } from '../../../src/storage/events/wal-format';
 import { listDeadLetters, type EventStoreOptions } from '../../../src/storage/events';
-import { makeEvent, openHarness, saturate, uuidsOf, type Harness } from './helpers';
+import { makeEvent, openHarness, saturate, until, uuidsOf, type Harness } from './helpers';
 
 /**
  * Capture requests logged as intake frames: answered once durable, turned into rows behind the
@@ -109,27 +109,47 @@ describe('intake', () => {
     expect(await uuidsOf(h)).toEqual([0, 1, 2, 3, 4].map(uuid));
   });
 
-  test('a query whose events could not be loaded within its bound at the recent speed reads what is loaded at once, without cutting the log\'s segment short for them', async () => {
-    let loadsStarted = 0;
+  test('behind a load, a query whose events could not be loaded within its bound at the recent speed reads what is loaded at once, without cutting the log\'s segment short for them', async () => {
     const props = { blob: 'x'.repeat(1000) };
     const big = (from: number, n: number): Raw[] => rawEvents(from, n).map((e) => ({ ...e, properties: props }) as Raw);
     const scenario = async (visibilityTimeoutMs: number) => {
-      h = await open({ bufferMaxAgeMs: 60_000, visibilityTimeoutMs, hooks: { beforeLoad: () => void loadsStarted++ } });
-      await capture(h, rawEvents(0, 3));
-      await h.store.flush();
-      const before = loadsStarted;
-      // ~110 KB in the active segment: a few milliseconds of loading at any speed the store measures.
-      await capture(h, big(3, 100));
-      const seen = (await uuidsOf(h)).length;
-      const started = loadsStarted - before;
-      await h.cleanup();
+      let release!: () => void;
+      let stalled: Promise<void> | null = new Promise<void>((resolve) => (release = resolve));
+      let loads = 0;
+      h = await open({ bufferMaxAgeMs: 60_000, visibilityTimeoutMs, hooks: { beforeLoad: () => (loads++, stalled ?? undefined) } });
+      const hh = h;
+      await capture(hh, rawEvents(0, 3));
+      const draining = hh.store.flush(); // its load starts, and hangs
+      await until(() => loads === 1);
+      // ~110 KB more in the active segment, behind the hanging load: milliseconds at any speed the store measures.
+      await capture(hh, big(3, 100));
+      const query = uuidsOf(hh);
+      stalled = null;
+      release();
+      const seen = (await query).length;
+      await draining;
+      await capture(hh, rawEvents(103, 1));
+      await hh.store.flush();
+      const total = (await uuidsOf(hh)).length;
+      await hh.cleanup();
       h = null;
-      return { seen, started };
+      return { seen, loads, total };
     };
-    // A bound shorter than that: no seal, no load, the loaded rows at once.
-    expect(await scenario(1)).toEqual({ seen: 3, started: 0 });
-    // A bound that covers it: the segment is sealed and loaded for the query, which sees it all.
-    expect(await scenario(60_000)).toEqual({ seen: 103, started: 1 });
+    // A bound shorter than that: the loaded rows (none yet); the segment was not sealed for the
+    // query, so the last request's event joins it and one more load takes both.
+    expect(await scenario(1)).toEqual({ seen: 0, loads: 2, total: 104 });
+    // A bound that covers it: sealed for the query, which waits for both loads and sees it all.
+    expect(await scenario(60_000)).toEqual({ seen: 103, loads: 3, total: 104 });
+  });
+
+  test('with no load ahead, a query seals its project\'s segment for itself whatever the bound (a lone load is mostly its fixed cost)', async () => {
+    let loads = 0;
+    h = await open({ bufferMaxAgeMs: 60_000, visibilityTimeoutMs: 1, hooks: { beforeLoad: () => void loads++ } });
+    await capture(h, rawEvents(0, 100).map((e) => ({ ...e, properties: { blob: 'x'.repeat(1000) } }) as Raw));
+    await uuidsOf(h);
+    await capture(h, rawEvents(100, 1));
+    await h.store.flush();
+    expect({ loads, total: (await uuidsOf(h)).length }).toEqual({ loads: 2, total: 101 });
   });
 
   test('a request logged with neither its parsed events nor prepared rows is processed from the log; a flag check for its user seals the segment for it', async () => {

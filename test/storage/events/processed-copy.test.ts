@@ -15,15 +15,16 @@ afterEach(async () => {
 test('a processed copy holds every request\'s rows in order, frame after frame, while the small parts\' buffers are filled again', async () => {
   dir = await mkdtemp(join(tmpdir(), 'proc-copy-'));
   const st = newProcState(new RecentUuids(100_000, 8), join(dir, 'seg.proc'));
-  // 60 requests of 100 rows (~16 KB each: the small parts' path), 2,000 rows to a frame: three
-  // frames, each of two buffers, the later ones filled with buffers whose frames were written.
+  // 60 requests of 100 rows (~35 KB each: the small parts' path), 2,000 rows to a frame: three
+  // frames of ~700 KB, each over three buffers, the later frames' filled again once the earlier
+  // frames are written.
   const expected: string[] = [];
   for (let r = 0; r < 60; r++) {
-    const lines = Array.from({ length: 100 }, (_, i) => `row-${r}-${i}\t${String(r * 100 + i).repeat(20)}\n`);
+    const lines = Array.from({ length: 100 }, (_, i) => `row-${r}-${i}\t${String(r * 100 + i).padStart(6, '0').repeat(55)}\n`);
     expected.push(...lines);
     st.add({ teamId: 1, lines: Buffer.from(lines.join('')), rows: 100, uuids: lines.map((_, i) => `u-${r}-${i}`), span: [r, r] });
-    // Let the writes in flight finish now and then, as processing's slices do.
-    if (r % 7 === 6) await Bun.sleep(1);
+    // Mid-frame: the frame before is written by now, its buffers free for the rest.
+    if (r % 20 === 9) await st.writer.settled();
   }
   st.flush();
   await st.writer.finish();
