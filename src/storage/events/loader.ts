@@ -385,16 +385,13 @@ export class SegmentLoader {
 
   /**
    * Whether segment `seg` (and `moreBytes` after it: a segment still to be sealed) would be loaded
-   * only after `ms` at the recent speed, behind a load running or segments queued: loads run one
-   * at a time and in order, so everything up to it comes first, less what the running load has
-   * done. With nothing ahead it is never late: a lone segment's load is mostly its fixed cost,
-   * which the speed does not model.
+   * only after `ms` at the recent speed (`bytesPerSec`, measured on large loads): loads run one at
+   * a time and in order, so everything up to it comes first, less what the running load has done.
    */
   late(seg: number, moreBytes: number, ms: number): boolean {
     let ahead = 0;
     for (const q of this.intake) if (q.id <= seg) ahead += q.bytes;
     for (const q of this.queue) if (q.id <= seg) ahead += q.bytes;
-    if (ahead === 0) return false;
     const msFor = (bytes: number) => (bytes / this.bytesPerSec) * 1000;
     const running = this.runningLoad;
     const done = running ? Math.min(performance.now() - running.since, msFor(running.bytes)) : 0;

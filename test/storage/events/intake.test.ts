@@ -142,14 +142,21 @@ describe('intake', () => {
     expect(await scenario(60_000)).toEqual({ seen: 103, loads: 3, total: 104 });
   });
 
-  test('with no load ahead, a query seals its project\'s segment for itself whatever the bound (a lone load is mostly its fixed cost)', async () => {
+  test('small loads leave the load speed a query\'s wait is judged by as it was (their time is mostly a load\'s fixed cost)', async () => {
     let loads = 0;
-    h = await open({ bufferMaxAgeMs: 60_000, visibilityTimeoutMs: 1, hooks: { beforeLoad: () => void loads++ } });
-    await capture(h, rawEvents(0, 100).map((e) => ({ ...e, properties: { blob: 'x'.repeat(1000) } }) as Raw));
+    h = await open({ bufferMaxAgeMs: 60_000, visibilityTimeoutMs: 10, hooks: { beforeLoad: () => void loads++ } });
+    for (let k = 0; k < 12; k++) {
+      await capture(h, rawEvents(k, 1));
+      await h.store.flush();
+    }
+    // ~110 KB: a few milliseconds at the speed assumed at start, many more at what these loads measured.
+    await capture(h, rawEvents(12, 100).map((e) => ({ ...e, properties: { blob: 'x'.repeat(1000) } }) as Raw));
+    const before = loads;
     await uuidsOf(h);
-    await capture(h, rawEvents(100, 1));
+    await capture(h, rawEvents(112, 1));
     await h.store.flush();
-    expect({ loads, total: (await uuidsOf(h)).length }).toEqual({ loads: 2, total: 101 });
+    // Sealed for the query: its segment and the last request's are two loads.
+    expect({ loads: loads - before, total: (await uuidsOf(h)).length }).toEqual({ loads: 2, total: 113 });
   });
 
   test('a request logged with neither its parsed events nor prepared rows is processed from the log; a flag check for its user seals the segment for it', async () => {
