@@ -102,16 +102,16 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
   /** The small parts' buffers in `parts`, to be reused once their frame is written. */
   let filled: Buffer[] = [];
   const closeSmall = () => {
-    if (small && smallAt > 0) {
-      parts.push(small.subarray(0, smallAt));
-      filled.push(small);
-    } else if (small) reuse([small]);
+    if (!small) return;
+    parts.push(small.subarray(0, smallAt));
+    filled.push(small);
     small = null;
     smallAt = 0;
   };
+  // Only lines under a quarter of SMALL_PARTS_BYTES come here (`add`), never empty.
   const addSmall = (lines: Uint8Array) => {
     if (small && smallAt + lines.length > small.length) closeSmall();
-    small ??= (lines.length <= SMALL_PARTS_BYTES && spareSmall.pop()) || Buffer.allocUnsafe(Math.max(SMALL_PARTS_BYTES, lines.length));
+    small ??= spareSmall.pop() ?? Buffer.allocUnsafe(SMALL_PARTS_BYTES);
     small.set(lines, smallAt);
     smallAt += lines.length;
   };
@@ -217,5 +217,5 @@ const spareSmall: Buffer[] = [];
 const SPARE_SMALL_MAX = 4;
 
 function reuse(buffers: Buffer[]): void {
-  for (const b of buffers) if (b.length === SMALL_PARTS_BYTES && spareSmall.length < SPARE_SMALL_MAX) spareSmall.push(b);
+  for (const b of buffers) if (spareSmall.length < SPARE_SMALL_MAX) spareSmall.push(b);
 }
