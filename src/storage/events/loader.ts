@@ -236,17 +236,12 @@ export class SegmentLoader {
 
   /**
    * The segment's memos when they match its file frame for frame, else null. The log's count of
-   * frames written vouches for them without reading the file when every frame written was
-   * acknowledged and none from `next` on lacks a memo; otherwise the file is read and counted.
+   * frames written vouches for them without reading the file (`vouched`) when every frame written
+   * was acknowledged and none from `next` on lacks a memo; otherwise the file is read and counted.
    */
-  private async memosOf(seg: Queued, next: number, read: SegmentFile): Promise<unknown[] | null> {
+  private static vouched(seg: Queued, next: number): boolean {
     const memos = seg.memos;
-    if (!memos) return null;
-    if (seg.frames === memos.length && !memos.slice(next).some((m) => m === null)) {
-      read.expect(memos.length);
-      return memos;
-    }
-    return memos.length === (await read()).frames.length ? memos : null;
+    return memos !== undefined && seg.frames === memos.length && !memos.some((m, i) => i >= next && m === null);
   }
 
   /**
@@ -259,8 +254,9 @@ export class SegmentLoader {
     if (seg.intake === 0) return;
     if (!this.process) throw new Error('The event store has no intake processor.');
     let st = this.stateOf(seg);
-    const read = segmentFile(seg, () => this.counters.segmentsReadBack++);
-    const memos = await this.memosOf(seg, st.next, read);
+    const vouched = SegmentLoader.vouched(seg, st.next);
+    const read = segmentFile(seg.path, vouched ? seg.memos!.length : null, () => this.counters.segmentsReadBack++);
+    const memos = vouched || (seg.memos && seg.memos.length === (await read()).frames.length) ? seg.memos! : null;
     if (!memos && st.next > 0) {
       // The file and the memos disagree (a failed sync rotated the segment): start over from
       // the file. Person changes are idempotent; rows made so far were never loaded.
@@ -585,25 +581,22 @@ function bytesOf(segments: readonly SealedSegment[]): number {
   return n;
 }
 
-/** A sealed segment's file, read at most once, when something must come from it (`SegmentLoader.finishSegment`). */
-type SegmentFile = (() => Promise<{ data: Buffer; frames: ScannedFrame[] }>) & {
-  /** The frames it must hold: the memos were taken for them, so a file that disagrees is an error (the segment is retried, then dead-lettered). */
-  expect(frames: number): void;
-};
-
-function segmentFile(seg: Readonly<SealedSegment>, onRead: () => void): SegmentFile {
+/**
+ * A sealed segment's file, read at most once, when something must come from it
+ * (`SegmentLoader.finishSegment`). `expected`: the frames it must hold because the memos were taken
+ * for them, so a file that disagrees is an error (the segment is retried, then dead-lettered).
+ */
+function segmentFile(path: string, expected: number | null, onRead: () => void): () => Promise<{ data: Buffer; frames: ScannedFrame[] }> {
   let file: { data: Buffer; frames: ScannedFrame[] } | null = null;
-  let expected: number | null = null;
-  const read = async () => {
+  return async () => {
     if (!file) {
       onRead();
-      const data = await readFile(seg.path);
+      const data = await readFile(path);
       file = { data, frames: scanFrames(data).frames };
       if (expected !== null && file.frames.length !== expected) {
-        throw new Error(`${seg.path}: ${file.frames.length} whole frames on disk, ${expected} acknowledged`);
+        throw new Error(`${path}: ${file.frames.length} whole frames on disk, ${expected} acknowledged`);
       }
     }
     return file;
   };
-  return Object.assign(read, { expect: (frames: number) => void (expected = frames) });
 }

@@ -143,6 +143,7 @@ interface Prepared {
 
 interface Active extends SealedSegment {
   uuidGen: number;
+  frames: number;
   /** Bytes of zeros the file was made with (0: a fresh, empty file). */
   zeroed: number;
   /** Group commits written to it. */
@@ -351,7 +352,7 @@ export class WalWriter {
     this.queuedBytes -= g.bytes;
     this.writes++;
     a.writes++;
-    a.frames = (a.frames ?? 0) + items.length;
+    a.frames += items.length;
     a.bytes += written;
     a.rows += g.rows;
     for (const [team, n] of g.teams) a.teams.set(team, (a.teams.get(team) ?? 0) + n);
