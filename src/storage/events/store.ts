@@ -487,11 +487,20 @@ class DuckDbEventStore implements EventStore {
 
   /**
    * Make the team's acknowledged rows visible: seal the active segment if it holds any, then
-   * wait until every segment holding the team is loaded, at most `timeoutMs`.
+   * wait until every segment holding the team is loaded, at most `timeoutMs`. A query
+   * (`whenLate: 'read'`) does neither when its rows could not be loaded within the bound (a
+   * saturating ingest: loads take longer than a query should wait): it reads what is loaded at
+   * once, without cutting the log's segment short for rows it would not see anyway. Erasure and
+   * deletion wait whatever.
    */
-  private async sync(teamId: number, timeoutMs: number): Promise<number> {
+  private async sync(teamId: number, timeoutMs: number, whenLate: 'wait' | 'read' = 'wait'): Promise<number> {
     const active = this.wal.activeSegment;
-    if (active && active.rows > 0 && holdsTeam(active, teamId)) await this.wal.seal();
+    const activeHolds = active !== null && active.rows > 0 && holdsTeam(active, teamId);
+    if (whenLate === 'read') {
+      const target = activeHolds ? active.id : this.lastSegmentOf(teamId);
+      if (target > this.loader.done && this.loader.late(target, activeHolds ? active.bytes : 0, timeoutMs)) return target;
+    }
+    if (activeHolds) await this.wal.seal();
     else await this.wal.idle();
     const target = this.lastSegmentOf(teamId);
     await this.loader.waitFor(target, timeoutMs);
@@ -504,28 +513,14 @@ class DuckDbEventStore implements EventStore {
     return target;
   }
 
-  /**
-   * A query's wait (`visibilityTimeoutMs`): its team's acknowledged rows are made visible unless
-   * they could not be loaded within the bound (a saturating ingest: loads take longer than a
-   * query should wait); then it reads what is loaded at once, without cutting the log's segment
-   * short for rows it would not see anyway.
-   */
-  private async syncForQuery(teamId: number): Promise<void> {
-    const timeoutMs = this.s.visibilityTimeoutMs;
-    const active = this.wal.activeSegment;
-    const activeHolds = active !== null && active.rows > 0 && holdsTeam(active, teamId);
-    const target = activeHolds ? active.id : this.lastSegmentOf(teamId);
-    if (target > this.loader.done && this.loader.late(target, activeHolds ? active.bytes : 0, timeoutMs)) return;
-    await this.sync(teamId, timeoutMs);
-  }
   async awaitVisible(teamId: number): Promise<void> {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
-    await this.syncForQuery(teamId);
+    await this.sync(teamId, this.s.visibilityTimeoutMs, 'read');
   }
 
   async eventsRelation(teamId: number, range?: TimeRange, options: RelationOptions = {}): Promise<EventsRelation> {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
-    if (options.wait !== false) await this.syncForQuery(teamId);
+    if (options.wait !== false) await this.sync(teamId, this.s.visibilityTimeoutMs, 'read');
     // Switched off, copies written before are left unread (and no longer kept up to date).
     const byPerson = options.byPerson && this.s.personCopies.enabled ? { copies: this.tiers.personCopies, root: personCopyRoot(this.s.dataDir) } : undefined;
     return buildEventsRelation(teamId, this.tiers.snapshot, this.root, range, byPerson);
