@@ -21,7 +21,8 @@ export function seededUuids(ms: number, seed: string): () => string {
   const time = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
   const head = `${time.slice(0, 8)}-${time.slice(8, 12)}-7${seed.slice(0, 3)}-${(8 | (parseInt(seed[3]!, 16) & 3)).toString(16)}${seed.slice(4, 7)}-${seed.slice(7, 12)}`;
   let n = 0;
-  return () => `${head}${(n++ % 0x10000000).toString(16).padStart(7, '0')}`;
+  // The place as seven hex digits: a leading 1 written and cut off pads it without padStart.
+  return () => `${head}${(0x10000000 + (n++ % 0x10000000)).toString(16).slice(1)}`;
 }
 
 /**

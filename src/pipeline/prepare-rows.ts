@@ -102,7 +102,7 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
     personProperties.note(e.set);
     personProperties.note(e.setOnce);
   }
-  const { lines, teams, persons } = encodeRowLines(rows);
+  const { lines, teams, persons } = encodeRowLines(rows, true);
   return {
     lines,
     teams,
@@ -162,17 +162,22 @@ class TypedKeys {
       }
       return;
     }
-    const index = (this.index ??= new Map(this.names.map((name, i) => [name, i])));
+    // A few names (a single event's `$set` before its `$set_once`) are searched in place: building
+    // the index would cost more than the search.
+    const index = this.index ?? (this.names.length <= SEARCHED_IN_PLACE ? null : (this.index = new Map(this.names.map((name, i) => [name, i]))));
     for (const name in props) {
-      const at = index.get(name);
+      const at = index === null ? indexOrUndefined(this.names.indexOf(name)) : index.get(name);
       if (at === undefined) {
-        index.set(name, this.names.length);
+        index?.set(name, this.names.length);
         this.names.push(name);
         this.types.push(propertyTypeOf(props[name]));
       } else if (this.types[at] === null) this.types[at] = propertyTypeOf(props[name]);
     }
   }
 }
+
+const SEARCHED_IN_PLACE = 16;
+const indexOrUndefined = (i: number): number | undefined => (i < 0 ? undefined : i);
 
 /** The ids of a request's events without a client uuid: seeded when the request logged a seed (the same ids if processed again). */
 export const newUuidsOf = (ctx: Pick<IntakeContext, 'receivedAt' | 'uuidSeed'>): (() => string) =>

@@ -29,4 +29,19 @@ describe('the definitions a request shows (prepareRows seen summary)', () => {
     expect(perEvent).toEqual({ e1: ['n', 's', 'y'], e2: ['n', 's', 'z'] });
     for (const keys of [seen.properties.names, seen.personProperties.names, ...seen.eventProperties.map(([, k]) => k)]) expect(new Set(keys).size).toBe(keys.length);
   });
+
+  test('more keys than are searched in place: each once, typed by the first value that shows a type', () => {
+    const many = (value: unknown) => Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, value]));
+    const seen = summaryOf([
+      { event: 'e', distinct_id: 'd1', properties: {}, $set: { a: null, b: 'x' }, $set_once: { c: 1 } },
+      { event: 'e', distinct_id: 'd2', properties: {}, $set: many(null) },
+      { event: 'e', distinct_id: 'd3', properties: {}, $set: { ...many(2), a: true, late: 'y' } },
+      { event: 'e', distinct_id: 'd4', properties: {}, $set: { late: 3, b: 4 } },
+    ]);
+    expect(typed(seen.personProperties)).toEqual([
+      ['a', 'Boolean'], ['b', 'String'], ['c', 'Numeric'],
+      ...Array.from({ length: 20 }, (_, i) => [`k${i}`, 'Numeric']),
+      ['late', 'String'],
+    ]);
+  });
 });
