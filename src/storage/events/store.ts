@@ -35,6 +35,13 @@ const DELETE_WAIT_MS = 600_000;
  */
 const ERASE_WAIT_MS = 60_000;
 
+/** Waits for `work` at most `ms` (a real timer), whichever comes first; `work` runs on regardless. */
+async function withinMs(work: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 const holdsTeam = (seg: Readonly<SealedSegment>, teamId: number) => seg.teams.has(teamId) || seg.teams.has(ANY_TEAM);
 
 /** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
@@ -169,6 +176,7 @@ class DuckDbEventStore implements EventStore {
         onDurable: () => this.loader.kickProcess(),
         // A file made ahead must leave the disk's reserve whole (it is space taken before any request needs it).
         mayPrepare: (bytes) => !this.diskLow && (this.diskFree === null || this.diskFree - bytes >= this.s.minFreeDiskBytes),
+        beforeSync: s.hooks.beforeLogSync,
       },
       nextSegment,
     );
@@ -500,10 +508,14 @@ class DuckDbEventStore implements EventStore {
       const target = activeHolds ? active.id : this.lastSegmentOf(teamId);
       if (target > this.loader.done && this.loader.late(target, activeHolds ? active.bytes : 0, timeoutMs)) return target;
     }
-    if (activeHolds) await this.wal.seal();
-    else await this.wal.idle();
+    const started = performance.now();
+    const written = activeHolds ? this.wal.seal() : this.wal.idle();
+    // A query reads what is loaded once its bound has passed, also when the log is what holds
+    // it up (a stalled disk, or appends so steady that the log's loop is never idle to seal).
+    if (whenLate === 'read') await withinMs(written, timeoutMs);
+    else await written;
     const target = this.lastSegmentOf(teamId);
-    await this.loader.waitFor(target, timeoutMs);
+    await this.loader.waitFor(target, whenLate === 'read' ? Math.max(0, timeoutMs - (performance.now() - started)) : timeoutMs);
     return target;
   }
 

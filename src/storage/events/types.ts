@@ -171,8 +171,9 @@ export interface EventStoreOptions {
   autoCompact?: boolean;
   /**
    * How long a query waits for its project's acknowledged rows to be loaded (default 0.5 s): under
-   * a backlog it then reads what is loaded, so it never waits minutes behind ingestion; when the
-   * loads ahead of them would take longer than this at the recent speed, it does not wait at all.
+   * a backlog it then reads what is loaded, so it never waits minutes behind ingestion (nor behind
+   * a log that cannot flush); when the loads ahead of them would take longer than this at the
+   * recent speed, it does not wait at all.
    */
   visibilityTimeoutMs?: number;
   logger?: EventStoreLogger;
@@ -196,6 +197,8 @@ export interface EventStoreOptions {
   /** Test seams: run before every load attempt (throw to fail it, await to stall it). */
   hooks?: {
     beforeLoad?(segments: readonly SealedSegment[]): void | Promise<void>;
+    /** Before each flush of the log (durable mode): await to stall the disk. */
+    beforeLogSync?(): void | Promise<void>;
   };
 }
 

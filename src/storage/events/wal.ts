@@ -112,6 +112,8 @@ export interface WalOptions {
   onDurable?(): void;
   /** Whether a segment file of `bytes` may be made ahead now (disk space); absent: yes. */
   mayPrepare?(bytes: number): boolean;
+  /** Test seam: awaited before each flush (`hooks.beforeLogSync`). */
+  beforeSync?(): void | Promise<void>;
 }
 
 interface Waiter {
@@ -383,6 +385,7 @@ export class WalWriter {
         const batch = this.unsynced;
         this.unsynced = [];
         try {
+          await this.options.beforeSync?.();
           for (const fd of new Set(batch.map((b) => b.a.fd))) await fdatasyncAsync(fd);
           for (const b of batch) this.acknowledge(b.g, b.a);
         } catch (error) {

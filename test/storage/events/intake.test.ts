@@ -142,6 +142,32 @@ describe('intake', () => {
     expect(await scenario(60_000)).toEqual({ seen: 103, loads: 3, total: 104 });
   });
 
+  test('a query reads what is loaded once its bound has passed when the log cannot flush (a stalled disk)', async () => {
+    let release = () => {};
+    let stalled: Promise<void> | null = null;
+    let syncs = 0;
+    h = await open({ bufferMaxAgeMs: 60_000, visibilityTimeoutMs: 50, hooks: { beforeLogSync: () => (syncs++, stalled ?? undefined) } });
+    const hh = h;
+    await capture(hh, rawEvents(0, 3));
+    await hh.store.flush();
+    await capture(hh, rawEvents(3, 2)); // acknowledged, in the active segment
+    stalled = new Promise((resolve) => (release = resolve));
+    const before = syncs;
+    const pending = capture(hh, rawEvents(5, 1)); // its flush hangs
+    await until(() => syncs > before);
+    let answered: string[] | null = null;
+    const query = uuidsOf(hh).then((u) => (answered = u));
+    // Answered while the disk is still stalled: the rows loaded before it (sealing the active
+    // segment waits for the flush in flight).
+    await until(() => answered !== null);
+    expect(answered as string[] | null).toEqual([0, 1, 2].map(uuid));
+    stalled = null;
+    release();
+    await Promise.all([pending, query]);
+    await hh.store.flush();
+    expect(await uuidsOf(hh)).toEqual([0, 1, 2, 3, 4, 5].map(uuid));
+  });
+
   test('small loads leave the load speed a query\'s wait is judged by as it was (their time is mostly a load\'s fixed cost)', async () => {
     let loads = 0;
     h = await open({ bufferMaxAgeMs: 60_000, visibilityTimeoutMs: 10, hooks: { beforeLoad: () => void loads++ } });
