@@ -301,7 +301,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   const formats = EXPORT_FORMATS.filter((format) => !only || only.test(format));
   const samples = new Map<string, Samples>();
   for (const c of all) samples.set(c.name, { http: [], httpFirst: [], direct: [], inproc: [], naive: [], statements: 0, rows: 0 });
-  const exports = new Map(formats.map((format) => [format, { http: [] as number[], direct: [] as number[], peak: 0, before: 0, at10: 0, at90: 0, bytes: 0, rows: 0 }]));
+  const exports = new Map(formats.map((format) => [format, { http: [] as number[], direct: [] as number[], sameColumns: [] as number[], peak: 0, before: 0, at10: 0, at90: 0, bytes: 0, rows: 0 }]));
 
   // The machine is shared and noisy: direct and http alternate in cycles (the database file takes
   // one process at a time), and the medians are over every cycle's runs.
@@ -309,7 +309,10 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
     if (cycle > 0) storage = await openStorage(withPipeline(storeOptions));
     await directPhase(storage, config, teamId, all, samples, runs, log);
     if (chdbOn) await inProcessPhase(inProcessGet(storage, config), teamId, all, samples, runs);
-    for (const [format, e] of exports) e.direct.push(await directCopy(storage, teamId, exportRows, tmpDir, format));
+    for (const [format, e] of exports) {
+      e.direct.push(await directCopy(storage, teamId, exportRows, tmpDir, format));
+      if (format === 'csv') e.sameColumns.push(await directCsvColumns(storage, teamId, exportRows, tmpDir));
+    }
     await storage.close();
     const server = await startServer(serverEnv, dataDir);
     try {
@@ -361,6 +364,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
       http_p50_ms: round(httpSeconds * 1000),
       direct_p50_ms: round(directSeconds * 1000),
       'http/direct': round(httpSeconds / directSeconds),
+      ...(e.sameColumns.length ? { direct_same_columns_ms: round(median(e.sameColumns) * 1000), 'http/same_columns': round(httpSeconds / median(e.sameColumns)) } : {}),
       naive_sql_ms: null,
       target_ms: null,
       statements: null,
@@ -376,7 +380,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   const notes = [
     `${total.toLocaleString()} events (95% in the measured project), a month ending at load time; ${copiesOn ? 'person-clustered copies of settled days built before the queries' : 'fresh: no person-clustered copies (QUERY_BENCH_COPIES=off)'}; loaded through EventStore.append in ${loaded.seconds.toFixed(0)} s (${Math.round(total / loaded.seconds).toLocaleString()} rows/s); at query time ${stats.hotRows.toLocaleString()} rows in the hot table, ${stats.parquetRows.toLocaleString()} in ${stats.parquetFiles} Parquet files.`,
     `medians over ${CYCLES} cycles × ${runs} runs (after a warm-up each); http = the real server on loopback, whole body read; http_first = that warm-up, the first request of the case since the server started (per-file counts not yet remembered); direct = the statements the API ran for the same request (its first: per-file counts included), replayed on DuckDB in-process with the same concurrency; naive = one ORDER BY … LIMIT 100 statement over the team's whole relation.`,
-    `exports (${[...exports].map(([format, e]) => `${format} ${(e.bytes / 1e6).toFixed(0)} MB`).join(', ') || 'none'}): the same newest ${exportRows.toLocaleString()} events in each format, body read whole (the Parquet one written to a file, then its rows counted by DuckDB); direct = DuckDB's own COPY of as many rows in that format (raw columns, properties as one JSON column, one unsorted statement); target ≥ 200,000 rows/s with the server's memory flat (rss at 10% vs 90% of the export).`,
+    `exports (${[...exports].map(([format, e]) => `${format} ${(e.bytes / 1e6).toFixed(0)} MB`).join(', ') || 'none'}): the same newest ${exportRows.toLocaleString()} events in each format, body read whole (the Parquet one written to a file, then its rows counted by DuckDB); direct = DuckDB's own COPY of as many rows in that format (raw columns, properties as one JSON column, one unsorted statement); direct_same_columns (csv) = DuckDB's own COPY of the columns the csv export writes (one a property key, no person columns, unsorted); target ≥ 200,000 rows/s with the server's memory flat (rss at 10% vs 90% of the export).`,
   ];
   if (onClickHouse) notes.push(onClickHouse.note);
   if (onChdb) notes.push(onChdb.note);
@@ -581,6 +585,31 @@ async function directCopy(storage: Storage, teamId: number, rows: number, tmpDir
     // Unsorted (the files are newest first anyway): a sort of a million ~1 KB rows in one
     // statement needs more than DuckDB's memory limit here.
     sql: `COPY (SELECT uuid, distinct_id, event, timestamp, elements_chain, properties FROM ${relation} AS events WHERE team_id = ? LIMIT ?) TO '${file}' (${COPY_OPTIONS[format]})`,
+    params: [teamId, rows],
+  });
+  const seconds = (performance.now() - started) / 1000;
+  await rm(file, { force: true });
+  return seconds;
+}
+
+/**
+ * DuckDB's own COPY of the columns a csv export writes: the fixed ones and one a property key of
+ * the rows (each row's properties parsed once for all keys, as the export does), as many rows,
+ * unsorted, no person columns. What DuckDB's CSV writer costs for that output, next to the export.
+ */
+async function directCsvColumns(storage: Storage, teamId: number, rows: number, tmpDir: string): Promise<number> {
+  const relation = (await storage.events.eventsRelation(teamId)).sql;
+  const page = `(SELECT uuid, distinct_id, event, timestamp, elements_chain, properties FROM ${relation} AS events WHERE team_id = ? LIMIT ?)`;
+  const keys: string[] = [];
+  for await (const chunk of storage.events.streamQuery(`SELECT DISTINCT unnest(json_keys(properties)) AS k FROM ${page} ORDER BY k`, [teamId, rows])) {
+    for (const r of chunk) keys.push(String((r as { k: unknown }).k));
+  }
+  const pointers = keys.map((k) => `'/${k.replaceAll('~', '~0').replaceAll('/', '~1').replaceAll("'", "''")}'`).join(', ');
+  const columns = ['distinct_id', 'elements_chain', 'event', 'uuid', ...keys.map((_, i) => `p[${i + 1}]`), `strftime(timestamp, '%Y-%m-%dT%H:%M:%S.%f+00:00')`];
+  const file = join(tmpDir, 'direct-columns.csv');
+  const started = performance.now();
+  await drain(storage, {
+    sql: `COPY (SELECT ${columns.join(', ')} FROM (SELECT *, ${keys.length ? `json_extract_string(properties, [${pointers}])` : 'NULL'} AS p FROM ${page})) TO '${file}' (FORMAT csv)`,
     params: [teamId, rows],
   });
   const seconds = (performance.now() - started) / 1000;
