@@ -107,6 +107,8 @@ export interface RowLines {
  * written at once and its slots found by counting characters.
  */
 const PLAIN = /^[\x20-\x7e]*$/;
+const plain = (s: string): boolean => PLAIN.test(s);
+const plainOrNull = (s: string | null | undefined): boolean => s == null || PLAIN.test(s);
 
 /**
  * Encode rows as lines with a team and a person slot each, into one new buffer. `stringified`:
@@ -127,8 +129,7 @@ export function encodeRowLines(rows: readonly UnplacedRow[], stringified = false
     const h = hotOf(r);
     const ec = r.elementsChain ?? '';
     const props = stringified ? r.properties : propsField(r.properties);
-    // One test of the short fields joined costs less than one a field.
-    if (PLAIN.test(r.uuid + r.event + r.distinctId + ec + (h[0] ?? '') + (h[1] ?? '') + (h[2] ?? '') + (h[3] ?? ''))) {
+    if (plain(r.uuid) && plain(r.event) && plain(r.distinctId) && plain(ec) && plainOrNull(h[0]) && plainOrNull(h[1]) && plainOrNull(h[2]) && plainOrNull(h[3])) {
       // Nothing to quote (nor a value reading as the NULL mark), and one byte a character.
       const before = [r.uuid, TEAM_SLOT, r.event, r.distinctId, PERSON_SLOT, int(r.timestamp), int(r.createdAt), ec, h[0] ?? NULL_MARK, h[1] ?? NULL_MARK, h[2] ?? NULL_MARK, h[3] ?? NULL_MARK, ''].join(FIELD);
       // The worst case (three bytes a character) first; the exact size only when that does not fit.
