@@ -1,3 +1,10 @@
+/** Waits for `work` at most `ms` (a real timer), whichever comes first; `work` runs on regardless. */
+export async function withinMs(work: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 /** Waiters for a mark (a segment id, a sequence number) that only grows; each waits at most its timeout. */
 export class MarkWaiters {
   private list: Array<{ mark: number; resolve(): void }> = [];
@@ -6,12 +13,8 @@ export class MarkWaiters {
     return this.list.length > 0;
   }
 
-  async wait(mark: number, timeoutMs: number): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const done = new Promise<void>((resolve) => this.list.push({ mark, resolve }));
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-    await Promise.race([done, late]);
-    clearTimeout(timer);
+  wait(mark: number, timeoutMs: number): Promise<void> {
+    return withinMs(new Promise<void>((resolve) => this.list.push({ mark, resolve })), timeoutMs);
   }
 
   /** Resolve everyone waiting for `upTo` or less. */

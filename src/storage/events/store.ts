@@ -7,6 +7,7 @@ import type { Database, SqlParam } from '../db';
 import { migrate } from '../migrations';
 import { listDeadLetters, readDeadLetterPayload, removeDeadLetter } from './dead-letters';
 import { SegmentLoader, type IntakeMemo } from './loader';
+import { withinMs } from './mark-waiters';
 import { Maintenance } from './maintenance';
 import { loadManifest, parquetRoot, removeOrphans } from './parquet';
 import { loadPersonCopies, personCopyRoot, removeOrphanCopies } from './person-copies';
@@ -34,13 +35,6 @@ const DELETE_WAIT_MS = 600_000;
  * tables it rewrites.
  */
 const ERASE_WAIT_MS = 60_000;
-
-/** Waits for `work` at most `ms` (a real timer), whichever comes first; `work` runs on regardless. */
-async function withinMs(work: Promise<void>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
 
 const holdsTeam = (seg: Readonly<SealedSegment>, teamId: number) => seg.teams.has(teamId) || seg.teams.has(ANY_TEAM);
 
