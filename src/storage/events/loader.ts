@@ -385,9 +385,8 @@ export class SegmentLoader {
    * a time and in order, so everything up to it comes first, less what the running load has done.
    */
   late(seg: number, moreBytes: number, ms: number): boolean {
-    let ahead = 0;
-    for (const q of this.intake) if (q.id <= seg) ahead += q.bytes;
-    for (const q of this.queue) if (q.id <= seg) ahead += q.bytes;
+    const upTo = (q: SealedSegment) => q.id <= seg;
+    const ahead = bytesOf(this.intake.filter(upTo)) + bytesOf(this.queue.filter(upTo));
     const msFor = (bytes: number) => (bytes / this.bytesPerSec) * 1000;
     const running = this.runningLoad;
     const done = running ? Math.min(performance.now() - running.since, msFor(running.bytes)) : 0;
@@ -411,7 +410,7 @@ export class SegmentLoader {
     }
     if (batch.length === 0) return;
     const started = performance.now();
-    this.runningLoad = { since: started, bytes: batch.reduce((n, seg) => n + seg.bytes, 0) };
+    this.runningLoad = { since: started, bytes: bytesOf(batch) };
     try {
       await this.s.hooks.beforeLoad?.(batch);
       const watermark = batch[batch.length - 1].id;
@@ -548,7 +547,7 @@ export class SegmentLoader {
     this.counters.flushedRows += result.inserted;
     this.counters.duplicateRowsSkipped += rows - result.inserted;
     const secs = Math.max(0.001, (performance.now() - started) / 1000);
-    const bytes = batch.reduce((n, seg) => n + seg.bytes, 0);
+    const bytes = bytesOf(batch);
     if (bytes >= SPEED_MIN_BYTES) this.bytesPerSec = 0.7 * this.bytesPerSec + 0.3 * Math.max(MiB, bytes / secs);
     observe(this.counters.workSeconds.load, secs);
     // Debug, not info: under a steady stream there is a load every second or so.
