@@ -156,28 +156,38 @@ class TypedKeys {
 
   note(props: Record<string, unknown>): void {
     if (this.names.length === 0) {
-      for (const name in props) {
-        this.names.push(name);
-        this.types.push(propertyTypeOf(props[name]));
-      }
+      // An object's keys are unique: the first one's need no search (nor an index, if no more come).
+      for (const name in props) this.add(name, props[name]);
       return;
     }
     // A few names (a single event's `$set` before its `$set_once`) are searched in place: building
-    // the index would cost more than the search.
-    const index = this.index ?? (this.names.length <= SEARCHED_IN_PLACE ? null : (this.index = new Map(this.names.map((name, i) => [name, i]))));
+    // the index would cost more than the search. Never many, however many keys this object adds.
+    if (this.names.length > SEARCHED_IN_PLACE) this.index ??= this.indexed();
     for (const name in props) {
-      const at = index === null ? indexOrUndefined(this.names.indexOf(name)) : index.get(name);
-      if (at === undefined) {
-        index?.set(name, this.names.length);
-        this.names.push(name);
-        this.types.push(propertyTypeOf(props[name]));
-      } else if (this.types[at] === null) this.types[at] = propertyTypeOf(props[name]);
+      const at = this.index ? (this.index.get(name) ?? -1) : this.names.indexOf(name);
+      if (at >= 0) {
+        if (this.types[at] === null) this.types[at] = propertyTypeOf(props[name]);
+        continue;
+      }
+      this.add(name, props[name]);
+      if (this.index) this.index.set(name, this.names.length - 1);
+      else if (this.names.length > SEARCHED_AT_MOST) this.index = this.indexed();
     }
+  }
+
+  private add(name: string, value: unknown): void {
+    this.names.push(name);
+    this.types.push(propertyTypeOf(value));
+  }
+
+  private indexed(): Map<string, number> {
+    return new Map(this.names.map((name, i) => [name, i]));
   }
 }
 
+/** Names searched in place when an object's keys are noted (below: an index), and at most while it adds more. */
 const SEARCHED_IN_PLACE = 16;
-const indexOrUndefined = (i: number): number | undefined => (i < 0 ? undefined : i);
+const SEARCHED_AT_MOST = 64;
 
 /** The ids of a request's events without a client uuid: seeded when the request logged a seed (the same ids if processed again). */
 export const newUuidsOf = (ctx: Pick<IntakeContext, 'receivedAt' | 'uuidSeed'>): (() => string) =>

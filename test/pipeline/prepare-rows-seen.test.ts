@@ -30,8 +30,8 @@ describe('the definitions a request shows (prepareRows seen summary)', () => {
     for (const keys of [seen.properties.names, seen.personProperties.names, ...seen.eventProperties.map(([, k]) => k)]) expect(new Set(keys).size).toBe(keys.length);
   });
 
-  test('more keys than are searched in place: each once, typed by the first value that shows a type', () => {
-    const many = (value: unknown) => Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, value]));
+  test('more keys than are searched in place, also added by one object: each once, typed by the first value that shows a type', () => {
+    const many = (value: unknown) => Object.fromEntries(Array.from({ length: 70 }, (_, i) => [`k${i}`, value]));
     const seen = summaryOf([
       { event: 'e', distinct_id: 'd1', properties: {}, $set: { a: null, b: 'x' }, $set_once: { c: 1 } },
       { event: 'e', distinct_id: 'd2', properties: {}, $set: many(null) },
@@ -40,7 +40,7 @@ describe('the definitions a request shows (prepareRows seen summary)', () => {
     ]);
     expect(typed(seen.personProperties)).toEqual([
       ['a', 'Boolean'], ['b', 'String'], ['c', 'Numeric'],
-      ...Array.from({ length: 20 }, (_, i) => [`k${i}`, 'Numeric']),
+      ...Array.from({ length: 70 }, (_, i) => [`k${i}`, 'Numeric']),
       ['late', 'String'],
     ]);
   });
