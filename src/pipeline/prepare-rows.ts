@@ -43,7 +43,8 @@ export type PrepareContext = Pick<IntakeContext, 'receivedAt' | 'ip' | 'anonymiz
  * the log prepares what the first run did; `newUuid` stands in for a missing client uuid.
  */
 export function prepareRows(ctx: PrepareContext, events: readonly unknown[], newUuid: () => string): PreparedRows {
-  const context = { now: new Date(ctx.receivedAt), sentAt: ctx.sentAt === null ? null : new Date(ctx.sentAt), ip: ctx.ip, anonymizeIps: ctx.anonymizeIps, newUuid };
+  const sentAt = ctx.sentAt === null ? null : new Date(ctx.sentAt);
+  const context = { now: new Date(ctx.receivedAt), sentAt, sentAtText: sentAt?.toISOString(), ip: ctx.ip, anonymizeIps: ctx.anonymizeIps, newUuid };
   const rows: UnplacedRow[] = [];
   const people: PersonInput[] = [];
   const uuids: string[] = [];

@@ -20,7 +20,7 @@ export interface NormalizeContext {
   now: Date;
   /** The request's send time by the client's clock (`sent_at` / `_`). */
   sentAt: Date | null;
-  /** `sentAt` as ISO text, made by the first event that needs it: a request's events share it. */
+  /** `sentAt` as ISO text, when the caller made it once for a request's events (else made per event). */
   sentAtText?: string;
   ip: string | null;
   anonymizeIps: boolean;
@@ -176,7 +176,7 @@ function buildProperties(raw: RawEvent, event: string, ctx: NormalizeContext): R
     if (isObject(raw[key])) properties[key] = { ...(isObject(properties[key]) ? properties[key] : {}), ...raw[key] };
   }
   if (!WITHOUT_PERSON_PROPERTIES.has(event)) addPersonPropertiesFromEvent(properties);
-  if (ctx.sentAt) properties.$sent_at = ctx.sentAtText ??= ctx.sentAt.toISOString();
+  if (ctx.sentAt) properties.$sent_at = ctx.sentAtText ?? ctx.sentAt.toISOString();
   if (ctx.anonymizeIps) delete properties.$ip;
   else if (ctx.ip && !('$ip' in properties)) properties.$ip = ctx.ip;
   return properties;
