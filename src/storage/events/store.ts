@@ -1,15 +1,16 @@
-import { statfs } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { StoredEventRow } from '../../core/events/columns';
 import { AppError } from '../../errors';
 import type { Database, SqlParam } from '../db';
 import { migrate } from '../migrations';
+import { DiskSpace } from './disk-space';
 import { listDeadLetters, readDeadLetterPayload, removeDeadLetter } from './dead-letters';
+import { ArrivalRate } from './arrival-rate';
 import { SegmentLoader, type IntakeMemo } from './loader';
 import { withinMs } from './mark-waiters';
 import { Maintenance } from './maintenance';
 import { loadManifest, parquetRoot, removeOrphans } from './parquet';
+import { PendingIntake } from './pending-intake';
 import { loadPersonCopies, personCopyRoot, removeOrphanCopies } from './person-copies';
 import { ANY_TEAM, recoverWal } from './recovery';
 import { SaturatedThreads } from './saturated-threads';
@@ -22,8 +23,6 @@ import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, Relat
 import { encodeFrame, frameLines, intakeParts, scanFrames } from './wal-format';
 import { WalWriter, type SealedSegment, type TimeSpan } from './wal';
 
-const statfsAsync = promisify(statfs);
-const DISK_CHECK_MS = 1000;
 /** How long a wait for persons (cohorts, person lists) waits for unprocessed capture requests by default. */
 const PERSONS_WAIT_MS = 15_000;
 /** How long deleting a project's events waits for its acknowledged events to be loaded. */
@@ -37,10 +36,6 @@ const DELETE_WAIT_MS = 600_000;
 const ERASE_WAIT_MS = 60_000;
 
 const holdsTeam = (seg: Readonly<SealedSegment>, teamId: number) => seg.teams.has(teamId) || seg.teams.has(ANY_TEAM);
-
-/** Capture requests per 100 ms from which processing steps aside (1,000/s; see loader.ts). */
-const BUSY_PER_WINDOW = 100;
-const BUSY_BYTES_PER_WINDOW = 4 * 1024 * 1024;
 
 const REFUSALS = {
   disk_low: 'The disk is nearly full.',
@@ -105,39 +100,13 @@ class DuckDbEventStore implements EventStore {
   private readonly upkeep: Maintenance;
   private readonly threads: SaturatedThreads;
   private readonly root: string;
-  private diskLow = false;
-  /** Free bytes on the data disk at the last check (null: unknown). */
-  private diskFree: number | null = null;
+  private readonly disk: DiskSpace;
+  /** Capture requests numbered in log order (`loader.processedSeq` is the last processed). */
   private intakeSeq = 0;
-  /**
-   * Distinct ids named by capture requests not yet processed: team → id → latest sequence number,
-   * for the requests of `pendingLog[pendingHead, indexedTo)`. Built only when a flag check asks
-   * (`indexPending`): most requests are processed before anyone asks about their ids, and
-   * indexing every id of every request at receipt cost the main thread more than the check
-   * ever saves (see bench/NOTES.md).
-   */
-  private pendingIds = new Map<number, Map<string, number>>();
-  /** Ids in `pendingIds`, and ids of the requests not indexed yet (counted with repeats). */
-  private indexedCount = 0;
-  private unindexedCount = 0;
-  /**
-   * The requests whose ids are remembered, in log order (from `pendingHead` on), so forgetting
-   * what processing has done costs what it forgets. A scan of every id remembered, made by each
-   * request once `maxPendingIds` were pending (an anonymous burst), cost many times the
-   * request's own work (see bench/NOTES.md).
-   */
-  private pendingLog: Array<{ teamId: number; seq: number; ids: readonly string[] }> = [];
-  private pendingHead = 0;
-  private indexedTo = 0;
-  private overflowSeq = 0;
-  /** The latest capture request's sequence number per project. */
-  private lastSeqOfTeam = new Map<number, number>();
-  private arrivals = 0;
-  private arrivedBytes = 0;
-  private lastWindow = 0;
-  private lastWindowBytes = 0;
-  private windowStart = 0;
-  private diskCheckedAt = 0;
+  /** The distinct ids of logged requests not processed yet, for flag checks and person reads. */
+  private readonly pending: PendingIntake;
+  /** Whether appends arrive at a saturating rate (maintenance and DuckDB's threads step aside). */
+  private readonly arrivals: ArrivalRate;
   private closed = false;
   private timer: ReturnType<typeof setInterval> | null = null;
 
@@ -149,11 +118,14 @@ class DuckDbEventStore implements EventStore {
     nextSegment: number,
   ) {
     this.root = parquetRoot(s.dataDir);
+    this.disk = new DiskSpace(s.dataDir, s.minFreeDiskBytes, s.now);
+    this.pending = new PendingIntake(s.maxPendingIds);
+    this.arrivals = new ArrivalRate(s.now);
     this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment, s.intake, () => this.wal.activeSegment);
     this.threads = new SaturatedThreads((threads) => db.setThreads(threads), s.saturatedThreads, s.log);
     this.upkeep = new Maintenance(db, s, tiers, this.counters, {
       loadedSegment: () => this.loader.done,
-      saturated: () => this.busy(),
+      saturated: () => this.arrivals.saturated(),
       backlog: () => this.loader.waiting > 0,
     });
     this.wal = new WalWriter(
@@ -169,7 +141,7 @@ class DuckDbEventStore implements EventStore {
         onSeal: (seg) => this.loader.enqueue(seg),
         onDurable: () => this.loader.kickProcess(),
         // A file made ahead must leave the disk's reserve whole (it is space taken before any request needs it).
-        mayPrepare: (bytes) => !this.diskLow && (this.diskFree === null || this.diskFree - bytes >= this.s.minFreeDiskBytes),
+        mayPrepare: (bytes) => this.disk.mayTake(bytes),
         beforeSync: s.hooks.beforeLogSync,
       },
       nextSegment,
@@ -184,7 +156,7 @@ class DuckDbEventStore implements EventStore {
     this.counters.deadLetters = state.deadLetters;
     for (const seg of state.segments) this.loader.enqueue(seg);
     await this.loader.drain();
-    await this.checkDisk();
+    await this.disk.check();
     this.timer = setInterval(() => this.tick(), 100);
     (this.timer as { unref?: () => void }).unref?.();
   }
@@ -192,12 +164,10 @@ class DuckDbEventStore implements EventStore {
   private tick(): void {
     if (this.closed) return;
     this.loader.kick();
-    // statfs costs ~ms of the main thread in Bun: once a second is plenty (a write that hits
-    // ENOSPC in between marks the disk low at once).
-    if (this.s.now() - this.diskCheckedAt >= DISK_CHECK_MS) void this.checkDisk();
+    void this.disk.tick();
     // Forget distinct ids whose requests are processed, with no capture request to do it.
-    this.sweepPending();
-    this.threads.note(this.busy(), this.s.now());
+    this.pending.sweep(this.loader.processedSeq);
+    this.threads.note(this.arrivals.saturated(), this.s.now());
     this.upkeep.tick();
   }
 
@@ -213,7 +183,7 @@ class DuckDbEventStore implements EventStore {
     this.admit(0);
     const frame = encodeFrame(rows);
     this.admit(frame.length);
-    this.noteArrival(frame.length);
+    this.arrivals.note(frame.length);
     const teams = new Map<number, number>();
     const spans = new Map<number, TimeSpan>();
     for (const r of rows) {
@@ -253,8 +223,8 @@ class DuckDbEventStore implements EventStore {
       const bytes = parts.maxBytes;
       this.admit(bytes);
       const seq = ++this.intakeSeq;
-      this.trackPending(input.context.teamId, input.distinctIds, seq);
-      this.noteArrival(bytes);
+      this.pending.note(input.context.teamId, input.distinctIds, seq, this.loader.processedSeq);
+      this.arrivals.note(bytes);
       // A memo (the parsed events, or the rows being prepared elsewhere) spares processing a read
       // of the log and a second parse: processing follows the log closely (it no longer stands
       // aside for a burst), so a memo is short-lived; the budget bounds the memory.
@@ -280,119 +250,9 @@ class DuckDbEventStore implements EventStore {
     }
   }
 
-  /**
-   * Appends and their bytes per 100 ms window: at a sustained rate (≥ BUSY_PER_WINDOW appends or
-   * BUSY_BYTES_PER_WINDOW bytes a window) the store is taken to be saturated, and processing and
-   * background maintenance steps aside within bounds (maintenance.ts).
-   */
-  private noteArrival(bytes: number): void {
-    const now = performance.now();
-    if (now - this.windowStart >= 100) {
-      const stale = now - this.windowStart >= 200;
-      this.lastWindow = stale ? 0 : this.arrivals;
-      this.lastWindowBytes = stale ? 0 : this.arrivedBytes;
-      this.arrivals = 0;
-      this.arrivedBytes = 0;
-      this.windowStart = now;
-    }
-    this.arrivals++;
-    this.arrivedBytes += bytes;
-  }
-
-  private busy(): boolean {
-    const now = performance.now();
-    if (now - this.windowStart >= 200) return false;
-    const current = now - this.windowStart < 100;
-    return (
-      Math.max(this.arrivals, current ? this.lastWindow : 0) >= BUSY_PER_WINDOW ||
-      Math.max(this.arrivedBytes, current ? this.lastWindowBytes : 0) >= BUSY_BYTES_PER_WINDOW
-    );
-  }
-
-  private trackPending(teamId: number, distinctIds: readonly string[], seq: number): void {
-    this.lastSeqOfTeam.set(teamId, seq);
-    this.sweepPending();
-    if (this.indexedCount + this.unindexedCount + distinctIds.length > this.s.maxPendingIds) {
-      // Too many to remember one by one: a check for any id waits for everything up to here.
-      this.overflowSeq = seq;
-      return;
-    }
-    if (distinctIds.length === 0) return;
-    this.pendingLog.push({ teamId, seq, ids: distinctIds });
-    this.unindexedCount += distinctIds.length;
-  }
-
-  /** Index the ids of the requests remembered since the last check (see `pendingIds`). */
-  private indexPending(): void {
-    const log = this.pendingLog;
-    for (let i = Math.max(this.indexedTo, this.pendingHead); i < log.length; i++) {
-      const { teamId, seq, ids: named } = log[i];
-      let ids = this.pendingIds.get(teamId);
-      if (!ids) this.pendingIds.set(teamId, (ids = new Map()));
-      const known = ids.size;
-      for (const id of named) ids.set(id, seq);
-      this.indexedCount += ids.size - known;
-    }
-    this.indexedTo = log.length;
-    this.unindexedCount = 0;
-  }
-
-  /** Forget the ids of requests processed since the last call (oldest first; an id named again later stays). */
-  private sweepPending(): void {
-    const done = this.loader.processedSeq;
-    const log = this.pendingLog;
-    let head = this.pendingHead;
-    if (head < log.length && log[log.length - 1].seq <= done) {
-      // Every request remembered is processed (each id remembered was named by one of them at
-      // its latest), so all are forgotten at once, without looking each one up.
-      this.pendingIds.clear();
-      this.indexedCount = 0;
-      this.unindexedCount = 0;
-      log.length = 0;
-      this.pendingHead = 0;
-      this.indexedTo = 0;
-      return;
-    }
-    while (head < log.length && log[head].seq <= done) {
-      const { teamId, ids: named } = log[head];
-      if (head++ >= this.indexedTo) {
-        this.unindexedCount -= named.length;
-        continue;
-      }
-      const ids = this.pendingIds.get(teamId);
-      if (!ids) continue;
-      for (const id of named) {
-        const seq = ids.get(id);
-        if (seq === undefined || seq > done) continue;
-        ids.delete(id);
-        this.indexedCount--;
-      }
-      if (ids.size === 0) this.pendingIds.delete(teamId);
-    }
-    if (head === log.length) {
-      log.length = 0;
-      head = 0;
-      this.indexedTo = 0;
-    } else if (head >= 4096 && head * 2 >= log.length) {
-      log.splice(0, head);
-      this.indexedTo = Math.max(0, this.indexedTo - head);
-      head = 0;
-    }
-    this.pendingHead = head;
-  }
-
   /** Whether a logged capture request of the project naming one of these ids is not processed yet (no promise). */
   intakePending(teamId: number, distinctIds: readonly string[]): boolean {
-    const done = this.loader.processedSeq;
-    if (this.overflowSeq > done) return true;
-    this.indexPending();
-    const ids = this.pendingIds.get(teamId);
-    if (!ids) return false;
-    for (const id of distinctIds) {
-      const seq = ids.get(id);
-      if (seq !== undefined && seq > done) return true;
-    }
-    return false;
+    return this.pending.pending(teamId, distinctIds, this.loader.processedSeq);
   }
 
   /**
@@ -402,20 +262,7 @@ class DuckDbEventStore implements EventStore {
    * is pending, which is the usual case.
    */
   async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = PERSONS_WAIT_MS): Promise<void> {
-    const done = this.loader.processedSeq;
-    let target = this.overflowSeq > done ? this.overflowSeq : 0;
-    if (teamId !== null && distinctIds !== null) this.indexPending();
-    const ids = teamId === null ? undefined : this.pendingIds.get(teamId);
-    if (teamId === null) target = this.intakeSeq > done ? this.intakeSeq : target;
-    else if (distinctIds === null) {
-      const seq = this.lastSeqOfTeam.get(teamId) ?? 0;
-      if (seq > done && seq > target) target = seq;
-    } else if (ids) {
-      for (const id of distinctIds) {
-        const seq = ids.get(id);
-        if (seq !== undefined && seq > done && seq > target) target = seq;
-      }
-    }
+    const target = this.pending.target(teamId, distinctIds, this.loader.processedSeq, this.intakeSeq);
     if (target === 0) return;
     // Frames of the active segment are processed as they become durable; one the memory
     // budget left without a memo is processed only once its segment is sealed.
@@ -426,13 +273,12 @@ class DuckDbEventStore implements EventStore {
       if (active && active.lastSeq >= target) await this.wal.seal();
       await this.loader.waitProcessed(target, Math.max(0, timeoutMs - (performance.now() - started)));
     }
-    this.sweepPending();
+    this.pending.sweep(this.loader.processedSeq);
   }
 
   private writeFailed(error: unknown): never {
     this.counters.rejectedAppends++;
-    const full = /ENOSPC|EDQUOT|no space/i.test(String((error as { code?: string }).code ?? error));
-    if (full) this.diskLow = true;
+    const full = this.disk.noteWriteError(error);
     this.s.log.error('event log write failed', { error: String(error) });
     throw new AppError('unavailable', 'The event store could not write to its log; retry later.', null, { retryAfter: full ? 30 : 5, cause: error });
   }
@@ -450,7 +296,7 @@ class DuckDbEventStore implements EventStore {
   /** Why an append of `bytes` would be refused now, or null (also what readiness reports, for 0 bytes). */
   private backpressure(bytes: number): EventStoreStats['backpressure'] {
     if (this.closed) return 'closed';
-    if (this.diskLow) return 'disk_low';
+    if (this.disk.low) return 'disk_low';
     if (this.pendingBytes() + bytes > this.s.maxPendingBytes) return 'backlog';
     if (this.wal.queuedBytes + bytes > this.s.maxQueuedBytes) return 'log_queue';
     return null;
@@ -458,17 +304,6 @@ class DuckDbEventStore implements EventStore {
 
   private pendingBytes(): number {
     return this.wal.queuedBytes + (this.wal.activeSegment?.bytes ?? 0) + this.wal.sealingBytes + this.loader.bytes;
-  }
-
-  private async checkDisk(): Promise<void> {
-    this.diskCheckedAt = this.s.now();
-    try {
-      const fs = await statfsAsync(this.s.dataDir);
-      this.diskFree = fs.bavail * fs.bsize;
-      this.diskLow = this.diskFree < this.s.minFreeDiskBytes;
-    } catch {
-      // statfs unsupported: rely on write errors
-    }
   }
 
   async flush(): Promise<void> {
@@ -617,7 +452,7 @@ class DuckDbEventStore implements EventStore {
   stats(): EventStoreStats {
     const active = this.wal.activeSegment;
     const files = this.tiers.snapshot.files;
-    this.sweepPending(); // so pendingDistinctIds counts only ids still pending
+    this.pending.sweep(this.loader.processedSeq); // so pendingDistinctIds counts only ids still pending
     return {
       durability: this.s.durable ? 'durable' : 'relaxed',
       bufferedRows: (active?.rows ?? 0) + this.loader.rows,
@@ -634,7 +469,7 @@ class DuckDbEventStore implements EventStore {
       backpressure: this.backpressure(0),
       appliedSegment: this.loader.done,
       compactedSegment: this.tiers.snapshot.compactedSegment,
-      pendingDistinctIds: this.indexedCount + this.unindexedCount,
+      pendingDistinctIds: this.pending.size,
     };
   }
 
