@@ -217,11 +217,11 @@ describe('persons changed by events still being processed', () => {
   test('a flag check waits for the capture requests naming its user, then sees their $set', async () => {
     await createFlag({ key: 'fresh-pro', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', value: 'pro', operator: 'exact' }], rollout_percentage: 100 }] } });
     // Hold processing back: the capture is acknowledged (durable) but its events wait.
-    const loader = (t.deps.storage.events as unknown as { loader: { process: (...a: unknown[]) => Promise<unknown> } }).loader;
-    const original = loader.process;
+    const processor = (t.deps.storage.events as unknown as { processor: { process: (...a: unknown[]) => Promise<unknown> } }).processor;
+    const original = processor.process;
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    loader.process = async (...args: unknown[]) => {
+    processor.process = async (...args: unknown[]) => {
       await gate;
       return original(...args);
     };
@@ -234,7 +234,7 @@ describe('persons changed by events still being processed', () => {
       // Another user's check never waits on erin's events.
       expect(t.deps.storage.events.intakePending(teamId, ['dave'])).toBe(false);
     } finally {
-      loader.process = original;
+      processor.process = original;
       release();
     }
   });

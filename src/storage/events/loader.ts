@@ -1,28 +1,19 @@
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Database } from '../db';
-import { deadLetterDir, deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
+import { deadLetterDir, deadLetterSegmentFile } from './dead-letters';
 import { syncFile } from './fs-sync';
 import { MarkWaiters } from './mark-waiters';
-import { join } from 'node:path';
-import { oldestUuidGen, RecentUuids } from './recent-uuids';
+import { oldestUuidGen, type RecentUuids } from './recent-uuids';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
 import { parquetRoot } from './parquet';
-import { mergePropertyKeys, newProcState, type ProcState } from './processed-copy';
+import { mergePropertyKeys } from './processed-copy';
+import type { Queued } from './processor';
 import { ANY_TEAM } from './recovery';
 import { observe } from '../../core/metrics/histogram';
-import { MiB, type Counters, type Settings } from './settings';
+import { countFailure, MiB, type Counters, type Settings } from './settings';
 import type { Tiers } from './tiers';
-import { decodeIntakeFrame, scanFrames, type IntakeContext, type ScannedFrame } from './wal-format';
-import type { EncodedRows, ProcessIntake } from './types';
-import { mergeSpans, PROCESSED_SUFFIX, type SealedSegment, type TimeSpan } from './wal';
-
-type Queued = SealedSegment & { attempts: number; loadPath: string };
-
-/**
- * What a kept intake memo holds: the frame's context, its sequence number, and one of: its rows
- * being prepared in another thread since receipt (`prepared`), or its events already parsed.
- */
-export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & ({ prepared: Promise<unknown>; events: null } | { prepared: null; events: unknown[] });
+import { bytesOf, mergeSpans, type SealedSegment, type TimeSpan } from './wal';
 
 /**
  * Loads smaller than this leave the load speed (`bytesPerSec`) as it is: their time is mostly
@@ -30,38 +21,19 @@ export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } 
  */
 const SPEED_MIN_BYTES = 4 * MiB;
 
-/** Main-thread time per slice of processing before it yields to requests. */
-const SLICE_MS = 4;
-
 /**
- * Two stages, each single-flight and in log order. **Processing** turns a sealed segment's
- * intake frames (capture requests, acknowledged once durable) into rows — normalization,
- * persons and definitions, through the intake processor the store was given — and writes them with the segment's row
- * frames to its processed copy (`.proc`, derived: recovery deletes it and processes again). It
- * runs in slices of a few milliseconds so requests keep being answered meanwhile. **Loading**
- * puts processed segments into DuckDB, oldest first, one batch at a time.
+ * The loading stage: puts processed segments (processor.ts) into DuckDB, oldest first,
+ * one batch at a time, each with its watermark in one transaction (`flush.ts`), or into the
+ * sink's table.
  * A failed load keeps its segments (the files stay; the next attempt comes after a backoff):
  * the batch is retried one segment at a time, a segment DuckDB refuses is salvaged row by row,
  * and one that still fails after `maxFlushAttempts` is moved whole to the dead letters, so a
  * poisoned segment never blocks the ones behind it.
  */
 export class SegmentLoader {
-  /** Sealed, not yet processed (FIFO). */
-  private intake: Queued[] = [];
-  private processing: Promise<void> | null = null;
-  private processAgain = false;
-  /** Processing progress of segments begun from memory (the active one, or just sealed). */
-  private states = new Map<number, ProcState>();
   /** Processed, not yet loaded. */
   private queue: Queued[] = [];
   private running: Promise<void> | null = null;
-  private processedWaiters = new MarkWaiters();
-  /** Highest intake sequence number processed: its person changes are visible. */
-  processedSeq = 0;
-  /** Bytes of intake memos held (released as their segments are processed). */
-  memoBytes = 0;
-  /** The uuids taken lately: processed rows are added as they are made (the store adds row frames'). */
-  recent: RecentUuids;
   private nextAt = 0;
   private failures = 0;
   private waiters = new MarkWaiters();
@@ -78,276 +50,34 @@ export class SegmentLoader {
     private readonly tiers: Tiers,
     private readonly counters: Counters,
     appliedSegment: number,
-    /** Turns each intake frame into rows (the pipeline); without it a segment holding intake frames cannot be loaded. */
-    private readonly process: ProcessIntake | null,
-    /** The log's segment being written, for processing frames as they become durable. */
-    private readonly activeSegment: () => Readonly<SealedSegment> | null,
+    /** The uuids taken lately: a load of rows certainly new skips the reads they vouch for. */
+    private readonly recent: RecentUuids,
   ) {
     this.done = appliedSegment;
-    this.recent = new RecentUuids(s.dedupeFilterRows, 8);
   }
 
+  /** Processed segments not loaded yet, oldest first. */
   get segments(): readonly Queued[] {
-    return [...this.intake, ...this.queue];
+    return this.queue;
   }
 
-  /** How many sealed segments wait to be processed or loaded (no array made: maintenance asks every tick). */
   get waiting(): number {
-    return this.intake.length + this.queue.length;
+    return this.queue.length;
   }
 
-  /** Bytes of the sealed segments not yet loaded (every capture request asks: no arrays made). */
+  /** Bytes of the processed segments not loaded yet (every capture request asks: no arrays made). */
   get bytes(): number {
-    return bytesOf(this.intake) + bytesOf(this.queue);
+    return bytesOf(this.queue);
   }
 
-  get rows(): number {
-    return this.segments.reduce((n, seg) => n + seg.rows, 0);
-  }
-
-  /** Epoch ms when the oldest segment waiting here was opened (null: none waits). */
-  get oldestOpenedAt(): number | null {
-    let oldest: number | null = null;
-    for (const seg of this.segments) if (seg.openedAt !== undefined && (oldest === null || seg.openedAt < oldest)) oldest = seg.openedAt;
-    return oldest;
-  }
-
-  enqueue(seg: SealedSegment): void {
-    // A segment found by recovery has waited at least since this start.
-    this.intake.push({ ...seg, openedAt: seg.openedAt ?? this.s.now(), attempts: 0, loadPath: seg.path });
-    this.kickProcess();
-  }
-
-  /** Resolves once intake sequence number `seq` is processed (or after `timeoutMs`). */
-  async waitProcessed(seq: number, timeoutMs: number): Promise<void> {
-    if (seq <= this.processedSeq) return;
-    this.kickProcess();
-    await this.processedWaiters.wait(seq, timeoutMs);
-  }
-
-  /** Called by the log after appends resolve: process what became durable. */
-  kickProcess(): void {
-    if (this.processing) {
-      this.processAgain = true;
-      return;
-    }
-    this.processing = (async () => {
-      do {
-        this.processAgain = false;
-        while (this.intake.length > 0) {
-          const seg = this.intake[0];
-          try {
-            await this.finishSegment(seg);
-          } catch (error) {
-            // The segment's file could not be read or its processed copy written (the disk):
-            // retried on later ticks; after maxFlushAttempts the segment goes to the dead
-            // letters whole (as it was logged) so the ones behind it are not held forever.
-            seg.attempts++;
-            this.failed(error);
-            if (seg.attempts < this.s.maxFlushAttempts) throw error;
-            await this.deadLetterUnprocessed(seg, error);
-            continue;
-          }
-          this.intake.shift();
-          this.queue.push(seg);
-          this.advance(seg.lastSeq);
-          this.kick();
-        }
-        const active = this.activeSegment();
-        if (active && active.intake > 0) await this.processActive(active);
-      } while (this.processAgain || this.intake.length > 0);
-    })()
-      .catch((error) => {
-        this.s.log.error('event segment processing failed; will retry', { error: String(error) });
-      })
-      .finally(() => {
-        this.processing = null;
-      });
-  }
-
-  /**
-   * Between slices, requests waiting on the event loop are answered. Processing does not step
-   * aside for a burst beyond that: what is acknowledged is stored as fast as it comes, and when
-   * the machine cannot keep up the log's cap answers 503 rather than let a backlog grow.
-   */
-  private yieldToRequests(): Promise<void> {
-    return new Promise<void>((resolve) => setImmediate(resolve));
-  }
-
-  private advance(seq: number): void {
-    if (seq <= this.processedSeq) return;
-    this.processedSeq = seq;
-    this.processedWaiters.release(seq);
-  }
-
-  private stateOf(seg: Readonly<SealedSegment>): ProcState {
-    let st = this.states.get(seg.id);
-    if (!st) this.states.set(seg.id, (st = newProcState(this.recent, `${seg.path}${PROCESSED_SUFFIX}`)));
-    return st;
-  }
-
-  /** Discard a segment's processing so far (its copy is written again from the start). */
-  private async dropState(segId: number): Promise<void> {
-    const st = this.states.get(segId);
-    this.states.delete(segId);
-    await st?.writer.abandon();
-  }
-
-  /**
-   * Frames of the segment still being written, taken from memory as their groups become
-   * durable: persons and definitions follow acknowledged events within milliseconds, whatever
-   * the segment's age. Stops at a frame without a memo (memory budget, a row frame); the rest
-   * is done from the file once the segment is sealed.
-   */
-  private async processActive(seg: Readonly<SealedSegment>): Promise<void> {
-    const memos = seg.memos;
-    if (!memos) return;
-    const st = this.stateOf(seg);
-    let sliceStart = performance.now();
-    while (st.next < memos.length) {
-      const memo = memos[st.next] as IntakeMemo | null;
-      if (!memo) return;
-      await this.processMemo(seg, st, memo, memos);
-      if (performance.now() - sliceStart > SLICE_MS) {
-        await this.yieldToRequests();
-        sliceStart = performance.now();
-        if (this.intake.some((q) => q.id === seg.id)) return; // sealed meanwhile: finished from the queue
-      }
-    }
-  }
-
-  /** A request's rows, its dropped events counted on the way (reasons are the processor's). */
-  private counted(rows: EncodedRows): EncodedRows {
-    if (rows.dropped) for (const [reason, n] of Object.entries(rows.dropped)) this.counters.droppedEvents[reason] = (this.counters.droppedEvents[reason] ?? 0) + n;
-    return rows;
-  }
-
-  private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
-    try {
-      st.add(this.counted(await this.process!(memo.context, memo.events, null, memo.prepared)));
-    } catch (error) {
-      st.failed.push({ index: st.next, error });
-    }
-    memos[st.next] = null; // processed: release the parsed events (or the body)
-    this.memoBytes -= memo.bytes;
-    st.next++;
-    this.advance(memo.seq);
-  }
-
-  /**
-   * The segment's memos when they match its file frame for frame, else null. The log's count of
-   * frames written vouches for them without reading the file (`vouched`) when every frame written
-   * was acknowledged and none from `next` on lacks a memo; otherwise the file is read and counted.
-   */
-  private static vouched(seg: Queued, next: number): boolean {
-    const memos = seg.memos;
-    return memos !== undefined && seg.frames === memos.length && !memos.some((m, i) => i >= next && m === null);
-  }
-
-  /**
-   * Write the processed copy of a sealed segment holding intake frames (one without any is
-   * loaded as it is): the frames processed from memory already, the rest from the file. A frame
-   * whose processing throws is moved to the dead letters (as its raw frame, which `dlq replay`
-   * logs again) and the rest of the segment goes on.
-   */
-  private async finishSegment(seg: Queued): Promise<void> {
-    if (seg.intake === 0) return;
-    if (!this.process) throw new Error('The event store has no intake processor.');
-    let st = this.stateOf(seg);
-    const vouched = SegmentLoader.vouched(seg, st.next);
-    const read = segmentFile(seg.path, vouched ? seg.memos!.length : null, () => this.counters.segmentsReadBack++);
-    const memos = vouched || (seg.memos && seg.memos.length === (await read()).frames.length) ? seg.memos! : null;
-    if (!memos && st.next > 0) {
-      // The file and the memos disagree (a failed sync rotated the segment): start over from
-      // the file. Person changes are idempotent; rows made so far were never loaded.
-      await this.dropState(seg.id);
-      st = this.stateOf(seg);
-    }
-    const deadLetterFailed = async () => {
-      if (st.failed.length === 0) return;
-      const { data, frames } = await read();
-      for (const failure of st.failed) {
-        const f = frames[failure.index];
-        await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, failure.error);
-      }
-      st.failed = [];
-    };
-    await deadLetterFailed();
-    const count = memos ? memos.length : (await read()).frames.length;
-    let sliceStart = performance.now();
-    while (st.next < count) {
-      const memo = memos?.[st.next] as IntakeMemo | null | undefined;
-      if (memo) {
-        await this.processMemo(seg, st, memo, memos!);
-      } else {
-        const { data, frames } = await read();
-        const f = frames[st.next];
-        if (f.kind === 'rows') {
-          st.addFrame(data.subarray(f.start, f.end), f.rows);
-        } else {
-          try {
-            const { context, text } = decodeIntakeFrame(data, f);
-            st.add(this.counted(await this.process(context, null, text)));
-          } catch (error) {
-            await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, error);
-          }
-        }
-        st.next++;
-      }
-      await deadLetterFailed();
-      if (performance.now() - sliceStart > SLICE_MS) {
-        await this.yieldToRequests();
-        sliceStart = performance.now();
-      }
-    }
-    st.flush();
-    if (seg.memos) for (const m of seg.memos) if (m) this.memoBytes -= (m as IntakeMemo).bytes;
-    seg.memos = undefined;
-    // Done with this state whatever happens: a failed copy is made again from the start.
-    this.states.delete(seg.id);
-    await st.writer.finish();
-    seg.loadPath = st.writer.path;
-    seg.rows = st.rows;
-    seg.spans = st.spans;
-    seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat;
-    seg.uuidGen = Math.min(seg.uuidGen ?? -Infinity, st.uuidGen);
-    if (st.spans) seg.teams = new Map([...st.spans.keys()].map((team) => [team, 1]));
-    seg.propertyKeys = st.keys;
-    seg.checkedJson = !st.rowFrames;
-  }
-
-  private async deadLetterUnprocessed(seg: Queued, error: unknown): Promise<void> {
-    this.s.log.error('event segment could not be processed; moved to the dead letters', { segment: seg.id, error: String(error) });
-    await deadLetterSegmentFile(
-      this.s.dataDir,
-      seg.path,
-      { id: `seg-${seg.id}`, reason: `Processing WAL segment ${seg.id} failed ${this.s.maxFlushAttempts} times: ${String(error)}`, rows: seg.rows, source: 'segment', segment: seg.id },
-      seg.bytes,
-    );
-    // Moved: from here on the segment is the dead letter's. A processed copy is only derived.
-    await this.dropState(seg.id);
-    await rm(`${seg.path}${PROCESSED_SUFFIX}`, { recursive: true, force: true }).catch(() => undefined);
-    if (seg.memos) for (const m of seg.memos) if (m) this.memoBytes -= (m as IntakeMemo).bytes;
-    this.counters.deadLetters++;
-    // Not marked done: segments before it may still be loading. Queries stop waiting for it
-    // (it is no longer queued), and the next load's watermark passes it.
-    this.intake.shift();
-    this.advance(seg.lastSeq);
-  }
-
-  private async deadLetterFrame(seg: Queued, frame: Uint8Array, offset: number, events: number, error: unknown): Promise<void> {
-    this.s.log.error('capture request could not be processed; moved to the dead letters', { segment: seg.id, offset, error: String(error) });
-    await writeDeadLetter(
-      this.s.dataDir,
-      { id: `intake-${seg.id}-${offset}`, reason: `Processing a capture request of WAL segment ${seg.id} failed: ${String(error)}`, rows: events, source: 'intake', segment: seg.id },
-      frame,
-    );
-    this.counters.deadLetters++;
+  /** A processed segment, in log order. */
+  enqueue(seg: Queued): void {
+    this.queue.push(seg);
+    this.kick();
   }
 
   /** Start loading what is processed, unless a load runs or the last one failed recently. */
   kick(): void {
-    this.kickProcess();
     if (this.running || this.queue.length === 0 || this.s.now() < this.nextAt) return;
     this.running = this.loadBatch()
       .catch((error) => this.s.log.error('event load failed', { error: String(error) }))
@@ -358,15 +88,9 @@ export class SegmentLoader {
       });
   }
 
-  /** Process and load every queued segment; returns once each is loaded or dead-lettered. */
+  /** Load every processed segment; returns once each is loaded or dead-lettered. */
   async drain(): Promise<void> {
-    while (this.intake.length > 0 || this.queue.length > 0) {
-      if (this.intake.length > 0) {
-        this.kickProcess();
-        if (this.processing) await this.processing;
-        if (this.intake.length > 0) await Bun.sleep(Math.max(10, this.s.flushRetryMs));
-        continue;
-      }
+    while (this.queue.length > 0) {
       if (!this.running) {
         const wait = this.nextAt - this.s.now();
         if (wait > 0) {
@@ -380,17 +104,17 @@ export class SegmentLoader {
   }
 
   /**
-   * Whether segment `seg` (and `moreBytes` after it: a segment still to be sealed) would be loaded
-   * only after `ms` at the recent speed (`bytesPerSec`, measured on large loads): loads run one at
-   * a time and in order, so everything up to it comes first, less what the running load has done.
+   * Whether segment `seg` would be loaded only after `ms` at the recent speed (`bytesPerSec`,
+   * measured on large loads), with `aheadBytes` still to be processed before it (segments not
+   * processed yet, one still to be sealed): loads run one at a time and in order, so everything
+   * up to it comes first, less what the running load has done.
    */
-  late(seg: number, moreBytes: number, ms: number): boolean {
-    const upTo = (q: SealedSegment) => q.id <= seg;
-    const ahead = bytesOf(this.intake.filter(upTo)) + bytesOf(this.queue.filter(upTo));
+  late(seg: number, aheadBytes: number, ms: number): boolean {
+    const ahead = aheadBytes + bytesOf(this.queue.filter((q) => q.id <= seg));
     const msFor = (bytes: number) => (bytes / this.bytesPerSec) * 1000;
     const running = this.runningLoad;
     const done = running ? Math.min(performance.now() - running.since, msFor(running.bytes)) : 0;
-    return msFor(ahead + moreBytes) - done > ms;
+    return msFor(ahead) - done > ms;
   }
 
   /** Resolves once segment `seg` is done (or after `timeoutMs`). */
@@ -510,8 +234,7 @@ export class SegmentLoader {
 
   private failed(error: unknown): void {
     this.failures++;
-    this.counters.flushFailures++;
-    this.counters.lastFlushError = String(error);
+    countFailure(this.counters, error);
   }
 
   private async deadLetter(seg: Queued, error: unknown): Promise<void> {
@@ -572,30 +295,4 @@ export class SegmentLoader {
     this.done = Math.max(this.done, seg);
     this.waiters.release(this.done);
   }
-}
-
-function bytesOf(segments: readonly SealedSegment[]): number {
-  let n = 0;
-  for (const seg of segments) n += seg.bytes;
-  return n;
-}
-
-/**
- * A sealed segment's file, read at most once, when something must come from it
- * (`SegmentLoader.finishSegment`). `expected`: the frames it must hold because the memos were taken
- * for them, so a file that disagrees is an error (the segment is retried, then dead-lettered).
- */
-function segmentFile(path: string, expected: number | null, onRead: () => void): () => Promise<{ data: Buffer; frames: ScannedFrame[] }> {
-  let file: { data: Buffer; frames: ScannedFrame[] } | null = null;
-  return async () => {
-    if (!file) {
-      onRead();
-      const data = await readFile(path);
-      file = { data, frames: scanFrames(data).frames };
-      if (expected !== null && file.frames.length !== expected) {
-        throw new Error(`${path}: ${file.frames.length} whole frames on disk, ${expected} acknowledged`);
-      }
-    }
-    return file;
-  };
 }

@@ -133,3 +133,9 @@ export function newCounters() {
   };
 }
 export type Counters = ReturnType<typeof newCounters>;
+
+/** A failed attempt to process or load a segment (retried; `/metrics` and stats show the last error). */
+export function countFailure(counters: Counters, error: unknown): void {
+  counters.flushFailures++;
+  counters.lastFlushError = String(error);
+}

@@ -6,11 +6,13 @@ import { migrate } from '../migrations';
 import { DiskSpace } from './disk-space';
 import { listDeadLetters, readDeadLetterPayload, removeDeadLetter } from './dead-letters';
 import { ArrivalRate } from './arrival-rate';
-import { SegmentLoader, type IntakeMemo } from './loader';
+import { SegmentLoader } from './loader';
 import { withinMs } from './mark-waiters';
 import { Maintenance } from './maintenance';
 import { loadManifest, parquetRoot, removeOrphans } from './parquet';
 import { PendingIntake } from './pending-intake';
+import { SegmentProcessor, type IntakeMemo, type Queued } from './processor';
+import { RecentUuids } from './recent-uuids';
 import { loadPersonCopies, personCopyRoot, removeOrphanCopies } from './person-copies';
 import { ANY_TEAM, recoverWal } from './recovery';
 import { SaturatedThreads } from './saturated-threads';
@@ -46,10 +48,11 @@ const REFUSALS = {
 /**
  * The life of an event: `appendIntake` hands a capture request (its context and body) to the
  * group commit (`wal.ts`), which writes every frame that arrived meanwhile with one write and one
- * fdatasync, then resolves them all: that is the 200. Behind it the loader (`loader.ts`) has the
- * store's intake processor (the pipeline) turn each request into encoded rows, in log order, as
- * its group becomes durable, and writes them to the segment's processed copy. Segments of the
- * log are sealed by size or age and loaded into DuckDB (`flush.ts`): loads of 5,000 rows or more
+ * fdatasync, then resolves them all: that is the 200. Behind it processing (`processor.ts`) has
+ * the store's intake processor (the pipeline) turn each request into encoded rows, in log order,
+ * as its group becomes durable, and writes them to the segment's processed copy. Segments of the
+ * log are sealed by size or age, and once processed loaded into DuckDB by the loader
+ * (`loader.ts`, `flush.ts`): loads of 5,000 rows or more
  * straight to Parquet, smaller ones into the hot table, each with its watermark in one
  * transaction. Background maintenance (`maintenance.ts`) compacts hot rows to Parquet, merges
  * small files and runs checkpoints. Queries get one relation over hot rows and registered
@@ -96,7 +99,10 @@ export async function createEventStore(db: Database, options: EventStoreOptions)
 class DuckDbEventStore implements EventStore {
   private readonly counters = newCounters();
   private readonly wal: WalWriter;
+  private readonly processor: SegmentProcessor;
   private readonly loader: SegmentLoader;
+  /** The uuids taken lately (recent-uuids.ts): processing adds its rows', `append` its own; loads read it. */
+  private readonly recent: RecentUuids;
   private readonly upkeep: Maintenance;
   private readonly threads: SaturatedThreads;
   private readonly root: string;
@@ -121,12 +127,14 @@ class DuckDbEventStore implements EventStore {
     this.disk = new DiskSpace(s.dataDir, s.minFreeDiskBytes, s.now);
     this.pending = new PendingIntake(s.maxPendingIds);
     this.arrivals = new ArrivalRate(s.now);
-    this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment, s.intake, () => this.wal.activeSegment);
+    this.recent = new RecentUuids(s.dedupeFilterRows, 8);
+    this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment, this.recent);
+    this.processor = new SegmentProcessor(s, this.counters, this.recent, s.intake, () => this.wal.activeSegment, (seg) => this.loader.enqueue(seg));
     this.threads = new SaturatedThreads((threads) => db.setThreads(threads), s.saturatedThreads, s.log);
     this.upkeep = new Maintenance(db, s, tiers, this.counters, {
       loadedSegment: () => this.loader.done,
       saturated: () => this.arrivals.saturated(),
-      backlog: () => this.loader.waiting > 0,
+      backlog: () => this.processor.waiting + this.loader.waiting > 0,
     });
     this.wal = new WalWriter(
       {
@@ -138,8 +146,8 @@ class DuckDbEventStore implements EventStore {
         segmentMaxAgeMs: s.segmentMaxAgeMs,
         relaxedSyncMs: s.relaxedSyncMs,
         now: s.now,
-        onSeal: (seg) => this.loader.enqueue(seg),
-        onDurable: () => this.loader.kickProcess(),
+        onSeal: (seg) => this.processor.enqueue(seg),
+        onDurable: () => this.processor.kick(),
         // A file made ahead must leave the disk's reserve whole (it is space taken before any request needs it).
         mayPrepare: (bytes) => this.disk.mayTake(bytes),
         beforeSync: s.hooks.beforeLogSync,
@@ -154,8 +162,8 @@ class DuckDbEventStore implements EventStore {
     if (state.hotRows > 0 || state.purgePending !== null) this.tiers.hotGens.push({ seg: this.loader.done, uuidGen: -Infinity });
     if (state.purgePending !== null) this.upkeep.schedulePurge(state.purgePending);
     this.counters.deadLetters = state.deadLetters;
-    for (const seg of state.segments) this.loader.enqueue(seg);
-    await this.loader.drain();
+    for (const seg of state.segments) this.processor.enqueue(seg);
+    await this.drain();
     await this.disk.check();
     this.timer = setInterval(() => this.tick(), 100);
     (this.timer as { unref?: () => void }).unref?.();
@@ -163,10 +171,11 @@ class DuckDbEventStore implements EventStore {
 
   private tick(): void {
     if (this.closed) return;
+    this.processor.kick();
     this.loader.kick();
     void this.disk.tick();
     // Forget distinct ids whose requests are processed, with no capture request to do it.
-    this.pending.sweep(this.loader.processedSeq);
+    this.pending.sweep(this.processor.processedSeq);
     this.threads.note(this.arrivals.saturated(), this.s.now());
     this.upkeep.tick();
   }
@@ -196,9 +205,9 @@ class DuckDbEventStore implements EventStore {
     // Certainly new rows let their load skip the dedupe reads the filter covers (recent-uuids.ts).
     // While a capture request logged before them is unprocessed, its rows are not in the filter
     // yet, so these count as possible repeats.
-    const uuidGen = this.loader.recent.generation;
-    const seen = this.loader.recent.addAll(rows);
-    const mayRepeat = seen || this.intakeSeq > this.loader.processedSeq;
+    const uuidGen = this.recent.generation;
+    const seen = this.recent.addAll(rows);
+    const mayRepeat = seen || this.intakeSeq > this.processor.processedSeq;
     try {
       await this.wal.append([frame], rows.length, teams, { spans, mayRepeat, uuidGen });
     } catch (error) {
@@ -209,7 +218,7 @@ class DuckDbEventStore implements EventStore {
 
   /**
    * Log one capture request (its context and decoded body) and resolve once it is as durable as
-   * configured: the 200. Its events become rows behind it, in log order (`loader.ts`). The
+   * configured: the 200. Its events become rows behind it, in log order (`processor.ts`). The
    * distinct ids it names are remembered until then, so a flag check for one of them can wait
    * for its person changes (`awaitIntake`).
    */
@@ -223,17 +232,17 @@ class DuckDbEventStore implements EventStore {
       const bytes = parts.maxBytes;
       this.admit(bytes);
       const seq = ++this.intakeSeq;
-      this.pending.note(input.context.teamId, input.distinctIds, seq, this.loader.processedSeq);
+      this.pending.note(input.context.teamId, input.distinctIds, seq, this.processor.processedSeq);
       this.arrivals.note(bytes);
       // A memo (the parsed events, or the rows being prepared elsewhere) spares processing a read
       // of the log and a second parse: processing follows the log closely (it no longer stands
       // aside for a burst), so a memo is short-lived; the budget bounds the memory.
       const prepared = input.prepared ?? null;
       let memo: IntakeMemo | null = null;
-      if ((prepared || input.parsed) && this.loader.memoBytes + bytes <= this.s.maxMemoBytes) {
+      if ((prepared || input.parsed) && this.processor.memoBytes + bytes <= this.s.maxMemoBytes) {
         const kept = { context: input.context, bytes, seq };
         memo = prepared ? { ...kept, prepared, events: null } : { ...kept, prepared: null, events: input.parsed! };
-        this.loader.memoBytes += bytes;
+        this.processor.memoBytes += bytes;
       } else prepared?.catch(() => undefined); // unused: processed from the log instead
       const events = input.events;
       return this.wal.append(parts, events, new Map([[input.context.teamId, events]]), { intake: { memo, seq } }).then(
@@ -241,7 +250,7 @@ class DuckDbEventStore implements EventStore {
           this.counters.appendedRows += events;
         },
         (error: unknown) => {
-          if (memo) this.loader.memoBytes -= memo.bytes;
+          if (memo) this.processor.memoBytes -= memo.bytes;
           this.writeFailed(error);
         },
       );
@@ -252,7 +261,7 @@ class DuckDbEventStore implements EventStore {
 
   /** Whether a logged capture request of the project naming one of these ids is not processed yet (no promise). */
   intakePending(teamId: number, distinctIds: readonly string[]): boolean {
-    return this.pending.pending(teamId, distinctIds, this.loader.processedSeq);
+    return this.pending.pending(teamId, distinctIds, this.processor.processedSeq);
   }
 
   /**
@@ -262,18 +271,18 @@ class DuckDbEventStore implements EventStore {
    * is pending, which is the usual case.
    */
   async awaitIntake(teamId: number | null, distinctIds: readonly string[] | null, timeoutMs = PERSONS_WAIT_MS): Promise<void> {
-    const target = this.pending.target(teamId, distinctIds, this.loader.processedSeq, this.intakeSeq);
+    const target = this.pending.target(teamId, distinctIds, this.processor.processedSeq, this.intakeSeq);
     if (target === 0) return;
     // Frames of the active segment are processed as they become durable; one the memory
     // budget left without a memo is processed only once its segment is sealed.
     const started = performance.now();
-    await this.loader.waitProcessed(target, Math.min(timeoutMs, 200));
-    if (this.loader.processedSeq < target) {
+    await this.processor.waitProcessed(target, Math.min(timeoutMs, 200));
+    if (this.processor.processedSeq < target) {
       const active = this.wal.activeSegment;
       if (active && active.lastSeq >= target) await this.wal.seal();
-      await this.loader.waitProcessed(target, Math.max(0, timeoutMs - (performance.now() - started)));
+      await this.processor.waitProcessed(target, Math.max(0, timeoutMs - (performance.now() - started)));
     }
-    this.pending.sweep(this.loader.processedSeq);
+    this.pending.sweep(this.processor.processedSeq);
   }
 
   private writeFailed(error: unknown): never {
@@ -303,12 +312,25 @@ class DuckDbEventStore implements EventStore {
   }
 
   private pendingBytes(): number {
-    return this.wal.queuedBytes + (this.wal.activeSegment?.bytes ?? 0) + this.wal.sealingBytes + this.loader.bytes;
+    return this.wal.queuedBytes + (this.wal.activeSegment?.bytes ?? 0) + this.wal.sealingBytes + this.processor.bytes + this.loader.bytes;
   }
 
   async flush(): Promise<void> {
     await this.wal.seal();
-    await this.loader.drain();
+    await this.drain();
+  }
+
+  /** Process and load every sealed segment; returns once each is loaded or dead-lettered. */
+  private async drain(): Promise<void> {
+    do {
+      await this.processor.drain();
+      await this.loader.drain();
+    } while (this.processor.waiting > 0);
+  }
+
+  /** Sealed segments not loaded yet, oldest first: processing's, then the loader's. */
+  private unloaded(): Queued[] {
+    return [...this.processor.segments, ...this.loader.segments];
   }
 
   async compact(): Promise<void> {
@@ -335,7 +357,7 @@ class DuckDbEventStore implements EventStore {
     const activeHolds = active !== null && active.rows > 0 && holdsTeam(active, teamId);
     if (whenLate === 'read') {
       const target = activeHolds ? active.id : this.lastSegmentOf(teamId);
-      if (target > this.loader.done && this.loader.late(target, activeHolds ? active.bytes : 0, timeoutMs)) return target;
+      if (target > this.loader.done && this.loader.late(target, this.processor.bytesUpTo(target) + (activeHolds ? active.bytes : 0), timeoutMs)) return target;
     }
     const started = performance.now();
     const written = activeHolds ? this.wal.seal() : this.wal.idle();
@@ -350,7 +372,7 @@ class DuckDbEventStore implements EventStore {
 
   private lastSegmentOf(teamId: number): number {
     let target = 0;
-    for (const seg of this.loader.segments) if (holdsTeam(seg, teamId)) target = Math.max(target, seg.id);
+    for (const seg of this.unloaded()) if (holdsTeam(seg, teamId)) target = Math.max(target, seg.id);
     return target;
   }
 
@@ -396,7 +418,7 @@ class DuckDbEventStore implements EventStore {
     if (!Number.isSafeInteger(teamId)) throw new AppError('invalid_input', 'Invalid project id.', 'team_id');
     const target = await this.sync(teamId, timeoutMs);
     // Loaded or dead-lettered: a segment still waiting is one the wait ran out on.
-    if (this.loader.segments.some((seg) => seg.id <= target && holdsTeam(seg, teamId))) {
+    if (this.unloaded().some((seg) => seg.id <= target && holdsTeam(seg, teamId))) {
       throw new AppError('unavailable', 'The event store is behind; retry later.', null, { retryAfter: Math.min(60, Math.max(1, Math.ceil(this.pendingBytes() / this.loader.bytesPerSec))) });
     }
   }
@@ -452,13 +474,13 @@ class DuckDbEventStore implements EventStore {
   stats(): EventStoreStats {
     const active = this.wal.activeSegment;
     const files = this.tiers.snapshot.files;
-    this.pending.sweep(this.loader.processedSeq); // so pendingDistinctIds counts only ids still pending
+    this.pending.sweep(this.processor.processedSeq); // so pendingDistinctIds counts only ids still pending
     return {
       durability: this.s.durable ? 'durable' : 'relaxed',
-      bufferedRows: (active?.rows ?? 0) + this.loader.rows,
+      bufferedRows: this.unloaded().reduce((n, seg) => n + seg.rows, active?.rows ?? 0),
       pendingBytes: this.pendingBytes(),
       queuedBytes: this.wal.queuedBytes,
-      walSegments: this.loader.waiting + (active ? 1 : 0),
+      walSegments: this.processor.waiting + this.loader.waiting + (active ? 1 : 0),
       logWrites: this.wal.writes,
       ...this.counters,
       hotRows: this.tiers.hotRows,
@@ -475,7 +497,8 @@ class DuckDbEventStore implements EventStore {
 
   private oldestPendingMs(): number {
     const active = this.wal.activeSegment;
-    let oldest = this.loader.oldestOpenedAt;
+    let oldest: number | null = null;
+    for (const seg of this.unloaded()) if (seg.openedAt !== undefined && (oldest === null || seg.openedAt < oldest)) oldest = seg.openedAt;
     if (active && active.rows > 0 && active.openedAt !== undefined && (oldest === null || active.openedAt < oldest)) oldest = active.openedAt;
     return oldest === null ? 0 : Math.max(0, this.s.now() - oldest);
   }
@@ -487,7 +510,7 @@ class DuckDbEventStore implements EventStore {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.wal.close();
-    await this.loader.drain();
+    await this.drain();
     await this.threads.release();
     await this.checkpoint();
   }

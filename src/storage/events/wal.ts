@@ -84,6 +84,13 @@ export interface AppendExtra {
 
 export type TimeSpan = [lo: number, hi: number];
 
+/** The bytes of these segments' log files (no array made: every capture request asks, through the backpressure check). */
+export function bytesOf(segments: readonly SealedSegment[]): number {
+  let n = 0;
+  for (const seg of segments) n += seg.bytes;
+  return n;
+}
+
 /** Merge `from` into `into` (widening each team's span); `undefined` (unknown) wins. */
 export function mergeSpans(into: Map<number, TimeSpan> | undefined, from: ReadonlyMap<number, TimeSpan> | undefined): Map<number, TimeSpan> | undefined {
   if (!into || !from) return undefined;

@@ -1,0 +1,344 @@
+import { readFile, rm } from 'node:fs/promises';
+import { deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
+import { MarkWaiters } from './mark-waiters';
+import { newProcState, type ProcState } from './processed-copy';
+import type { RecentUuids } from './recent-uuids';
+import { countFailure, type Counters, type Settings } from './settings';
+import { decodeIntakeFrame, scanFrames, type IntakeContext, type ScannedFrame } from './wal-format';
+import type { EncodedRows, ProcessIntake } from './types';
+import { bytesOf, PROCESSED_SUFFIX, type SealedSegment } from './wal';
+
+/** A sealed segment on its way to the tables: its tries so far, and the file a load reads (its processed copy, once written). */
+export type Queued = SealedSegment & { attempts: number; loadPath: string };
+
+/**
+ * What a kept intake memo holds: the frame's context, its sequence number, and one of: its rows
+ * being prepared in another thread since receipt (`prepared`), or its events already parsed.
+ */
+export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & ({ prepared: Promise<unknown>; events: null } | { prepared: null; events: unknown[] });
+
+/** Main-thread time per slice of processing before it yields to requests. */
+const SLICE_MS = 4;
+
+/**
+ * The processing stage, between the log and the loads: turns each sealed segment's intake
+ * frames (capture requests, acknowledged once durable) into rows — normalization, persons and
+ * definitions, through the intake processor the store was given (the pipeline) — and writes them
+ * with the segment's row frames to its processed copy (`.proc`, derived: recovery deletes it and
+ * processes again), then hands the segment to the loader (`processed`). Single-flight and in log
+ * order, in slices of a few milliseconds so requests keep being answered meanwhile. Frames of the
+ * segment still being written are processed from memory as they become durable (`processActive`),
+ * so persons follow acknowledged events within milliseconds.
+ *
+ * A frame whose processing throws goes to the dead letters and the rest of its segment goes on;
+ * a segment whose file cannot be read or whose copy cannot be written is retried, and after
+ * `maxFlushAttempts` moved whole to the dead letters, so it never blocks the ones behind it.
+ */
+export class SegmentProcessor {
+  /** Sealed, not yet processed (FIFO). */
+  private intake: Queued[] = [];
+  private processing: Promise<void> | null = null;
+  private processAgain = false;
+  /** Processing progress of segments begun from memory (the active one, or just sealed). */
+  private states = new Map<number, ProcState>();
+  private processedWaiters = new MarkWaiters();
+  /** Highest intake sequence number processed: its person changes are visible. */
+  processedSeq = 0;
+  /** Bytes of intake memos held (released as their segments are processed). */
+  memoBytes = 0;
+
+  constructor(
+    private readonly s: Settings,
+    private readonly counters: Counters,
+    /** The uuids taken lately: processed rows are added as they are made. */
+    private readonly recent: RecentUuids,
+    /** Turns each intake frame into rows (the pipeline); without it a segment holding intake frames cannot be processed. */
+    private readonly process: ProcessIntake | null,
+    /** The log's segment being written, for processing frames as they become durable. */
+    private readonly activeSegment: () => Readonly<SealedSegment> | null,
+    /** A segment processed, in log order: the loader's. */
+    private readonly processed: (seg: Queued) => void,
+  ) {}
+
+  /** Sealed segments not processed yet, oldest first. */
+  get segments(): readonly Queued[] {
+    return this.intake;
+  }
+
+  get waiting(): number {
+    return this.intake.length;
+  }
+
+  /** Bytes of the sealed segments not processed yet (every capture request asks: no arrays made). */
+  get bytes(): number {
+    return bytesOf(this.intake);
+  }
+
+  /** Bytes of the segments up to `seg` not processed yet. */
+  bytesUpTo(seg: number): number {
+    let n = 0;
+    for (const q of this.intake) if (q.id <= seg) n += q.bytes;
+    return n;
+  }
+
+  enqueue(seg: SealedSegment): void {
+    // A segment found by recovery has waited at least since this start.
+    this.intake.push({ ...seg, openedAt: seg.openedAt ?? this.s.now(), attempts: 0, loadPath: seg.path });
+    this.kick();
+  }
+
+  /** Resolves once intake sequence number `seq` is processed (or after `timeoutMs`). */
+  async waitProcessed(seq: number, timeoutMs: number): Promise<void> {
+    if (seq <= this.processedSeq) return;
+    this.kick();
+    await this.processedWaiters.wait(seq, timeoutMs);
+  }
+
+  /** Process every sealed segment; returns once each is processed or dead-lettered. */
+  async drain(): Promise<void> {
+    while (this.intake.length > 0) {
+      this.kick();
+      if (this.processing) await this.processing;
+      if (this.intake.length > 0) await Bun.sleep(Math.max(10, this.s.flushRetryMs));
+    }
+  }
+
+  /** Called by the log after appends resolve, and on the store's tick: process what became durable. */
+  kick(): void {
+    if (this.processing) {
+      this.processAgain = true;
+      return;
+    }
+    this.processing = (async () => {
+      do {
+        this.processAgain = false;
+        while (this.intake.length > 0) {
+          const seg = this.intake[0];
+          try {
+            await this.finishSegment(seg);
+          } catch (error) {
+            // The segment's file could not be read or its processed copy written (the disk):
+            // retried on later ticks; after maxFlushAttempts the segment goes to the dead
+            // letters whole (as it was logged) so the ones behind it are not held forever.
+            seg.attempts++;
+            countFailure(this.counters, error);
+            if (seg.attempts < this.s.maxFlushAttempts) throw error;
+            await this.deadLetterUnprocessed(seg, error);
+            continue;
+          }
+          this.intake.shift();
+          this.advance(seg.lastSeq);
+          this.processed(seg);
+        }
+        const active = this.activeSegment();
+        if (active && active.intake > 0) await this.processActive(active);
+      } while (this.processAgain || this.intake.length > 0);
+    })()
+      .catch((error) => {
+        this.s.log.error('event segment processing failed; will retry', { error: String(error) });
+      })
+      .finally(() => {
+        this.processing = null;
+      });
+  }
+
+  /**
+   * Between slices, requests waiting on the event loop are answered. Processing does not step
+   * aside for a burst beyond that: what is acknowledged is stored as fast as it comes, and when
+
+   */
+  private yieldToRequests(): Promise<void> {
+    return new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  private advance(seq: number): void {
+    if (seq <= this.processedSeq) return;
+    this.processedSeq = seq;
+    this.processedWaiters.release(seq);
+  }
+
+  private stateOf(seg: Readonly<SealedSegment>): ProcState {
+    let st = this.states.get(seg.id);
+    if (!st) this.states.set(seg.id, (st = newProcState(this.recent, `${seg.path}${PROCESSED_SUFFIX}`)));
+    return st;
+  }
+
+  /** Discard a segment's processing so far (its copy is written again from the start). */
+  private async dropState(segId: number): Promise<void> {
+    const st = this.states.get(segId);
+    this.states.delete(segId);
+    await st?.writer.abandon();
+  }
+
+  /**
+   * Frames of the segment still being written, taken from memory as their groups become
+   * durable: persons and definitions follow acknowledged events within milliseconds, whatever
+   * the segment's age. Stops at a frame without a memo (memory budget, a row frame); the rest
+   * is done from the file once the segment is sealed.
+   */
+  private async processActive(seg: Readonly<SealedSegment>): Promise<void> {
+    const memos = seg.memos;
+    if (!memos) return;
+    const st = this.stateOf(seg);
+    let sliceStart = performance.now();
+    while (st.next < memos.length) {
+      const memo = memos[st.next] as IntakeMemo | null;
+      if (!memo) return;
+      await this.processMemo(seg, st, memo, memos);
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await this.yieldToRequests();
+        sliceStart = performance.now();
+        if (this.intake.some((q) => q.id === seg.id)) return; // sealed meanwhile: finished from the queue
+      }
+    }
+  }
+
+  /** A request's rows, its dropped events counted on the way (reasons are the processor's). */
+  private counted(rows: EncodedRows): EncodedRows {
+    if (rows.dropped) for (const [reason, n] of Object.entries(rows.dropped)) this.counters.droppedEvents[reason] = (this.counters.droppedEvents[reason] ?? 0) + n;
+    return rows;
+  }
+
+  private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
+    try {
+      st.add(this.counted(await this.process!(memo.context, memo.events, null, memo.prepared)));
+    } catch (error) {
+      st.failed.push({ index: st.next, error });
+    }
+    memos[st.next] = null; // processed: release the parsed events (or the body)
+    this.memoBytes -= memo.bytes;
+    st.next++;
+    this.advance(memo.seq);
+  }
+
+  /**
+   * The segment's memos when they match its file frame for frame, else null. The log's count of
+   * frames written vouches for them without reading the file (`vouched`) when every frame written
+   * was acknowledged and none from `next` on lacks a memo; otherwise the file is read and counted.
+   */
+  private static vouched(seg: Queued, next: number): boolean {
+    const memos = seg.memos;
+    return memos !== undefined && seg.frames === memos.length && !memos.some((m, i) => i >= next && m === null);
+  }
+
+  /**
+   * Write the processed copy of a sealed segment holding intake frames (one without any is
+   * loaded as it is): the frames processed from memory already, the rest from the file. A frame
+   * whose processing throws is moved to the dead letters (as its raw frame, which `dlq replay`
+   * logs again) and the rest of the segment goes on.
+   */
+  private async finishSegment(seg: Queued): Promise<void> {
+    if (seg.intake === 0) return;
+    if (!this.process) throw new Error('The event store has no intake processor.');
+    let st = this.stateOf(seg);
+    const vouched = SegmentProcessor.vouched(seg, st.next);
+    const read = segmentFile(seg.path, vouched ? seg.memos!.length : null, () => this.counters.segmentsReadBack++);
+    const memos = vouched || (seg.memos && seg.memos.length === (await read()).frames.length) ? seg.memos! : null;
+    if (!memos && st.next > 0) {
+      // The file and the memos disagree (a failed sync rotated the segment): start over from
+      // the file. Person changes are idempotent; rows made so far were never loaded.
+      await this.dropState(seg.id);
+      st = this.stateOf(seg);
+    }
+    const deadLetterFailed = async () => {
+      if (st.failed.length === 0) return;
+      const { data, frames } = await read();
+      for (const failure of st.failed) {
+        const f = frames[failure.index];
+        await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, failure.error);
+      }
+      st.failed = [];
+    };
+    await deadLetterFailed();
+    const count = memos ? memos.length : (await read()).frames.length;
+    let sliceStart = performance.now();
+    while (st.next < count) {
+      const memo = memos?.[st.next] as IntakeMemo | null | undefined;
+      if (memo) {
+        await this.processMemo(seg, st, memo, memos!);
+      } else {
+        const { data, frames } = await read();
+        const f = frames[st.next];
+        if (f.kind === 'rows') {
+          st.addFrame(data.subarray(f.start, f.end), f.rows);
+        } else {
+          try {
+            const { context, text } = decodeIntakeFrame(data, f);
+            st.add(this.counted(await this.process(context, null, text)));
+          } catch (error) {
+            await this.deadLetterFrame(seg, data.subarray(f.start, f.end), f.start, f.rows, error);
+          }
+        }
+        st.next++;
+      }
+      await deadLetterFailed();
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await this.yieldToRequests();
+        sliceStart = performance.now();
+      }
+    }
+    st.flush();
+    if (seg.memos) for (const m of seg.memos) if (m) this.memoBytes -= (m as IntakeMemo).bytes;
+    seg.memos = undefined;
+    // Done with this state whatever happens: a failed copy is made again from the start.
+    this.states.delete(seg.id);
+    await st.writer.finish();
+    seg.loadPath = st.writer.path;
+    seg.rows = st.rows;
+    seg.spans = st.spans;
+    seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat;
+    seg.uuidGen = Math.min(seg.uuidGen ?? -Infinity, st.uuidGen);
+    if (st.spans) seg.teams = new Map([...st.spans.keys()].map((team) => [team, 1]));
+    seg.propertyKeys = st.keys;
+    seg.checkedJson = !st.rowFrames;
+  }
+
+  private async deadLetterUnprocessed(seg: Queued, error: unknown): Promise<void> {
+    this.s.log.error('event segment could not be processed; moved to the dead letters', { segment: seg.id, error: String(error) });
+    await deadLetterSegmentFile(
+      this.s.dataDir,
+      seg.path,
+      { id: `seg-${seg.id}`, reason: `Processing WAL segment ${seg.id} failed ${this.s.maxFlushAttempts} times: ${String(error)}`, rows: seg.rows, source: 'segment', segment: seg.id },
+      seg.bytes,
+    );
+    // Moved: from here on the segment is the dead letter's. A processed copy is only derived.
+    await this.dropState(seg.id);
+    await rm(`${seg.path}${PROCESSED_SUFFIX}`, { recursive: true, force: true }).catch(() => undefined);
+    if (seg.memos) for (const m of seg.memos) if (m) this.memoBytes -= (m as IntakeMemo).bytes;
+    this.counters.deadLetters++;
+    // Not marked done: segments before it may still be loading. Queries stop waiting for it
+    // (it is no longer queued), and the next load's watermark passes it.
+    this.intake.shift();
+    this.advance(seg.lastSeq);
+  }
+
+  private async deadLetterFrame(seg: Queued, frame: Uint8Array, offset: number, events: number, error: unknown): Promise<void> {
+    this.s.log.error('capture request could not be processed; moved to the dead letters', { segment: seg.id, offset, error: String(error) });
+    await writeDeadLetter(
+      this.s.dataDir,
+      { id: `intake-${seg.id}-${offset}`, reason: `Processing a capture request of WAL segment ${seg.id} failed: ${String(error)}`, rows: events, source: 'intake', segment: seg.id },
+      frame,
+    );
+    this.counters.deadLetters++;
+  }
+}
+
+/**
+ * A sealed segment's file, read at most once, when something must come from it
+ * (`SegmentProcessor.finishSegment`). `expected`: the frames it must hold because the memos were taken
+ * for them, so a file that disagrees is an error (the segment is retried, then dead-lettered).
+ */
+function segmentFile(path: string, expected: number | null, onRead: () => void): () => Promise<{ data: Buffer; frames: ScannedFrame[] }> {
+  let file: { data: Buffer; frames: ScannedFrame[] } | null = null;
+  return async () => {
+    if (!file) {
+      onRead();
+      const data = await readFile(path);
+      file = { data, frames: scanFrames(data).frames };
+      if (expected !== null && file.frames.length !== expected) {
+        throw new Error(`${path}: ${file.frames.length} whole frames on disk, ${expected} acknowledged`);
+      }
+    }
+    return file;
+  };
+}
