@@ -19,7 +19,7 @@ export const MAX_JSON_DEPTH = 128;
 export function exceedsJsonDepth(text: string, max: number): boolean {
   // Nesting past `max` takes at least max + 1 openings and as many closings: a shorter text (every
   // usual capture body) needs no scan.
-  if (text.length < 2 * (max + 1)) return false;
+  if (text.length < 2 * (max + 1) || openingsAtMost(text, max)) return false;
   let depth = 0;
   for (let i = 0, n = text.length; i < n; i++) {
     const c = text.charCodeAt(i);
@@ -31,6 +31,18 @@ export function exceedsJsonDepth(text: string, max: number): boolean {
     } else if (c === CLOSE_SQUARE || c === CLOSE_CURLY) depth--;
   }
   return false;
+}
+
+/**
+ * Whether the text has at most `max` brackets that open (in strings or not): then it cannot
+ * nest deeper. Found with `indexOf`, which skips the rest: a single event's body has a handful,
+ * and is not scanned character by character.
+ */
+function openingsAtMost(text: string, max: number): boolean {
+  let n = 0;
+  for (let i = text.indexOf('{'); i !== -1; i = text.indexOf('{', i + 1)) if (++n > max) return false;
+  for (let i = text.indexOf('['); i !== -1; i = text.indexOf('[', i + 1)) if (++n > max) return false;
+  return true;
 }
 
 /** The index of the quote closing the string opened at `open` (one not escaped), or -1. */

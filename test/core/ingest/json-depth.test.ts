@@ -15,6 +15,11 @@ describe('exceedsJsonDepth', () => {
     ['an escaped backslash before a quote does', '["a\\\\", [[[1]]]]', 3, true],
     ['an unterminated string is left to the parser', '["[[[[[', 1, false],
     ['100,000 levels', `{"x":${nested(100_000)}}`, 128, true],
+    // Long enough to be looked at: no more openings than the limit cannot nest past it.
+    ['as many openings as the limit, nested', `[{"a":["${'x'.repeat(50)}"]}]`, 3, false],
+    ['one opening more, nested', `[{"a":[["${'x'.repeat(50)}"]]}]`, 3, true],
+    ['arrays only, one past the limit', `[[[["${'x'.repeat(50)}"]]]]`, 3, true],
+    ['many openings, all in strings', `["${'[{'.repeat(20)}", {"a":1}]`, 3, false],
   ] as const)('%s', (_name, text, max, expected) => {
     expect(exceedsJsonDepth(text, max)).toBe(expected);
   });
