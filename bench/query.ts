@@ -19,7 +19,7 @@ import { withPipeline } from '../src/pipeline';
 import { missingEngines, startClickHouse } from '../src/cli/cluster/engines';
 import { freePort, stopAll } from '../src/cli/cluster/processes';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../src/storage/clickhouse/client';
-import { duckdbEventReads } from '../src/storage/events/reads';
+import { duckdbEventReads } from '../src/storage/events/read/reads';
 import { copyEventsInto, inProcessGet, openChdb, openClickHouseApp, type InProcessGet } from './_query-clickhouse';
 
 /**
@@ -289,7 +289,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
     if (keep) await writeFile(marker, JSON.stringify({ total, teamId, seconds: loaded.seconds }));
   }
   // What the background does within minutes of a day settling (the loaded days are in the past):
-  // person-clustered copies, which person lists read (src/storage/events/person-copies.ts).
+  // person-clustered copies, which person lists read (src/storage/events/tiers/person-copies.ts).
   const copyStarted = performance.now();
   const copies = copiesOn ? await storage.events.buildPersonCopies() : 0;
   if (copies > 0) log(`wrote ${copies} person copies in ${((performance.now() - copyStarted) / 1000).toFixed(1)} s`);

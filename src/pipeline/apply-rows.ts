@@ -1,5 +1,5 @@
 import type { EncodedRows } from '../storage/events';
-import { fillPersonSlot, fillTeamSlots, type IntakeContext } from '../storage/events/wal-format';
+import { fillPersonSlot, fillTeamSlots, type IntakeContext } from '../storage/events/log/wal-format';
 import type { PersonStore } from '../storage/persons/types';
 import type { SeenTracker } from '../storage/seen/seen-tracker';
 import { fromPersonInput, type PersonInput } from './person-input';

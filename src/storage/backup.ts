@@ -1,10 +1,10 @@
 import { copyFile, cp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import type { Database } from './db';
-import { deadLetterDir } from './events/dead-letters';
-import { parquetRoot } from './events/parquet';
-import { personCopyRoot } from './events/person-copies';
-import { sqlString } from './events/wal-format';
+import { deadLetterDir } from './events/log/dead-letters';
+import { parquetRoot } from './events/tiers/parquet';
+import { personCopyRoot } from './events/tiers/person-copies';
+import { sqlString } from './events/log/wal-format';
 
 /**
  * A backup is a directory laid out like DATA_DIR: a copy of the database taken in one statement

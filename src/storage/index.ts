@@ -21,9 +21,9 @@ import { writeBackup, type BackupSummary } from './backup';
 import { createPersonErasure, type PersonErasure } from './erasure';
 import type { CompiledStatement } from '../core/query';
 import type { Row } from './db';
-import type { QueryRunner } from './events/runner';
-import { statementRows } from './events/statements';
-import { duckdbEventReads, type EventReads, type ReadFeature } from './events/reads';
+import type { QueryRunner } from './events/read/runner';
+import { statementRows } from './events/read/statements';
+import { duckdbEventReads, type EventReads, type ReadFeature } from './events/read/reads';
 import type { ClickHouse } from './clickhouse/client';
 import { openClickHouseEventReads } from './clickhouse/event-reads';
 import { clickhouseBehavioralCounts } from './clickhouse/behavioral-counts';
@@ -46,11 +46,11 @@ export type { ErasedEvents } from './events';
 export * from './management/types';
 export type { DefinitionsStore } from './definitions/definitions-store';
 export type { EventStore, EventStoreStats, Intake, IntakeInput, ReplayResult } from './events';
-export type { DeadLetter } from './events/dead-letters';
+export type { DeadLetter } from './events/log/dead-letters';
 export { listDeadLetters, replayDeadLetters };
 export type * from './persons/types';
 export { eventsWithPersons, personsRelation } from './persons/relations';
-export type { EventReads } from './events/reads';
+export type { EventReads } from './events/read/reads';
 export type { SeenTracker } from './seen/seen-tracker';
 export type * from './flags/types';
 export type * from './invites/types';
@@ -129,7 +129,7 @@ export interface StorageOptions {
   memoryLimit?: string;
   durability?: Durability;
   logger?: Logger;
-  /** Person-clustered copies of settled days (default true; see storage/events/person-copies.ts). */
+  /** Person-clustered copies of settled days (default true; see storage/events/tiers/person-copies.ts). */
   personCopies?: boolean;
   /**
    * Turns logged capture requests into rows (normalization, persons, definitions): the pipeline

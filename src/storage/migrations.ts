@@ -1,6 +1,6 @@
 import type { Database } from './db';
 import { managementMigrations } from './management/schema';
-import { eventMigrations } from './events/schema';
+import { eventMigrations } from './events/tiers/schema';
 import { definitionMigrations } from './definitions/schema';
 import { personMigrations } from './persons/schema';
 import { flagMigrations } from './flags/schema';

@@ -3,8 +3,8 @@ import type { PersonObject } from '../../src/modules/events/event-object';
 import { boundedMemo, jsonSlices, type JsonSliceOptions } from '../../src/modules/events/export-json';
 import type { ListContext } from '../../src/modules/events/list';
 import type { Row } from '../../src/storage/db';
-import { FileCounts } from '../../src/storage/events/counts';
-import type { QueryRunner } from '../../src/storage/events/runner';
+import { FileCounts } from '../../src/storage/events/read/counts';
+import type { QueryRunner } from '../../src/storage/events/read/runner';
 
 /**
  * What the JSON export holds while it streams one slice: its memos of persons' and elements'

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { AppError } from '../../src/errors';
-import { QueryRunner } from '../../src/storage/events/runner';
-import type { EventReads } from '../../src/storage/events/reads';
+import { QueryRunner } from '../../src/storage/events/read/runner';
+import type { EventReads } from '../../src/storage/events/read/reads';
 import { errorOf } from '../helpers/test-app';
 import { B_EVENT, C_EVENT, openEventsFixture, type EventsFixture } from './events-fixture';
 

@@ -6,7 +6,7 @@ import { compileSelect } from '../../core/query';
 import { csvRecord, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
-import { countListing } from '../../storage/events/counts';
+import { countListing } from '../../storage/events/read/counts';
 import { csvRowSlices, NO_PERSON_FIELDS, personCsvFields } from './export-csv-rows';
 import { slicesPropertyKeys, streamSliceRows, windowPropertyKeys, writeCsvSlice } from '../../storage/events/read/export-reads';
 import { streamSelectRows } from '../../storage/events/read/list-reads';

@@ -4,10 +4,10 @@ import { AppError } from '../../errors';
 import type { Row } from '../../storage/db';
 import { selectValue, toEventObject, type EventObject, type PersonObject } from './event-object';
 import { formatCursor, type ListRequest } from './params';
-import { countListing, type FileCounts } from '../../storage/events/counts';
+import { countListing, type FileCounts } from '../../storage/events/read/counts';
 import { afterKey, allOf, needsPersonProperties, type EventKey, type Order } from '../../storage/events/read/list-statements';
 import { readKeys, readPageRows, readRowsByKeys, readSelectRows } from '../../storage/events/read/list-reads';
-import type { QueryRunner } from '../../storage/events/runner';
+import type { QueryRunner } from '../../storage/events/read/runner';
 
 /** What a list query needs besides the request: the runner, the team and lookups it can call. */
 export interface ListContext {

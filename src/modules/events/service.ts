@@ -3,14 +3,14 @@ import { normalizeUuid } from '../../core/ids/uuid';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import { personObject, toEventObject, type EventObject, type PersonObject } from './event-object';
-import { FileCounts } from '../../storage/events/counts';
+import { FileCounts } from '../../storage/events/read/counts';
 import { exportEvents, type ExportContext } from './export';
 import { listEvents, selectEvents, type EventsPage, type SelectPage } from './list';
 import { parseListRequest, type ListQueryInput } from './params';
 import { lookupPerson } from '../persons/service';
 import { distinctIdIn } from '../../storage/events/read/list-statements';
-import { eventById, propertyValues } from '../../storage/events/lookups';
-import { QueryRunner } from '../../storage/events/runner';
+import { eventById, propertyValues } from '../../storage/events/read/lookups';
+import { QueryRunner } from '../../storage/events/read/runner';
 
 /** Values listed by `/events/values/` and the window they are read from (PostHog: recent values). */
 export const VALUES_LIMIT = 100;

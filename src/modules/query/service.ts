@@ -2,7 +2,7 @@ import { compileStatement, type CompiledStatement } from '../../core/query';
 import type { Deps } from '../../deps';
 import type { Project } from '../../storage';
 import { selectValue } from '../events/event-object';
-import { QueryRunner } from '../../storage/events/runner';
+import { QueryRunner } from '../../storage/events/read/runner';
 import { runEventsQuery, type EventsQueryBody } from './events-query';
 
 /** PostHog's default for a HogQL query without LIMIT (DEFAULT_RETURNED_ROWS). */

@@ -1,7 +1,7 @@
 import { behavioralEventCondition, behavioralWindow } from '../cohorts/compile-cohort';
 import { sql, trusted } from '../../core/query';
 import type { BehavioralCounts } from '../definitions/events-source';
-import type { EventReads } from '../events/reads';
+import type { EventReads } from '../events/read/reads';
 import type { ClickHouse } from './client';
 
 /**

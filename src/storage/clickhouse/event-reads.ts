@@ -2,9 +2,9 @@ import { HOT_PROPERTIES } from '../../core/events/columns';
 import { clampClickHouseTime, clickhouseLiteral, sql, trusted, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
 import type { Row } from '../db';
-import type { EventsRelation, TimeRange } from '../events/relation';
+import type { EventsRelation, TimeRange } from '../events/read/relation';
 import type { RelationOptions } from '../events/types';
-import { jsonObjectKeys, unsupportedOnClickHouse, type EventReads, type ReadFeature } from '../events/reads';
+import { jsonObjectKeys, unsupportedOnClickHouse, type EventReads, type ReadFeature } from '../events/read/reads';
 import type { ClickHouse } from './client';
 import { clickhousePersonRelations } from './persons-table';
 

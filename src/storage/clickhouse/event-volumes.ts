@@ -1,6 +1,6 @@
 import { joinSql, sql, trusted } from '../../core/query';
 import type { EventVolumes } from '../definitions/events-source';
-import type { EventReads } from '../events/reads';
+import type { EventReads } from '../events/read/reads';
 import type { ClickHouse } from './client';
 
 /**

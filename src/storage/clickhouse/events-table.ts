@@ -1,5 +1,5 @@
 import type { StoredEventRow } from '../../core/events/columns';
-import { PERSON_SLOT, readRecords, readRowFrames } from '../events/wal-format';
+import { PERSON_SLOT, readRecords, readRowFrames } from '../events/log/wal-format';
 import type { EventSink } from '../events/types';
 import { clampClickHouseTime, sql, trusted, type ClickHouseFeatures, type SqlFragment } from '../../core/query';
 import type { ClickHouse } from './client';

@@ -1,6 +1,6 @@
 import { joinSql, sql, trusted, type SqlFragment } from '../../core/query';
 import { AppError } from '../../errors';
-import type { PersonMatch } from '../events/erasure';
+import type { PersonMatch } from '../events/tiers/erasure';
 import type { ClickHouse } from './client';
 import { EVENT_TABLES } from './schema';
 

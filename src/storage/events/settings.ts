@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { newHistogram } from '../../core/metrics/histogram';
-import { threadsLeft } from './saturated-threads';
-import type { MergePolicy } from './compaction';
-import type { PersonCopyPolicy } from './person-copies';
+import { threadsLeft } from './tiers/saturated-threads';
+import type { MergePolicy } from './tiers/compaction';
+import type { PersonCopyPolicy } from './tiers/person-copies';
 import type { EventSink, EventStoreLogger, EventStoreOptions, ProcessIntake } from './types';
 
 export const MiB = 1024 * 1024;

@@ -1,11 +1,11 @@
 import type { StoredEventRow } from '../../core/events/columns';
 import type { Histogram } from '../../core/metrics/histogram';
 import type { Row, SqlParam } from '../db';
-import type { DeadLetter } from './dead-letters';
-import type { ErasedEvents, PersonMatch } from './erasure';
-import type { EventsRelation, StreamOptions, TimeRange } from './relation';
-import type { SealedSegment, TimeSpan } from './wal';
-import type { IntakeContext } from './wal-format';
+import type { DeadLetter } from './log/dead-letters';
+import type { ErasedEvents, PersonMatch } from './tiers/erasure';
+import type { EventsRelation, StreamOptions, TimeRange } from './read/relation';
+import type { SealedSegment, TimeSpan } from './log/wal';
+import type { IntakeContext } from './log/wal-format';
 
 /**
  * Where capture hands its requests (the capture module calls this, whatever the deployment): the

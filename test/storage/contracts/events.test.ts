@@ -3,10 +3,10 @@ import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/colum
 import { compileEventFilters, compileSelect, type EventFilterParams, type SqlFragment } from '../../../src/core/query';
 import { listDeadLetters } from '../../../src/storage/events';
 import { CLICKHOUSE_TIME_RANGE_MS as TIME_RANGE } from '../../../src/core/query';
-import { countListing, FileCounts } from '../../../src/storage/events/counts';
+import { countListing, FileCounts } from '../../../src/storage/events/read/counts';
 import { readKeys, readRowsByKeys, readSelectRows, type ReadContext } from '../../../src/storage/events/read/list-reads';
 import { afterKey, allOf, type EventKey } from '../../../src/storage/events/read/list-statements';
-import { QueryRunner } from '../../../src/storage/events/runner';
+import { QueryRunner } from '../../../src/storage/events/read/runner';
 import { personEvent } from '../../helpers/person-event';
 import { forEachEventEngine, type OpenedEvents } from './event-engines';
 

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
-import { encodePlacedLines, type IntakeContext } from '../../../src/storage/events/wal-format';
+import { encodePlacedLines, type IntakeContext } from '../../../src/storage/events/log/wal-format';
 import { listDeadLetters, type EventStoreOptions } from '../../../src/storage/events';
 import { makeEvent, openHarness, saturate, until, uuidsOf, type Harness } from './helpers';
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { ArrivalRate } from '../../../src/storage/events/arrival-rate';
-import { PendingIntake } from '../../../src/storage/events/pending-intake';
+import { PendingIntake } from '../../../src/storage/events/process/pending-intake';
 
 describe('PendingIntake', () => {
   test('an id is pending until the last request naming it is processed', () => {

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, type Database } from '../../../src/storage/db';
-import { SaturatedThreads, threadsLeft, WIDEN_AFTER_MS } from '../../../src/storage/events/saturated-threads';
+import { SaturatedThreads, threadsLeft, WIDEN_AFTER_MS } from '../../../src/storage/events/tiers/saturated-threads';
 import { createEventStore } from '../../../src/storage/events';
 import { makeEvent, testClock, until } from './helpers';
 

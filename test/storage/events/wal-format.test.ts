@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { hotValuesOf } from '../../../src/core/events/columns';
 import {
   decodeIntakeFrame, encodeFrame, encodeIntakeFrames, encodeRowLines, fillPersonSlot, fillTeamSlot, frameHeader, intakeParts, readRowFrames, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext,
-} from '../../../src/storage/events/wal-format';
+} from '../../../src/storage/events/log/wal-format';
 import { makeEvent } from './helpers';
 
 async function readBack(bytes: Uint8Array) {

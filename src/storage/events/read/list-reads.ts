@@ -1,6 +1,6 @@
 import { assembleEventsQuery, type CompiledSelect, type SqlFragment } from '../../../core/query';
 import type { Row } from '../../db';
-import type { QueryRunner } from '../runner';
+import type { QueryRunner } from './runner';
 import type { RelationOptions } from '../types';
 import { afterKey, allOf, asEvents, keyAtStatement, keysStatement, pageRowsStatement, rowsByKeysStatement, type EventKey, type Order } from './list-statements';
 

@@ -1,5 +1,5 @@
 import { assembleEventsQuery, DUCKDB, joinSql, readsPersonColumns, sql, trusted, type Dialect, type SqlFragment } from '../../../core/query';
-import { EVENT_ROW_COLUMNS } from '../lookups';
+import { EVENT_ROW_COLUMNS } from './lookups';
 
 export { EVENT_ROW_COLUMNS };
 

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrations';
+import type { Migration } from '../../migrations';
 
 /**
  * Events tables (versions 200–249; 250–299 are reserved for persons).

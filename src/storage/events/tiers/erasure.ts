@@ -1,10 +1,10 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { join } from 'node:path';
-import { EVENT_COLUMNS } from '../../core/events/columns';
-import type { Database } from '../db';
+import { EVENT_COLUMNS } from '../../../core/events/columns';
+import type { Database } from '../../db';
 import { fileList, registerFiles, writeParquetFile, type ParquetFile } from './parquet';
 import { personCopyRoot, registerCopy, rewritePersonCopy, type PersonCopy } from './person-copies';
-import { sqlString } from './wal-format';
+import { sqlString } from '../log/wal-format';
 
 /** Whose events an erasure removes: every row with one of these distinct ids or person ids. */
 export interface PersonMatch {

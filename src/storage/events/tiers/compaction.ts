@@ -1,7 +1,7 @@
-import type { Database } from '../db';
-import { EVENT_COLUMNS } from '../../core/events/columns';
+import type { Database } from '../../db';
+import { EVENT_COLUMNS } from '../../../core/events/columns';
 import { fileList, registerFiles, writeParquet, writeParquetFile, type ParquetFile } from './parquet';
-import { disjointNewestFirst } from './relation';
+import { disjointNewestFirst } from '../read/relation';
 
 const columns = EVENT_COLUMNS.join(', ');
 

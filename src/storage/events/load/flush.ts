@@ -1,9 +1,9 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { Database } from '../db';
-import { writeDeadLetter } from './dead-letters';
-import { fileList, registerFiles, writeParquet, type ParquetFile } from './parquet';
-import type { PropertyKeysByDay } from './processed-copy';
-import { FIELD, NULL_MARK, QUOTE, readWalSql, WAL_COLUMNS, WAL_TO_EVENT_SELECT, walToEventSelect } from './wal-format';
+import type { Database } from '../../db';
+import { writeDeadLetter } from '../log/dead-letters';
+import { fileList, registerFiles, writeParquet, type ParquetFile } from '../tiers/parquet';
+import type { PropertyKeysByDay } from '../process/processed-copy';
+import { FIELD, NULL_MARK, QUOTE, readWalSql, WAL_COLUMNS, WAL_TO_EVENT_SELECT, walToEventSelect } from '../log/wal-format';
 
 /**
  * Loading WAL segments. DuckDB reads the segment files itself (its CSV reader), and the rows

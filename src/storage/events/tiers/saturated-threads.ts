@@ -1,4 +1,4 @@
-import type { EventStoreLogger } from './types';
+import type { EventStoreLogger } from '../types';
 
 /**
  * How long appends must stay below the saturation rate before DuckDB gets its threads back:

@@ -1,14 +1,14 @@
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Database } from '../db';
+import type { Database } from '../../db';
 import { compactHot, mergeFiles, pickMerge, type MergePolicy } from './compaction';
-import { oldestUuidGen } from './recent-uuids';
+import { oldestUuidGen } from '../load/recent-uuids';
 import { deleteTeamFiles, indexPropertyKeys, parquetRoot, type ParquetFile } from './parquet';
 import { deleteTeamCopies, dueCopies, personCopyRoot, writePersonCopy } from './person-copies';
 import { dropExpired, expiredParts, keptFrom } from './retention';
 import { erasePersonEvents, type ErasedEvents, type PersonMatch } from './erasure';
-import { observe } from '../../core/metrics/histogram';
-import type { Counters, Settings } from './settings';
+import { observe } from '../../../core/metrics/histogram';
+import type { Counters, Settings } from '../settings';
 import type { Tiers } from './tiers';
 
 /**

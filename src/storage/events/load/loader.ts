@@ -1,19 +1,19 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Database } from '../db';
-import { deadLetterDir, deadLetterSegmentFile } from './dead-letters';
-import { syncFile } from './fs-sync';
-import { MarkWaiters } from './mark-waiters';
+import type { Database } from '../../db';
+import { deadLetterDir, deadLetterSegmentFile } from '../log/dead-letters';
+import { syncFile } from '../log/fs-sync';
+import { MarkWaiters } from '../mark-waiters';
 import { oldestUuidGen, type RecentUuids } from './recent-uuids';
 import { loadSegments, markApplied, salvageSegment, type LoadOptions, type LoadResult, type PriorRows } from './flush';
-import { parquetRoot } from './parquet';
-import { mergePropertyKeys } from './processed-copy';
-import type { Queued } from './processor';
-import { ANY_TEAM } from './recovery';
-import { observe } from '../../core/metrics/histogram';
-import { countFailure, MiB, type Counters, type Settings } from './settings';
-import type { Tiers } from './tiers';
-import { bytesOf, mergeSpans, type SealedSegment, type TimeSpan } from './wal';
+import { parquetRoot } from '../tiers/parquet';
+import { mergePropertyKeys } from '../process/processed-copy';
+import type { Queued } from '../process/processor';
+import { ANY_TEAM } from '../log/recovery';
+import { observe } from '../../../core/metrics/histogram';
+import { countFailure, MiB, type Counters, type Settings } from '../settings';
+import type { Tiers } from '../tiers/tiers';
+import { bytesOf, mergeSpans, type SealedSegment, type TimeSpan } from '../log/wal';
 
 /**
  * Loads smaller than this leave the load speed (`bytesPerSec`) as it is: their time is mostly

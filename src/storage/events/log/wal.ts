@@ -1,7 +1,7 @@
 import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, writev, writevSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PropertyKeysByDay } from './processed-copy';
+import type { PropertyKeysByDay } from '../process/processed-copy';
 import { encodeIntakeFrames, type IntakeParts } from './wal-format';
 import { promisify } from 'node:util';
 

@@ -1,9 +1,9 @@
-import { observe, type Histogram } from '../../core/metrics/histogram';
-import { queryTimeout, type Dialect, type SqlFragment } from '../../core/query';
-import type { Row } from '../db';
+import { observe, type Histogram } from '../../../core/metrics/histogram';
+import { queryTimeout, type Dialect, type SqlFragment } from '../../../core/query';
+import type { Row } from '../../db';
 import type { EventReads, PropertyKeysQuery, ReadFeature } from './reads';
 import type { EventsRelation, TimeRange } from './relation';
-import type { RelationOptions } from './types';
+import type { RelationOptions } from '../types';
 
 /**
  * How a request's statements run on the events' engine (EventReads: DuckDB or ClickHouse): every statement under the time

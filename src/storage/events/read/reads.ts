@@ -1,10 +1,10 @@
-import { bind, DUCKDB, sql, trusted, type Dialect, type SqlFragment } from '../../core/query';
-import { AppError } from '../../errors';
-import type { Row, SqlParam } from '../db';
-import { eventsWithPersons, personsRelation } from '../persons/relations';
+import { bind, DUCKDB, sql, trusted, type Dialect, type SqlFragment } from '../../../core/query';
+import { AppError } from '../../../errors';
+import type { Row, SqlParam } from '../../db';
+import { eventsWithPersons, personsRelation } from '../../persons/relations';
 import { duckdbValueNames } from './lookups';
 import type { EventsRelation, StreamOptions, TimeRange } from './relation';
-import type { EventStore, RelationOptions } from './types';
+import type { EventStore, RelationOptions } from '../types';
 
 /**
  * What the events API reads events through, whichever engine holds them: the embedded DuckDB

@@ -1,12 +1,12 @@
 import { translateQueryError } from './query-errors';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { join } from 'node:path';
-import { EVENT_COLUMNS } from '../../core/events/columns';
-import { AppError } from '../../errors';
-import type { Database, Row, SqlParam } from '../db';
-import type { ParquetFile } from './parquet';
-import { usableCopies, type PersonCopy } from './person-copies';
-import { sqlString } from './wal-format';
+import { EVENT_COLUMNS } from '../../../core/events/columns';
+import { AppError } from '../../../errors';
+import type { Database, Row, SqlParam } from '../../db';
+import type { ParquetFile } from '../tiers/parquet';
+import { usableCopies, type PersonCopy } from '../tiers/person-copies';
+import { sqlString } from '../log/wal-format';
 
 export interface EventsRelation {
   /** A parenthesized subquery, usable as `FROM <sql> AS events`. */

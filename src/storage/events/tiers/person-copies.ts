@@ -1,11 +1,11 @@
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { EVENT_COLUMNS } from '../../core/events/columns';
+import { EVENT_COLUMNS } from '../../../core/events/columns';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { Database, Tx } from '../db';
-import { syncDir } from './fs-sync';
+import type { Database, Tx } from '../../db';
+import { syncDir } from '../log/fs-sync';
 import { fileList, fileOfRow, MANIFEST_COLUMNS, PARQUET_WRITE_OPTIONS, removeUnknownFiles, type ManifestRow, type ParquetFile } from './parquet';
-import { sqlString } from './wal-format';
+import { sqlString } from '../log/wal-format';
 
 /**
  * Person-clustered copies of settled days. The primary files are sorted by time, which is what

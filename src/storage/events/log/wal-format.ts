@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
-import { hotValuesOf, type HotValues, type StoredEventRow } from '../../core/events/columns';
-import { AppError } from '../../errors';
+import { hotValuesOf, type HotValues, type StoredEventRow } from '../../../core/events/columns';
+import { AppError } from '../../../errors';
 
 /**
  * The write-ahead log is a file DuckDB's CSV reader loads as it is, so a flush never re-encodes

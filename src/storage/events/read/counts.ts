@@ -1,4 +1,4 @@
-import { bind, joinSql, sql, trusted, type SqlFragment } from '../../core/query';
+import { bind, joinSql, sql, trusted, type SqlFragment } from '../../../core/query';
 import type { RelationFile } from './relation';
 import type { QueryRunner } from './runner';
 

@@ -1,6 +1,6 @@
-import { hotColumnFor } from '../../core/events/columns';
-import { bind, joinSql, jsonPointer, sql, trusted, type SqlFragment } from '../../core/query';
-import type { Row } from '../db';
+import { hotColumnFor } from '../../../core/events/columns';
+import { bind, joinSql, jsonPointer, sql, trusted, type SqlFragment } from '../../../core/query';
+import type { Row } from '../../db';
 import type { QueryRunner } from './runner';
 import type { TimeRange } from './relation';
 

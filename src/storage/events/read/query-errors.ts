@@ -1,5 +1,5 @@
-import { queryTimeout } from '../../core/query';
-import { AppError, isAppError } from '../../errors';
+import { queryTimeout } from '../../../core/query';
+import { AppError, isAppError } from '../../../errors';
 
 /** DuckDB error classes a request can cause by what it asks for (values, types, ranges). */
 const REQUEST_ERRORS = /^(Conversion|Invalid Input|Out of Range|Binder|Mismatch Type|Not implemented|Invalid Type) Error: ?(.*)$/s;

@@ -1,12 +1,12 @@
 import { readFile, rm } from 'node:fs/promises';
-import { deadLetterSegmentFile, writeDeadLetter } from './dead-letters';
-import { MarkWaiters } from './mark-waiters';
+import { deadLetterSegmentFile, writeDeadLetter } from '../log/dead-letters';
+import { MarkWaiters } from '../mark-waiters';
 import { newProcState, type ProcState } from './processed-copy';
-import type { RecentUuids } from './recent-uuids';
-import { countFailure, type Counters, type Settings } from './settings';
-import { decodeIntakeFrame, scanFrames, type IntakeContext, type ScannedFrame } from './wal-format';
-import type { EncodedRows, ProcessIntake } from './types';
-import { bytesOf, PROCESSED_SUFFIX, type SealedSegment } from './wal';
+import type { RecentUuids } from '../load/recent-uuids';
+import { countFailure, type Counters, type Settings } from '../settings';
+import { decodeIntakeFrame, scanFrames, type IntakeContext, type ScannedFrame } from '../log/wal-format';
+import type { EncodedRows, ProcessIntake } from '../types';
+import { bytesOf, PROCESSED_SUFFIX, type SealedSegment } from '../log/wal';
 
 /** A sealed segment on its way to the tables: its tries so far, and the file a load reads (its processed copy, once written). */
 export type Queued = SealedSegment & { attempts: number; loadPath: string };

@@ -1,8 +1,8 @@
-import { assembleStatement, type CompiledStatement } from '../../core/query';
-import type { Row } from '../db';
-import type { PersonStore } from '../persons/types';
+import { assembleStatement, type CompiledStatement } from '../../../core/query';
+import type { Row } from '../../db';
+import type { PersonStore } from '../../persons/types';
 import type { QueryRunner } from './runner';
-import type { EventStore } from './types';
+import type { EventStore } from '../types';
 
 /**
  * A compiled HogQL statement (a HogQL query, or the statement an EventsQuery compiles to, for the

@@ -1,9 +1,9 @@
-import { syncDir } from './fs-sync';
+import { syncDir } from '../log/fs-sync';
 import { mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { Database, Tx } from '../db';
-import { sqlString } from './wal-format';
+import type { Database, Tx } from '../../db';
+import { sqlString } from '../log/wal-format';
 
 /**
  * Parquet files (zstd), partitioned by team and day (of the event timestamp), sorted by time
