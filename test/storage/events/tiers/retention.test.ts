@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeEvent, openHarness, uuidsOf, type Harness } from './helpers';
+import { makeEvent, openHarness, uuidsOf, type Harness } from '../helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {

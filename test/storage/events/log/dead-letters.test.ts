@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { listDeadLetters, replayDeadLetters } from '../../../src/storage/events';
-import { makeEvent, openHarness, uuidsOf, type Harness } from './helpers';
+import { listDeadLetters, replayDeadLetters } from '../../../../src/storage/events';
+import { makeEvent, openHarness, uuidsOf, type Harness } from '../helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {

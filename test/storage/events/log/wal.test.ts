@@ -2,11 +2,11 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { listDeadLetters } from '../../../src/storage/events/log/dead-letters';
-import { recoverWal } from '../../../src/storage/events/log/recovery';
-import { segmentName, WalWriter, type SealedSegment } from '../../../src/storage/events/log/wal';
-import { encodeFrame, scanFrames } from '../../../src/storage/events/log/wal-format';
-import { makeEvent } from './helpers';
+import { listDeadLetters } from '../../../../src/storage/events/log/dead-letters';
+import { recoverWal } from '../../../../src/storage/events/log/recovery';
+import { segmentName, WalWriter, type SealedSegment } from '../../../../src/storage/events/log/wal';
+import { encodeFrame, scanFrames } from '../../../../src/storage/events/log/wal-format';
+import { makeEvent } from '../helpers';
 
 const MiB = 1024 * 1024;
 let dirs: string[] = [];

@@ -2,10 +2,10 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, type Database } from '../../../src/storage/db';
-import { SaturatedThreads, threadsLeft, WIDEN_AFTER_MS } from '../../../src/storage/events/tiers/saturated-threads';
-import { createEventStore } from '../../../src/storage/events';
-import { makeEvent, testClock, until } from './helpers';
+import { openDatabase, type Database } from '../../../../src/storage/db';
+import { SaturatedThreads, threadsLeft, WIDEN_AFTER_MS } from '../../../../src/storage/events/tiers/saturated-threads';
+import { createEventStore } from '../../../../src/storage/events';
+import { makeEvent, testClock, until } from '../helpers';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 

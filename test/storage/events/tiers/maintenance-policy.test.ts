@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { compactionDue, compactionEnd, mergePolicy } from '../../../src/storage/events/tiers/maintenance';
-import { pickMerge } from '../../../src/storage/events/tiers/compaction';
-import type { ParquetFile } from '../../../src/storage/events/tiers/parquet';
+import { compactionDue, compactionEnd, mergePolicy } from '../../../../src/storage/events/tiers/maintenance';
+import { pickMerge } from '../../../../src/storage/events/tiers/compaction';
+import type { ParquetFile } from '../../../../src/storage/events/tiers/parquet';
 
 const s = { autoCompact: true, compactMinRows: 1000, compactMaxAgeMs: 60_000 };
 const NOW = 1_000_000;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { personCondition } from '../../../src/storage/events/tiers/erasure';
-import { makeEvent, openHarness, uuidsOf, type Harness } from './helpers';
+import { personCondition } from '../../../../src/storage/events/tiers/erasure';
+import { makeEvent, openHarness, uuidsOf, type Harness } from '../helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {

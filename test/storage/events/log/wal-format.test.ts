@@ -3,11 +3,11 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hotValuesOf } from '../../../src/core/events/columns';
+import { hotValuesOf } from '../../../../src/core/events/columns';
 import {
   decodeIntakeFrame, encodeFrame, encodeIntakeFrames, encodeRowLines, fillPersonSlot, fillTeamSlot, frameHeader, intakeParts, readRowFrames, readWalSql, scanFrames, WAL_TO_EVENT_SELECT, type IntakeContext,
-} from '../../../src/storage/events/log/wal-format';
-import { makeEvent } from './helpers';
+} from '../../../../src/storage/events/log/wal-format';
+import { makeEvent } from '../helpers';
 
 async function readBack(bytes: Uint8Array) {
   const dir = await mkdtemp(join(tmpdir(), 'wal-format-'));

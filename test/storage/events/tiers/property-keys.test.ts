@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { makeEvent, openHarness, testClock, type Harness } from './helpers';
+import { makeEvent, openHarness, testClock, type Harness } from '../helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {

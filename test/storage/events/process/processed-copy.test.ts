@@ -2,9 +2,9 @@ import { afterEach, expect, test } from 'bun:test';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newProcState } from '../../../src/storage/events/process/processed-copy';
-import { RecentUuids } from '../../../src/storage/events/load/recent-uuids';
-import { readRowFrames } from '../../../src/storage/events/log/wal-format';
+import { newProcState } from '../../../../src/storage/events/process/processed-copy';
+import { RecentUuids } from '../../../../src/storage/events/load/recent-uuids';
+import { readRowFrames } from '../../../../src/storage/events/log/wal-format';
 
 let dir: string | null = null;
 afterEach(async () => {

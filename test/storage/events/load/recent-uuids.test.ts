@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { RecentUuids } from '../../../src/storage/events/load/recent-uuids';
+import { RecentUuids } from '../../../../src/storage/events/load/recent-uuids';
 
 const uuid = (n: number) => ({ uuid: `0190a000-0000-7000-8000-${n.toString(16).padStart(12, '0')}` });
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => uuid(from + i));

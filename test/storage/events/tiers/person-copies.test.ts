@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { readdir, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ParquetFile } from '../../../src/storage/events/tiers/parquet';
-import { dueCopies, usableCopies, type PersonCopy } from '../../../src/storage/events/tiers/person-copies';
-import { makeEvent, openHarness, testClock, until, type Harness } from './helpers';
+import type { ParquetFile } from '../../../../src/storage/events/tiers/parquet';
+import { dueCopies, usableCopies, type PersonCopy } from '../../../../src/storage/events/tiers/person-copies';
+import { makeEvent, openHarness, testClock, until, type Harness } from '../helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {

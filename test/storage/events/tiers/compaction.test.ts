@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { copyFile, mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { makeEvent, openHarness, testClock, until, type Harness } from './helpers';
-import { disjointNewestFirst } from '../../../src/storage/events/read/relation';
+import { makeEvent, openHarness, testClock, until, type Harness } from '../helpers';
+import { disjointNewestFirst } from '../../../../src/storage/events/read/relation';
 
 let h: Harness | null = null;
 afterEach(async () => {

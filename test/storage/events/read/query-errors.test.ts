@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { AppError } from '../../../src/errors';
-import { createTestApp } from '../../helpers/test-app';
-import { translateQueryError } from '../../../src/storage/events/read/query-errors';
+import { AppError } from '../../../../src/errors';
+import { createTestApp } from '../../../helpers/test-app';
+import { translateQueryError } from '../../../../src/storage/events/read/query-errors';
 
 describe('translateQueryError', () => {
   test.each([
