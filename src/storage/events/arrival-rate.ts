@@ -6,8 +6,8 @@ const WINDOW_MS = 100;
 
 /**
  * Whether appends arrive at a sustained rate: at least BUSY_PER_WINDOW appends or
- * BUSY_BYTES_PER_WINDOW bytes in the current or the last whole 100 ms window of the store's
- * clock. While they do, background maintenance waits for more work per run and DuckDB keeps to
+ * BUSY_BYTES_PER_WINDOW bytes in the current or the last whole 100 ms window of `now` (the store
+ * gives it `performance.now()`: a rate of real requests; the tests their own clock). While they do, background maintenance waits for more work per run and DuckDB keeps to
  * the cores the request threads leave (maintenance.ts, saturated-threads.ts). A window with no
  * append in it ends the run.
  */

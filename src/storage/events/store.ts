@@ -126,7 +126,8 @@ class DuckDbEventStore implements EventStore {
     this.root = parquetRoot(s.dataDir);
     this.disk = new DiskSpace(s.dataDir, s.minFreeDiskBytes, s.now);
     this.pending = new PendingIntake(s.maxPendingIds);
-    this.arrivals = new ArrivalRate(s.now);
+    // A rate of real requests (settings.ts: a frozen test clock would hold one window open forever).
+    this.arrivals = new ArrivalRate(() => performance.now());
     this.recent = new RecentUuids(s.dedupeFilterRows, 8);
     this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment, this.recent);
     this.processor = new SegmentProcessor(s, this.counters, this.recent, s.intake, () => this.wal.activeSegment, (seg) => this.loader.enqueue(seg));
