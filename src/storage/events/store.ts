@@ -107,7 +107,7 @@ class DuckDbEventStore implements EventStore {
   private readonly threads: SaturatedThreads;
   private readonly root: string;
   private readonly disk: DiskSpace;
-  /** Capture requests numbered in log order (`loader.processedSeq` is the last processed). */
+  /** Capture requests numbered in log order (`processor.processedSeq` is the last processed). */
   private intakeSeq = 0;
   /** The distinct ids of logged requests not processed yet, for flag checks and person reads. */
   private readonly pending: PendingIntake;
@@ -326,7 +326,7 @@ class DuckDbEventStore implements EventStore {
     do {
       await this.processor.drain();
       await this.loader.drain();
-    } while (this.processor.waiting > 0);
+    } while (this.processor.waiting > 0 || this.loader.waiting > 0);
   }
 
   /** Sealed segments not loaded yet, oldest first: processing's, then the loader's. */

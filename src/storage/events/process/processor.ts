@@ -145,7 +145,7 @@ export class SegmentProcessor {
   /**
    * Between slices, requests waiting on the event loop are answered. Processing does not step
    * aside for a burst beyond that: what is acknowledged is stored as fast as it comes, and when
-
+   * the machine cannot keep up the log's cap answers 503 rather than let a backlog grow.
    */
   private yieldToRequests(): Promise<void> {
     return new Promise<void>((resolve) => setImmediate(resolve));
