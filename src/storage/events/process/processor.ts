@@ -76,9 +76,7 @@ export class SegmentProcessor {
 
   /** Bytes of the segments up to `seg` not processed yet. */
   bytesUpTo(seg: number): number {
-    let n = 0;
-    for (const q of this.intake) if (q.id <= seg) n += q.bytes;
-    return n;
+    return bytesOf(this.intake.filter((q) => q.id <= seg));
   }
 
   enqueue(seg: SealedSegment): void {
