@@ -8,7 +8,7 @@ import { migrate } from '../src/storage/migrations';
 import { eventMigrations } from '../src/storage/events/tiers/schema';
 import { loadSegments } from '../src/storage/events/load/flush';
 import { compactHot } from '../src/storage/events/tiers/compaction';
-import { encodeFrame } from '../src/storage/events/log/wal-format';
+import { encodeFrame } from '../src/storage/events/log/frames';
 import { createEventGenerator } from './_events';
 const N = Number(process.env.N ?? 150_000);
 const dir = mkdtempSync(join(tmpdir(), 'cpu-'));
@@ -38,9 +38,9 @@ await cpu('delete + checkpoint', async () => { await db.run('DELETE FROM events_
 {
   const db2 = await openDatabase(join(dir, 'db2.duckdb'));
   await migrate(db2, eventMigrations);
-  const { readWalSql } = await import('../src/storage/events/log/wal-format');
-  await cpu('pre-check uuid pass', () => db2.query(`WITH n AS MATERIALIZED (SELECT uuid FROM ${readWalSql([files[0]])}) SELECT (SELECT count(*) - count(DISTINCT uuid) FROM n) + (SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)`));
-  await cpu('anti-join only (no pre-check)', () => db2.query(`SELECT count(*) FROM ${readWalSql([files[0]])} n WHERE NOT EXISTS (SELECT 1 FROM events_hot h WHERE h.uuid = n.uuid)`));
+  const { readLinesSql } = await import('../src/storage/events/load/line-sql');
+  await cpu('pre-check uuid pass', () => db2.query(`WITH n AS MATERIALIZED (SELECT uuid FROM ${readLinesSql([files[0]])}) SELECT (SELECT count(*) - count(DISTINCT uuid) FROM n) + (SELECT count(*) FROM n SEMI JOIN events_hot h ON h.uuid = n.uuid)`));
+  await cpu('anti-join only (no pre-check)', () => db2.query(`SELECT count(*) FROM ${readLinesSql([files[0]])} n WHERE NOT EXISTS (SELECT 1 FROM events_hot h WHERE h.uuid = n.uuid)`));
   await db2.close();
 }
 await db.close(); rmSync(dir, { recursive: true, force: true });

@@ -10,7 +10,7 @@ import { openStorage, type Storage, type StorageOptions } from '../src/storage';
 import { openClickHouse, type ClickHouse } from '../src/storage/clickhouse/client';
 import { insertProcessed } from '../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../src/storage/clickhouse/schema';
-import { encodePlacedLines } from '../src/storage/events/log/wal-format';
+import { encodePlacedLines } from '../src/storage/events/log/row-lines';
 import { TEST_KEYS } from '../test/helpers/server-process';
 
 /**

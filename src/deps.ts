@@ -3,7 +3,7 @@ import type { IngestRequest, PreparedIngest } from './core/ingest/prepare-ingest
 import type { Logger } from './logger';
 import type { AppMetrics } from './metrics';
 import type { PreparedRows } from './pipeline';
-import type { IntakeContext } from './storage/events/log/wal-format';
+import type { IntakeContext } from './storage/events';
 import type { Storage } from './storage';
 
 /** What every module is built from; tests pass their own (temp data dir, small buffers). */

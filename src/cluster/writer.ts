@@ -4,7 +4,7 @@ import type { Logger } from '../logger';
 import type { LoggedProcessor } from '../pipeline';
 import type { ClickHouse } from '../storage/clickhouse/client';
 import { insertProcessed } from '../storage/clickhouse/events-table';
-import type { IntakeContext } from '../storage/events/log/wal-format';
+import type { IntakeContext } from '../storage/events';
 import type { LogEntry, RedisLog } from '../storage/log/redis-streams';
 import type { PersonStore } from '../storage/persons/types';
 import { isPgUnavailable, MetaStoreUnreachableError } from '../storage/postgres/client';

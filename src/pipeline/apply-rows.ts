@@ -1,5 +1,6 @@
 import type { EncodedRows } from '../storage/events';
-import { fillPersonSlot, fillTeamSlots, type IntakeContext } from '../storage/events/log/wal-format';
+import { fillPersonSlot, fillTeamSlots } from '../storage/events/log/row-lines';
+import type { IntakeContext } from '../storage/events';
 import type { PersonStore } from '../storage/persons/types';
 import type { SeenTracker } from '../storage/seen/seen-tracker';
 import { fromPersonInput, type PersonInput } from './person-input';

@@ -5,7 +5,7 @@ import { uuidv7 } from '../ids';
 import type { Logger } from '../logger';
 import type { StorageOptions } from '../storage';
 import type { EncodedRows, ProcessIntake } from '../storage/events';
-import type { IntakeContext } from '../storage/events/log/wal-format';
+import type { IntakeContext } from '../storage/events';
 import type { PersonStore } from '../storage/persons/types';
 import type { SeenTracker } from '../storage/seen/seen-tracker';
 import { createRowApplier } from './apply-rows';

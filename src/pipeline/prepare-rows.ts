@@ -4,7 +4,8 @@ import type { RawEvent } from '../core/ingest/extract-events';
 import { eventOverLimits, type LimitDrop } from '../core/ingest/limits';
 import { normalizeEvent, type DropReason } from '../core/ingest/normalize-event';
 import { propertyTypeOf, type PropertyType } from '../core/ingest/property-type';
-import { encodeRowLines, type IntakeContext, type UnplacedRow } from '../storage/events/log/wal-format';
+import { encodeRowLines, type UnplacedRow } from '../storage/events/log/row-lines';
+import type { IntakeContext } from '../storage/events';
 import type { SeenSummary } from '../storage/seen/seen-tracker';
 import { toPersonInput, type PersonInput } from './person-input';
 

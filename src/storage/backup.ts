@@ -4,7 +4,7 @@ import type { Database } from './db';
 import { deadLetterDir } from './events/log/dead-letters';
 import { parquetRoot } from './events/tiers/parquet';
 import { personCopyRoot } from './events/tiers/person-copies';
-import { sqlString } from './events/log/wal-format';
+import { sqlString } from './sql-literal';
 
 /**
  * A backup is a directory laid out like DATA_DIR: a copy of the database taken in one statement

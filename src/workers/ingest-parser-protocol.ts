@@ -1,7 +1,7 @@
 import type { PreparedIngest } from '../core/ingest/prepare-ingest';
 import type { ErrorKind } from '../errors';
 import type { PreparedRows } from '../pipeline';
-import type { IntakeContext } from '../storage/events/log/wal-format';
+import type { IntakeContext } from '../storage/events';
 
 /**
  * Messages to an ingest thread:

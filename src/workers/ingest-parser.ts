@@ -4,7 +4,7 @@ import type { IngestParser } from '../deps';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
 import type { PreparedRows, RowPreparer } from '../pipeline';
-import type { IntakeContext } from '../storage/events/log/wal-format';
+import type { IntakeContext } from '../storage/events';
 import { movable, type AnonymizingNote, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 export interface IngestParserPool extends IngestParser, RowPreparer {

@@ -11,7 +11,7 @@ import { createIntakeProcessor } from '../../src/pipeline';
 import { openClickHouse, type ClickHouse } from '../../src/storage/clickhouse/client';
 import { countEvents, newestEvents } from '../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../src/storage/clickhouse/schema';
-import type { IntakeContext } from '../../src/storage/events/log/wal-format';
+import type { IntakeContext } from '../../src/storage/events';
 import { openRedisLog, type RedisLog } from '../../src/storage/log/redis-streams';
 import { chdbClient, testDatabaseName } from '../helpers/clickhouse';
 import { killRedis, REDIS_SKIP_REASON, redisAvailable, startRedis, type TestRedis } from '../helpers/redis';

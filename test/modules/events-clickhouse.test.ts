@@ -7,7 +7,7 @@ import { uuidv7 } from '../../src/ids';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../../src/storage/clickhouse/client';
 import { insertProcessed } from '../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../src/storage/clickhouse/schema';
-import { encodePlacedLines } from '../../src/storage/events/log/wal-format';
+import { encodePlacedLines } from '../../src/storage/events/log/row-lines';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../helpers/clickhouse';
 import type { TestApp } from '../helpers/test-app';
 import { allPages, byKey, CHAIN, NOW, openEventsFixture, relative, VISIBLE, type EventsFixture, type FixtureEvent } from './events-fixture';

@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
 import { prepareRows } from '../../src/pipeline/prepare-rows';
-import { FIELD } from '../../src/storage/events/log/wal-format';
+import { FIELD } from '../../src/storage/events/log/row-lines';
 
 test('every row of a request carries its send time as $sent_at (made once for the request)', () => {
   const ctx = { receivedAt: Date.parse('2024-06-01T12:00:00Z'), ip: null, anonymizeIps: false, sentAt: Date.parse('2024-06-01T11:59:59.123Z') };

@@ -1,5 +1,6 @@
 import type { StoredEventRow } from '../../core/events/columns';
-import { PERSON_SLOT, readRecords, readRowFrames } from '../events/log/wal-format';
+import { PERSON_SLOT, readRecords } from '../events/log/row-lines';
+import { readRowFrames } from '../events/log/frame-reader';
 import type { EventSink } from '../events/types';
 import { clampClickHouseTime, sql, trusted, type ClickHouseFeatures, type SqlFragment } from '../../core/query';
 import type { ClickHouse } from './client';
@@ -7,12 +8,12 @@ import { EVENT_TABLES } from './schema';
 
 /**
  * Events into and out of ClickHouse's `events` table (schema.ts). Rows arrive as the event
- * store's processed log lines (wal-format.ts: the lines DuckDB loads), are rewritten as
+ * store's processed log lines (log/row-lines.ts: the lines DuckDB loads), are rewritten as
  * TabSeparated text — the format both 18.16 and modern servers parse fastest — and sent as one
  * INSERT per load (ClickHouse wants few, large inserts).
  */
 
-/** Fields of a processed record, in its order (wal-format's `WAL_COLUMNS`). */
+/** Fields of a processed record, in its order (row-lines.ts's `LINE_COLUMNS`). */
 const LINE_FIELDS = 13;
 
 const TSV_SPECIAL = /[\\\t\n\r\0]/;

@@ -22,7 +22,8 @@ import type { ErasedEvents, PersonMatch } from './tiers/erasure';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers/tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, RelationOptions, ReplayResult } from './types';
-import { encodeFrame, frameLines, intakeParts, scanFrames } from './log/wal-format';
+import { encodeFrame, frameLines, intakeParts } from './log/frames';
+import { scanFrames } from './log/frame-reader';
 import { WalWriter, type SealedSegment, type TimeSpan } from './log/wal';
 
 /** How long a wait for persons (cohorts, person lists) waits for unprocessed capture requests by default. */

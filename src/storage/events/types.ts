@@ -5,7 +5,24 @@ import type { DeadLetter } from './log/dead-letters';
 import type { ErasedEvents, PersonMatch } from './tiers/erasure';
 import type { EventsRelation, StreamOptions, TimeRange } from './read/relation';
 import type { SealedSegment, TimeSpan } from './log/wal';
-import type { IntakeContext } from './log/wal-format';
+
+/** What an intake frame records besides the body: everything processing needs, fixed at receipt. */
+export interface IntakeContext {
+  teamId: number;
+  /** Receive time (epoch ms): the default timestamp, the clock-skew reference, `created_at`. */
+  receivedAt: number;
+  ip: string | null;
+  anonymizeIps: boolean;
+  /** The request's send time (epoch ms), for clock-skew correction. */
+  sentAt: number | null;
+  /** Posted to /engage (nameless events are `$identify`). */
+  engage: boolean;
+  /**
+   * The seed of the ids its events without a client uuid get (`seededUuids`), so processing it
+   * again names them the same; absent in frames logged before it was kept (random ids then).
+   */
+  uuidSeed?: string;
+}
 
 /**
  * Where capture hands its requests (the capture module calls this, whatever the deployment): the

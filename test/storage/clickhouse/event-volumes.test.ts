@@ -5,7 +5,7 @@ import { openClickHouseEventReads } from '../../../src/storage/clickhouse/event-
 import { clickhouseEventVolumes } from '../../../src/storage/clickhouse/event-volumes';
 import { insertProcessed } from '../../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../../src/storage/clickhouse/schema';
-import { encodePlacedLines } from '../../../src/storage/events/log/wal-format';
+import { encodePlacedLines } from '../../../src/storage/events/log/row-lines';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../../helpers/clickhouse';
 
 const DAY = 86_400_000;

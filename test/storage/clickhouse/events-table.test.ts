@@ -4,7 +4,7 @@ import { AppError } from '../../../src/errors';
 import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../../../src/storage/clickhouse/client';
 import { countEvents, insertProcessed, newestEvents, type ClickHouseEventRow } from '../../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../../src/storage/clickhouse/schema';
-import { encodePlacedLines, readRecords } from '../../../src/storage/events/log/wal-format';
+import { encodePlacedLines, readRecords } from '../../../src/storage/events/log/row-lines';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../../helpers/clickhouse';
 
 const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);

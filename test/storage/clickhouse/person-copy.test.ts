@@ -5,7 +5,7 @@ import { openClickHouse, parseClickHouseUrl, type ClickHouse } from '../../../sr
 import { openClickHouseEventReads } from '../../../src/storage/clickhouse/event-reads';
 import { insertProcessed } from '../../../src/storage/clickhouse/events-table';
 import { migrateClickHouse } from '../../../src/storage/clickhouse/schema';
-import { encodePlacedLines } from '../../../src/storage/events/log/wal-format';
+import { encodePlacedLines } from '../../../src/storage/events/log/row-lines';
 import { CLICKHOUSE_SKIP_REASON, chdbClient, clickhouseServerAvailable, clickhouseServerUrl, testDatabaseName } from '../../helpers/clickhouse';
 
 /**

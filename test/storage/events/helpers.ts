@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
 import { openDatabase, type Database } from '../../../src/storage/db';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { writeFile } from 'node:fs/promises';
 import { createEventStore, type EventStore, type EventStoreOptions } from '../../../src/storage/events';
+import { LINES_TO_EVENT_SELECT, readLinesSql } from '../../../src/storage/events/load/line-sql';
 
 export interface Harness {
   dir: string;
@@ -112,4 +115,21 @@ export async function saturate(
     }
   }
   return { atStart, atEnd: progress(), sent };
+}
+
+/** Lines (framed or not) written to a file and read back by DuckDB as a load reads them. */
+export async function readLinesBack(bytes: Uint8Array) {
+  const dir = await mkdtemp(join(tmpdir(), 'row-lines-'));
+  const file = join(dir, 'seg.wal');
+  await writeFile(file, bytes);
+  const instance = await DuckDBInstance.create(':memory:');
+  const c = await instance.connect();
+  try {
+    const reader = await c.runAndReadAll(`SELECT ${LINES_TO_EVENT_SELECT} FROM ${readLinesSql([file])}`);
+    return reader.getRowObjectsJS();
+  } finally {
+    c.closeSync();
+    instance.closeSync();
+    await rm(dir, { recursive: true, force: true });
+  }
 }

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
-import { encodePlacedLines, type IntakeContext } from '../../../src/storage/events/log/wal-format';
+import { encodePlacedLines } from '../../../src/storage/events/log/row-lines';
+import type { IntakeContext } from '../../../src/storage/events';
 import { listDeadLetters, type EventStoreOptions } from '../../../src/storage/events';
 import { makeEvent, openHarness, saturate, until, uuidsOf, type Harness } from './helpers';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createLogIntake } from '../../../src/storage/log/log-intake';
 import { AppError } from '../../../src/errors';
 import { LogNotDurableError, openRedisLog, partitionOf, type RedisLog } from '../../../src/storage/log/redis-streams';
-import type { IntakeContext } from '../../../src/storage/events/log/wal-format';
+import type { IntakeContext } from '../../../src/storage/events';
 import { openStorage } from '../../../src/storage';
 import { killRedis, REDIS_SKIP_REASON, redisAvailable, startRedis, type TestRedis } from '../../helpers/redis';
 

@@ -3,7 +3,8 @@ import type { Database } from '../../db';
 import { writeDeadLetter } from '../log/dead-letters';
 import { fileList, registerFiles, writeParquet, type ParquetFile } from '../tiers/parquet';
 import type { PropertyKeysByDay } from '../process/processed-copy';
-import { FIELD, NULL_MARK, QUOTE, readWalSql, WAL_COLUMNS, WAL_TO_EVENT_SELECT, walToEventSelect } from '../log/wal-format';
+import { FIELD, NULL_MARK, QUOTE, LINE_COLUMNS } from '../log/row-lines';
+import { readLinesSql, LINES_TO_EVENT_SELECT, linesToEventSelect } from './line-sql';
 
 /**
  * Loading WAL segments. DuckDB reads the segment files itself (its CSV reader), and the rows
@@ -32,7 +33,7 @@ export interface LoadOptions {
   prior: PriorRows;
   /** The store's clock: when the files written were made (their age counts for merges and the dedupe window). */
   now: () => number;
-  /** Every row came from the intake processor: properties need no check as JSON (`walToEventSelect`). */
+  /** Every row came from the intake processor: properties need no check as JSON (`linesToEventSelect`). */
   checkedJson?: boolean;
   /** The rows' property keys, known from processing: the files written are registered with them. */
   propertyKeys?: PropertyKeysByDay;
@@ -119,12 +120,12 @@ export async function markApplied(db: Database, watermark: number): Promise<void
 
 /** Fast path: load segment files in one statement; throws (and changes nothing) on any bad row. */
 export async function loadSegments(db: Database, files: readonly string[], watermark: number, options: LoadOptions): Promise<LoadResult> {
-  const source = readWalSql(files);
+  const source = readLinesSql(files);
   if (!options.toParquet) {
     return db.withWriter((c) =>
       inTransaction(c, async () => {
         const filter = (await countDuplicates(c, source, options.prior, options.root)) > 0;
-        const result = await c.run(`INSERT INTO events_hot SELECT ${WAL_TO_EVENT_SELECT}, ${watermark}::BIGINT AS _seg FROM ${dedupedSource(source, options.prior, options.root, filter)}`);
+        const result = await c.run(`INSERT INTO events_hot SELECT ${LINES_TO_EVENT_SELECT}, ${watermark}::BIGINT AS _seg FROM ${dedupedSource(source, options.prior, options.root, filter)}`);
         await c.run(setApplied(watermark));
         return { inserted: result.rowsChanged, files: [] };
       }),
@@ -134,7 +135,7 @@ export async function loadSegments(db: Database, files: readonly string[], water
   // every reader connection (that would turn a slow export into 503s for ingestion).
   const written = await db.withWriter(async (c) => {
     const filter = (await countDuplicates(c, source, options.prior, options.root)) > 0;
-    const select = `SELECT ${walToEventSelect(options.checkedJson)}, CAST(make_timestamp(ts_ms * 1000) AS DATE) AS _day FROM ${dedupedSource(source, options.prior, options.root, filter)} ORDER BY team_id, ts_ms DESC`;
+    const select = `SELECT ${linesToEventSelect(options.checkedJson)}, CAST(make_timestamp(ts_ms * 1000) AS DATE) AS _day FROM ${dedupedSource(source, options.prior, options.root, filter)} ORDER BY team_id, ts_ms DESC`;
     const files = await writeParquet(c, options.root, select, `l${watermark}`, options.now);
     // Rows dropped as repeats may have had keys no kept row has: such files are listed from their rows.
     return filter || !options.propertyKeys ? files : withKeys(files, options.propertyKeys);
@@ -174,7 +175,7 @@ export async function salvageSegment(db: Database, dataDir: string, segment: { i
   return db.withWriter(async (c) => {
     await c.run('DROP TABLE IF EXISTS temp._wal_rejects');
     await c.run('DROP TABLE IF EXISTS temp._wal_scans');
-    const tolerant = readWalSql([segment.path], ", ignore_errors = true, store_rejects = true, rejects_table = '_wal_rejects', rejects_scan = '_wal_scans'");
+    const tolerant = readLinesSql([segment.path], ", ignore_errors = true, store_rejects = true, rejects_table = '_wal_rejects', rejects_scan = '_wal_scans'");
     await c.run(`CREATE OR REPLACE TEMP TABLE _wal_rows AS SELECT * FROM ${tolerant}`);
     try {
       const bad = (await c.runAndReadAll(`SELECT * FROM _wal_rows WHERE NOT (${GOOD_ROW})`)).getRowsJS();
@@ -202,7 +203,7 @@ export async function salvageSegment(db: Database, dataDir: string, segment: { i
       }
       const inserted = await inTransaction(c, async () => {
         const result = await c.run(
-          `INSERT INTO events_hot SELECT ${WAL_TO_EVENT_SELECT}, ${segment.id}::BIGINT AS _seg FROM ${dedupedSource(`(SELECT * FROM _wal_rows WHERE ${GOOD_ROW})`, prior, root, true)}`,
+          `INSERT INTO events_hot SELECT ${LINES_TO_EVENT_SELECT}, ${segment.id}::BIGINT AS _seg FROM ${dedupedSource(`(SELECT * FROM _wal_rows WHERE ${GOOD_ROW})`, prior, root, true)}`,
         );
         await c.run(setApplied(segment.id));
         return result.rowsChanged;
@@ -215,7 +216,7 @@ export async function salvageSegment(db: Database, dataDir: string, segment: { i
 }
 
 function describeBadRow(row: readonly unknown[]): string {
-  const names = WAL_COLUMNS.map(([n]) => n);
+  const names = LINE_COLUMNS.map(([n]) => n);
   const get = (n: string) => row[names.indexOf(n)];
   if (get('uuid') == null) return 'missing uuid';
   if (get('team_id') == null) return 'missing team id';

@@ -2,7 +2,7 @@ import { syncDir, syncFile } from './fs-sync';
 import { mkdir, readdir, readFile, rename, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deadLetterDir, writeDeadLetter } from './dead-letters';
-import { scanFrames } from './wal-format';
+import { scanFrames } from './frame-reader';
 import { PROCESSED_SUFFIX, SEGMENT_RE, type SealedSegment } from './wal';
 
 /** A team id standing for "any team" (rows whose teams were not counted, e.g. replays). */

@@ -2,7 +2,7 @@ import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, w
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PropertyKeysByDay } from '../process/processed-copy';
-import { encodeIntakeFrames, type IntakeParts } from './wal-format';
+import { encodeIntakeFrames, type IntakeParts } from './frames';
 import { promisify } from 'node:util';
 
 const openAsync = promisify(open);

@@ -2,7 +2,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { RecentUuids } from '../load/recent-uuids';
 import type { EncodedRows } from '../types';
 import type { TimeSpan } from '../log/wal';
-import { frameHeader } from '../log/wal-format';
+import { frameHeader } from '../log/frames';
 
 /**
  * A segment's processed copy, written as it is made: each frame is appended after the one before

@@ -4,7 +4,8 @@ import { MarkWaiters } from '../mark-waiters';
 import { newProcState, type ProcState } from './processed-copy';
 import type { RecentUuids } from '../load/recent-uuids';
 import { countFailure, type Counters, type Settings } from '../settings';
-import { decodeIntakeFrame, scanFrames, type IntakeContext, type ScannedFrame } from '../log/wal-format';
+import { decodeIntakeFrame, scanFrames, type ScannedFrame } from '../log/frame-reader';
+import type { IntakeContext } from '../types';
 import type { EncodedRows, ProcessIntake } from '../types';
 import { bytesOf, PROCESSED_SUFFIX, type SealedSegment } from '../log/wal';
 

@@ -1,6 +1,7 @@
 import { bind, DUCKDB, joinSql, jsonPointer, sql, trusted, type Dialect, type SqlFragment } from '../../../core/query';
 import { EVENT_CSV_PERSON_COLUMNS, type EventCsvColumn } from '../../../core/events/csv';
 import type { PropertyType } from '../../../core/ingest/property-type';
+import { sqlString } from '../../sql-literal';
 import { allOf, DUCKDB_ENGINE, EVENT_ROW_COLUMNS, eventRowColumns, listOrder, type EventsEngine, type Order } from './list-statements';
 
 /**
@@ -115,7 +116,7 @@ const PERSON: Record<(typeof EVENT_CSV_PERSON_COLUMNS)[number], string> = {
 /** A server-made file path as a SQL string literal (COPY takes no parameter for it). */
 function sqlPath(path: string): string {
   if (/[\0\n\r]/.test(path)) throw new Error('unexpected character in an export path');
-  return `'${path.replaceAll("'", "''")}'`;
+  return sqlString(path);
 }
 
 /**

@@ -6,7 +6,7 @@ import { AppError } from '../../../errors';
 import type { Database, Row, SqlParam } from '../../db';
 import type { ParquetFile } from '../tiers/parquet';
 import { usableCopies, type PersonCopy } from '../tiers/person-copies';
-import { sqlString } from '../log/wal-format';
+import { sqlString } from '../../sql-literal';
 
 export interface EventsRelation {
   /** A parenthesized subquery, usable as `FROM <sql> AS events`. */

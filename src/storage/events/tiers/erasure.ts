@@ -4,7 +4,7 @@ import { EVENT_COLUMNS } from '../../../core/events/columns';
 import type { Database } from '../../db';
 import { fileList, registerFiles, writeParquetFile, type ParquetFile } from './parquet';
 import { personCopyRoot, registerCopy, rewritePersonCopy, type PersonCopy } from './person-copies';
-import { sqlString } from '../log/wal-format';
+import { sqlString } from '../../sql-literal';
 
 /** Whose events an erasure removes: every row with one of these distinct ids or person ids. */
 export interface PersonMatch {

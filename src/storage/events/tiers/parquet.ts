@@ -3,7 +3,7 @@ import { mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Database, Tx } from '../../db';
-import { sqlString } from '../log/wal-format';
+import { sqlString } from '../../sql-literal';
 
 /**
  * Parquet files (zstd), partitioned by team and day (of the event timestamp), sorted by time

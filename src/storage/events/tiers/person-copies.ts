@@ -5,7 +5,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Database, Tx } from '../../db';
 import { syncDir } from '../log/fs-sync';
 import { fileList, fileOfRow, MANIFEST_COLUMNS, PARQUET_WRITE_OPTIONS, removeUnknownFiles, type ManifestRow, type ParquetFile } from './parquet';
-import { sqlString } from '../log/wal-format';
+import { sqlString } from '../../sql-literal';
 
 /**
  * Person-clustered copies of settled days. The primary files are sorted by time, which is what

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { listDeadLetters } from '../../../../src/storage/events/log/dead-letters';
 import { recoverWal } from '../../../../src/storage/events/log/recovery';
 import { segmentName, WalWriter, type SealedSegment } from '../../../../src/storage/events/log/wal';
-import { encodeFrame, scanFrames } from '../../../../src/storage/events/log/wal-format';
+import { encodeFrame } from '../../../../src/storage/events/log/frames';
+import { scanFrames } from '../../../../src/storage/events/log/frame-reader';
 import { makeEvent } from '../helpers';
 
 const MiB = 1024 * 1024;

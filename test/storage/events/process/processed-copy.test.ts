@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newProcState } from '../../../../src/storage/events/process/processed-copy';
 import { RecentUuids } from '../../../../src/storage/events/load/recent-uuids';
-import { readRowFrames } from '../../../../src/storage/events/log/wal-format';
+import { readRowFrames } from '../../../../src/storage/events/log/frame-reader';
 
 let dir: string | null = null;
 afterEach(async () => {
