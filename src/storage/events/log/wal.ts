@@ -1,75 +1,19 @@
-import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync, write, writev, writevSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PropertyKeysByDay } from '../process/processed-copy';
-import { encodeIntakeFrames, type IntakeParts } from './frames';
 import { promisify } from 'node:util';
+import { FilesAhead } from './files-ahead';
+import type { IntakeParts } from './frames';
+import { encodeGroup, SCRATCH_BYTES, SYNC_WRITE_MAX_BYTES, writeFully } from './group-write';
+import { mergeSpans, segmentName, type SealedSegment, type TimeSpan } from './segments';
+
+export { bytesOf, mergeSpans, PROCESSED_SUFFIX, SEGMENT_RE, segmentName, type SealedSegment, type TimeSpan } from './segments';
 
 const openAsync = promisify(open);
-const writeAsync = promisify(write);
-const writevAsync = (fd: number, bufs: readonly Buffer[], position: number) =>
-  new Promise<number>((resolve, reject) => writev(fd, bufs as Buffer[], position, (error, n) => (error ? reject(error) : resolve(n))));
 const fdatasyncAsync = promisify(fdatasync);
 const fsyncAsync = promisify(fsync);
 const ftruncateAsync = promisify(ftruncate);
 const closeAsync = promisify(close);
-
-export const segmentName = (id: number): string => `seg-${String(id).padStart(16, '0')}.wal`;
-export const SEGMENT_RE = /^seg-(\d{16})\.wal$/;
-/** A segment's processed copy (its intake frames turned into rows) sits next to it under this suffix. */
-export const PROCESSED_SUFFIX = '.proc';
-
-/** A closed segment waiting to be loaded into DuckDB. */
-export interface SealedSegment {
-  id: number;
-  path: string;
-  bytes: number;
-  rows: number;
-  /** Rows per team, so a query can wait only for the segments holding its team. */
-  teams: Map<number, number>;
-  /**
-   * The span of event times per team ([earliest, latest] epoch ms), so a load checks for a
-   * retry's original only in the Parquet files it could be in. Absent when unknown (a segment
-   * found by recovery, a dead-letter replay): then every file is a candidate.
-   */
-  spans?: Map<number, TimeSpan>;
-  /** Intake frames in the segment (capture requests still to be turned into rows). */
-  intake: number;
-  /**
-   * Frames written to its file (absent: found by recovery). Equal to the memos' count (one a
-   * request) when every frame written was acknowledged and each request was one frame: then
-   * processing from memory needs nothing from the file.
-   */
-  frames?: number;
-  /**
-   * The decoded form of each frame, in file order (null for a frame without one), kept while
-   * memory allows so processing need not parse the bodies again; absent after recovery.
-   */
-  memos?: unknown[];
-  /** The highest intake sequence number in the segment (0: none). */
-  lastSeq: number;
-  /** Epoch ms when its file was opened for writing (absent: found by recovery). */
-  openedAt?: number;
-  /**
-   * False when every row of the segment was certainly new when it was logged (recent-uuids.ts);
-   * true or absent (recovery, replays): its load takes the full dedupe check. Intake frames
-   * count as new here: their rows are tested when they are processed.
-   */
-  mayRepeat?: boolean;
-  /**
-   * The oldest recent-uuid generation its rows were added to the filter in (`RecentUuids`);
-   * -Infinity or absent when some row was not added (recovery, replays), Infinity when none is
-   * known yet (intake frames count once processed).
-   */
-  uuidGen?: number;
-  /** Its rows' property keys by team and day, when processing gave them all (see `EncodedRows.propertyKeys`). */
-  propertyKeys?: PropertyKeysByDay;
-  /**
-   * Every row of its processed copy came from the intake processor, whose properties are JSON
-   * DuckDB reads (see `EncodedRows`): the load takes them without checking each as JSON.
-   */
-  checkedJson?: boolean;
-}
 
 /** What an append may carry besides the frame. */
 export interface AppendExtra {
@@ -80,25 +24,6 @@ export interface AppendExtra {
   mayRepeat?: boolean;
   /** The filter generation current when the row frame's uuids were added (absent: not added). */
   uuidGen?: number;
-}
-
-export type TimeSpan = [lo: number, hi: number];
-
-/** The bytes of these segments' log files (no array made: every capture request asks, through the backpressure check). */
-export function bytesOf(segments: readonly SealedSegment[]): number {
-  let n = 0;
-  for (const seg of segments) n += seg.bytes;
-  return n;
-}
-
-/** Merge `from` into `into` (widening each team's span); `undefined` (unknown) wins. */
-export function mergeSpans(into: Map<number, TimeSpan> | undefined, from: ReadonlyMap<number, TimeSpan> | undefined): Map<number, TimeSpan> | undefined {
-  if (!into || !from) return undefined;
-  for (const [team, [lo, hi]] of from) {
-    const cur = into.get(team);
-    into.set(team, cur ? [Math.min(cur[0], lo), Math.max(cur[1], hi)] : [lo, hi]);
-  }
-  return into;
 }
 
 export interface WalOptions {
@@ -141,13 +66,6 @@ interface Group {
   mayRepeat: boolean;
   uuidGen: number;
   waiters: Waiter[];
-}
-
-/** A file of zeros made ahead for the next segment (see `prepareNext`). */
-interface Prepared {
-  fd: number;
-  path: string;
-  size: number;
 }
 
 interface Active extends SealedSegment {
@@ -196,10 +114,8 @@ export class WalWriter {
   /** Group commits so far (one write each). */
   writes = 0;
   nextId: number;
-  /** The next segment's file, being made or ready. */
-  private preparing: Promise<void> | null = null;
-  private prepared: Prepared | null = null;
-  private preparedCount = 0;
+  /** The next segment's file, made ahead (durable mode). */
+  private readonly ahead: FilesAhead;
   /** The last sealed segment's size and writes, to size the next segment's zeros. */
   private lastSealed = { bytes: 0, writes: 0 };
 
@@ -208,6 +124,7 @@ export class WalWriter {
     firstId: number,
   ) {
     this.nextId = firstId;
+    this.ahead = new FilesAhead(options.dir, options.segmentMaxBytes, options.mayPrepare);
     const tick = Math.max(10, Math.min(options.segmentMaxAgeMs / 4, options.relaxedSyncMs / 2, 250));
     this.timer = setInterval(() => this.onTick(), tick);
     (this.timer as { unref?: () => void }).unref?.();
@@ -256,8 +173,8 @@ export class WalWriter {
   }
 
   /** Resolves once the next segment's file being made ahead (if any) is ready or given up. */
-  async whenPrepared(): Promise<void> {
-    await this.preparing;
+  whenPrepared(): Promise<void> {
+    return this.ahead.whenPrepared();
   }
 
   /** Seal the active segment (if it holds rows) once the writes before this call are done. */
@@ -285,10 +202,7 @@ export class WalWriter {
       await closeAsync(a.fd).catch(() => undefined);
       await rm(a.path, { force: true });
     }
-    await this.whenPrepared();
-    const ready = this.prepared;
-    this.prepared = null;
-    if (ready) await discard(ready);
+    await this.ahead.close();
   }
 
   private onTick(): void {
@@ -420,20 +334,9 @@ export class WalWriter {
   private async openSegment(): Promise<Active> {
     const id = this.nextId++;
     const path = join(this.options.dir, segmentName(id));
-    let fd = -1;
-    let zeroed = 0;
-    const ready = this.prepared;
-    this.prepared = null;
-    if (ready) {
-      try {
-        await rename(ready.path, path);
-        fd = ready.fd;
-        zeroed = ready.size;
-      } catch {
-        await discard(ready);
-      }
-    }
-    if (fd < 0) fd = await openAsync(path, 'wx');
+    const ready = await this.ahead.take(path);
+    const fd = ready?.fd ?? (await openAsync(path, 'wx'));
+    const zeroed = ready?.size ?? 0;
     // The new name must survive a power loss too, or its acknowledged frames vanish with it.
     const dirFd = openSync(this.options.dir, 'r');
     try {
@@ -442,7 +345,7 @@ export class WalWriter {
       closeSync(dirFd);
     }
     this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, frames: 0, memos: [], lastSeq: 0, mayRepeat: false, uuidGen: Infinity, openedAt: this.options.now(), dirty: false, zeroed, writes: 0 };
-    this.prepareNext();
+    if (this.options.durable && !this.closed) this.ahead.prepare(this.lastSealed);
     return this.active;
   }
 
@@ -464,116 +367,5 @@ export class WalWriter {
     }
     this.lastSealed = { bytes: a.bytes, writes: a.writes };
     this.options.onSeal({ id: a.id, path: a.path, bytes: a.bytes, rows: a.rows, teams: a.teams, spans: a.spans, intake: a.intake, frames: a.frames, memos: a.memos, lastSeq: a.lastSeq, mayRepeat: a.mayRepeat, uuidGen: a.uuidGen, openedAt: a.openedAt });
-  }
-
-  /**
-   * Durable mode, small groups: make the next segment's file ahead, full of zeros and flushed.
-   * Overwriting allocated blocks changes no metadata, so each group's fdatasync flushes data
-   * only, no journal commit: a small write and flush takes less time and CPU, and capture over
-   * a few connections answers more requests (see bench/NOTES.md). Sized
-   * from the last segment (sealed every second or so under load); skipped for large groups,
-   * whose flushes are few and whose bytes would be written twice. A crash leaves the zeros
-   * after the last frame, which recovery cuts (`scanFrames` tells them from damage).
-   */
-  private prepareNext(): void {
-    const last = this.lastSealed;
-    if (!this.options.durable || this.preparing || this.prepared || this.closed) return;
-    if (last.bytes < PREPARE_MIN_BYTES || last.bytes / Math.max(1, last.writes) > PREPARE_MAX_GROUP_BYTES) return;
-    const size = Math.min(this.options.segmentMaxBytes, Math.ceil((last.bytes * 1.25) / ZERO_CHUNK) * ZERO_CHUNK);
-    if (this.options.mayPrepare && !this.options.mayPrepare(size)) return;
-    const path = join(this.options.dir, `next-${++this.preparedCount}.wal.tmp`);
-    this.preparing = (async () => {
-      const fd = await openAsync(path, 'wx');
-      try {
-        const zeros = Buffer.alloc(Math.min(size, ZERO_CHUNK));
-        for (let at = 0; at < size; at += zeros.length) await writeAsync(fd, zeros, 0, Math.min(zeros.length, size - at), at);
-        await fdatasyncAsync(fd);
-      } catch (error) {
-        await closeAsync(fd).catch(() => undefined);
-        throw error;
-      }
-      if (this.closed) await discard({ fd, path });
-      else this.prepared = { fd, path, size };
-    })()
-      .catch(() => rm(path, { force: true }).catch(() => undefined))
-      .finally(() => {
-        this.preparing = null;
-      });
-  }
-}
-
-/** A file made ahead that will not be used: closed and removed. */
-async function discard(file: Pick<Prepared, 'fd' | 'path'>): Promise<void> {
-  await closeAsync(file.fd).catch(() => undefined);
-  await rm(file.path, { force: true });
-}
-
-const ZERO_CHUNK = 1024 * 1024;
-const PREPARE_MIN_BYTES = 256 * 1024;
-const PREPARE_MAX_GROUP_BYTES = 64 * 1024;
-
-/**
- * A buffer of this size is kept for encoding groups' intake frames (a fresh one per group cost
- * every single-event capture request its allocation and page faults); larger groups get their own.
- */
-const SCRATCH_BYTES = 1024 * 1024;
-
-/** The group's frames as buffers in order: runs of intake frames encoded together (the first run into `scratch`). */
-function encodeGroup(items: ReadonlyArray<Buffer | IntakeParts>, scratch: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  let run: IntakeParts[] = [];
-  let into: Buffer | undefined = scratch;
-  const flush = () => {
-    if (run.length === 0) return;
-    out.push(...encodeIntakeFrames(run, into));
-    into = undefined;
-    run = [];
-  };
-  for (const item of items) {
-    if (!Buffer.isBuffer(item)) {
-      run.push(item);
-      continue;
-    }
-    flush();
-    out.push(item);
-  }
-  flush();
-  return out;
-}
-
-/** Linux's limit on buffers per writev. */
-const IOV_MAX = 1024;
-
-/** Groups up to this size are written from the main thread (a page-cache copy); larger ones in the thread pool. */
-const SYNC_WRITE_MAX_BYTES = 128 * 1024;
-
-/** The buffers still to write after `written` bytes: whole ones dropped, a partly written one cut. */
-function dropWritten(pending: Buffer[], written: number): Buffer[] {
-  let left = written;
-  let i = 0;
-  while (i < pending.length && left >= pending[i].length) left -= pending[i++].length;
-  const rest = pending.slice(i);
-  if (left > 0) rest[0] = rest[0].subarray(left);
-  return rest;
-}
-
-/**
- * Write the group's frames in order with writev: one syscall for many requests' frames and no
- * concatenated copy (copying a large group cost more main-thread time than the write itself).
- * `inline` writes from the main thread (small groups), else in the thread pool.
- */
-async function writeFully(fd: number, bufs: readonly Buffer[], position: number, inline: boolean): Promise<void> {
-  let pending = bufs.slice();
-  let at = position;
-  while (pending.length > 0) {
-    const chunk = pending.length > IOV_MAX ? pending.slice(0, IOV_MAX) : pending;
-    const written = inline
-      ? writevSync(fd, chunk, at)
-      : chunk.length === 1
-        ? (await writeAsync(fd, chunk[0], 0, chunk[0].length, at)).bytesWritten
-        : await writevAsync(fd, chunk, at);
-    if (written <= 0) throw new Error('short write to the event log');
-    at += written;
-    pending = dropWritten(pending, written);
   }
 }
