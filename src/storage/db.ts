@@ -13,6 +13,12 @@ export interface Database {
   readonly path: string;
   /** Run a read query and return its rows as plain JS objects (BIGINT → number, TIMESTAMP → Date). */
   query<T = Row>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
+  /**
+   * Run a read query and hand its rows to `each` a chunk at a time (as `query` converts them),
+   * never holding the whole result: for results that would weigh on memory held whole, twice
+   * (DuckDB's and the rows'), such as a project's persons.
+   */
+  queryChunks<T = Row>(sql: string, params: readonly SqlParam[], each: (rows: T[]) => void): Promise<void>;
   /** Run a statement on the write connection. */
   run(sql: string, params?: readonly SqlParam[]): Promise<void>;
   /** Run `fn` inside one transaction on the write connection; rolls back if it throws. */
@@ -123,6 +129,15 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
       const c = await acquireReader();
       try {
         return (await readRows(c, sql, params)) as T[];
+      } finally {
+        releaseReader(c);
+      }
+    },
+    async queryChunks<T>(sql: string, params: readonly SqlParam[], each: (rows: T[]) => void) {
+      const c = await acquireReader();
+      try {
+        const result = await c.stream(sql, toValues(params));
+        for await (const chunk of result.yieldRowObjectJs()) if (chunk.length) each(chunk.map(normalizeRow) as T[]);
       } finally {
         releaseReader(c);
       }

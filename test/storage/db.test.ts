@@ -29,3 +29,25 @@ describe('openDatabase', () => {
     expect(await taggedBytes(db, 'EXTERNAL_FILE_CACHE')).toBe(0);
   });
 });
+
+describe('queryChunks', () => {
+  test('hands a large result over in chunks, in order, converted as query converts rows; the reader is free for the next query after it', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'hogbase-db-'));
+    db = await openDatabase(join(dir, 'db.duckdb'), { readers: 1 });
+    const chunks: Array<Array<{ i: number; t: string; at: Date }>> = [];
+    await db.queryChunks<{ i: number; t: string; at: Date }>("SELECT i, 'row ' || i AS t, make_timestamp(i * 1000000) AS at FROM range(?) r(i) ORDER BY i", [5000], (rows) => chunks.push(rows));
+    expect(chunks.length).toBeGreaterThan(1); // never the whole result at once
+    const all = chunks.flat();
+    expect(all.length).toBe(5000);
+    expect(all[4999]).toEqual({ i: 4999, t: 'row 4999', at: new Date(4_999_000) });
+    expect(all.every((r, n) => r.i === n && typeof r.i === 'number')).toBe(true);
+    expect(await db.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+  });
+
+  test('a failing query rejects, and the reader is given back', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'hogbase-db-'));
+    db = await openDatabase(join(dir, 'db.duckdb'), { readers: 1 });
+    await expect(db.queryChunks('SELECT * FROM no_such_table', [], () => undefined)).rejects.toThrow(/no_such_table/);
+    expect(await db.query('SELECT 2 AS two')).toEqual([{ two: 2 }]);
+  });
+});

@@ -84,44 +84,52 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const t: TeamPersons = { persons: new Map(), byDistinctId: new Map(), groups: new Map(), groupTypes: new Map() };
     const [{ max_id }] = await db.query<{ max_id: number | null }>('SELECT max(id) AS max_id FROM persons');
     nextId = Math.max(nextId, (max_id ?? 0) + 1);
-    const rows = await db.query<{ id: number; uuid: string; properties: string; is_identified: boolean; created_at: Date }>(
-      'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, created_at FROM persons WHERE team_id = ?',
+    // A chunk at a time: a project's persons held whole as DuckDB's result and as rows too took
+    // several times their own size at once (see bench/NOTES.md).
+    await db.queryChunks<{ id: number; uuid: string; properties: string; is_identified: boolean; created_ms: number }>(
+      'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, epoch_ms(created_at) AS created_ms FROM persons WHERE team_id = ?',
       [teamId],
+      (rows) => {
+        for (const r of rows) {
+          t.persons.set(r.uuid, {
+            id: r.id,
+            uuid: r.uuid,
+            teamId,
+            properties: JSON.parse(r.properties),
+            isIdentified: r.is_identified,
+            createdAt: r.created_ms,
+            distinctIds: [],
+          });
+        }
+      },
     );
-    for (const r of rows) {
-      t.persons.set(r.uuid, {
-        id: r.id,
-        uuid: r.uuid,
-        teamId,
-        properties: JSON.parse(r.properties),
-        isIdentified: r.is_identified,
-        createdAt: r.created_at.getTime(),
-        distinctIds: [],
-      });
-    }
-    const ids = await db.query<{ distinct_id: string; person_uuid: string }>(
+    await db.queryChunks<{ distinct_id: string; person_uuid: string }>(
       'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?',
       [teamId],
+      (ids) => {
+        for (const r of ids) {
+          const p = t.persons.get(r.person_uuid);
+          if (!p) continue;
+          p.distinctIds.push(r.distinct_id);
+          t.byDistinctId.set(r.distinct_id, p);
+        }
+      },
     );
-    for (const r of ids) {
-      const p = t.persons.get(r.person_uuid);
-      if (!p) continue;
-      p.distinctIds.push(r.distinct_id);
-      t.byDistinctId.set(r.distinct_id, p);
-    }
-    const groups = await db.query<{ group_type: string; group_type_index: number; group_key: string; properties: string }>(
+    await db.queryChunks<{ group_type: string; group_type_index: number; group_key: string; properties: string }>(
       'SELECT group_type, group_type_index, group_key, properties FROM groups WHERE team_id = ?',
       [teamId],
+      (groups) => {
+        for (const g of groups) {
+          t.groupTypes.set(g.group_type, g.group_type_index);
+          t.groups.set(groupKey(g.group_type, g.group_key), {
+            groupType: g.group_type,
+            groupTypeIndex: g.group_type_index,
+            groupKey: g.group_key,
+            properties: JSON.parse(g.properties),
+          });
+        }
+      },
     );
-    for (const g of groups) {
-      t.groupTypes.set(g.group_type, g.group_type_index);
-      t.groups.set(groupKey(g.group_type, g.group_key), {
-        groupType: g.group_type,
-        groupTypeIndex: g.group_type_index,
-        groupKey: g.group_key,
-        properties: JSON.parse(g.properties),
-      });
-    }
     await seedMirror(teamId, t);
     teams.set(teamId, t);
   }

@@ -1,0 +1,135 @@
+import { join } from 'node:path';
+import { openStorage } from '../src/storage';
+import type { PersonEvent } from '../src/core/ingest/person-updates';
+import { randomKit, seeded } from './_events';
+import type { BenchRow, Benchmark } from './types';
+
+/**
+ * What persons cost the server's memory. The person store holds every person of a project it has
+ * loaded (loaded whole on first use, after a restart too), so its memory grows with the persons,
+ * not with the load. N persons are made the way posthog-js makes them, through `processEvent` (what
+ * processing calls for every event): an anonymous visitor's first `$pageview` with its `$initial_*`
+ * properties in `$set_once`, and for a third of them an `$identify` that merges in an email and a
+ * name. Measured: the JavaScript heap they hold (after a full collection), the process's resident
+ * size, the time an event takes, and, on a fresh store over the same database (a restart), the
+ * time and heap the first load of the project takes. The baseline, in the same run: the persons'
+ * own bytes as JSON (properties, ids), what holding them could cost at least.
+ */
+const SEED = 20261127;
+
+/** The events of person `i`, made as they are asked for (held all at once, they would weigh on the heap measured). */
+function personEvents(): (i: number) => PersonEvent[] {
+  const k = randomKit(seeded(SEED));
+  const browsers = ['Chrome', 'Safari', 'Firefox', 'Microsoft Edge'];
+  const oses = ['Mac OS X', 'Windows', 'iOS', 'Android', 'Linux'];
+  const now = Date.now();
+  return (i) => {
+    const anon = k.uuid7(now - i);
+    const path = `/${k.pick(['pricing', 'docs', 'blog', 'signup', ''])}${i % 50 ? '' : `/${k.hex(6)}`}`;
+    const first: PersonEvent = {
+      uuid: k.uuid7(now - i),
+      event: '$pageview',
+      distinctId: anon,
+      timestamp: now - i,
+      properties: {},
+      set: {},
+      setOnce: {
+        $initial_browser: k.pick(browsers),
+        $initial_browser_version: 100 + (i % 30),
+        $initial_os: k.pick(oses),
+        $initial_device_type: k.pick(['Desktop', 'Mobile']),
+        $initial_current_url: `https://example.com${path}`,
+        $initial_pathname: path,
+        $initial_referrer: k.pick(['$direct', 'https://www.google.com/']),
+        $initial_referring_domain: k.pick(['$direct', 'www.google.com']),
+        $initial_utm_source: null,
+        $initial_geoip_country_code: k.pick(['US', 'DE', 'GB', 'FR', 'IN']),
+      },
+      unset: [],
+      anonDistinctId: null,
+      alias: null,
+      processPerson: true,
+    };
+    if (i % 3 !== 0) return [first];
+    const email = `user${i}@example.com`;
+    return [first, { ...first, uuid: k.uuid7(now - i + 1), event: '$identify', distinctId: email, setOnce: {}, set: { email, name: `User ${i}` }, anonDistinctId: anon }];
+  };
+}
+
+const heap = () => {
+  Bun.gc(true);
+  return process.memoryUsage().heapUsed;
+};
+const MB = 1024 * 1024;
+const round = (x: number, digits = 0) => Number(x.toFixed(digits));
+
+/** Make `n` persons through `processEvent`, flushing in bulk as the store's loads do. */
+async function makePersons(dataDir: string, n: number) {
+  const eventsOf = personEvents();
+  const storage = await openStorage({ dataDir });
+  try {
+    await storage.persons.ensureLoaded(1);
+    const heap0 = heap();
+    const rss0 = process.memoryUsage().rss;
+    let count = 0;
+    let rawBytes = 0;
+    let processMs = 0;
+    let flushMs = 0;
+    for (let i = 0; i < n; i++) {
+      const events = eventsOf(i);
+      for (const e of events) rawBytes += JSON.stringify(e.setOnce).length + JSON.stringify(e.set).length + e.distinctId.length;
+      rawBytes += 36; // the person's uuid
+      const started = performance.now();
+      for (const e of events) storage.persons.processEvent(1, e);
+      processMs += performance.now() - started;
+      count += events.length;
+      if (i % 20_000 === 19_999 || i === n - 1) {
+        const flushStarted = performance.now();
+        await storage.persons.flush();
+        flushMs += performance.now() - flushStarted;
+      }
+    }
+    return { count, rawBytes, processMs, flushMs, heap: heap() - heap0, rss: process.memoryUsage().rss - rss0 };
+  } finally {
+    await storage.close();
+  }
+}
+
+/** A restart, in a fresh process (`_persons-load.ts`): the project's persons loaded on first use. */
+async function loadPersons(dataDir: string, n: number): Promise<{ loadMs: number; heap: number; rss: number }> {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, '_persons-load.ts'), dataDir, `user${3 * Math.floor((n - 1) / 3)}@example.com`], { stdout: 'pipe', stderr: 'inherit' });
+  const out = await new Response(child.stdout).text();
+  if ((await child.exited) !== 0) throw new Error(`the restart's process failed: ${out}`);
+  const result = JSON.parse(out.trim().split('\n').pop()!) as { loadMs: number; heap: number; rss: number; found: boolean };
+  if (!result.found) throw new Error('a merged person was not loaded');
+  return result;
+}
+
+const bench: Benchmark = async ({ tmpDir, quick, log }) => {
+  const n = quick ? 20_000 : 300_000;
+  const made = await makePersons(tmpDir, n);
+  const held = made.heap;
+  log(`${n.toLocaleString()} persons (${made.count.toLocaleString()} events): heap held ${(held / MB).toFixed(0)} MB, RSS +${(made.rss / MB).toFixed(0)} MB`);
+  const again = await loadPersons(tmpDir, n);
+  const loaded = again.heap;
+  log(`loaded again in ${Math.round(again.loadMs)} ms: heap held ${(loaded / MB).toFixed(0)} MB`);
+  const { rawBytes, count } = made;
+  const rows: BenchRow[] = [
+    { case: `baseline: the persons' own bytes as JSON (${n.toLocaleString()} persons)`, 'MB': round(rawBytes / MB, 1), 'bytes a person': round(rawBytes / n) },
+    { case: 'JavaScript heap the person store grew by', 'MB': round(held / MB, 1), 'bytes a person': round(held / n), 'ratio to baseline': round(held / rawBytes, 2) },
+    { case: 'process RSS growth (the heap, DuckDB tables, indexes and caches)', 'MB': round(made.rss / MB, 1), 'bytes a person': round(made.rss / n), 'ratio to baseline': round(made.rss / rawBytes, 2) },
+    { case: 'after a restart: the project loaded on first use', 'MB': round(loaded / MB, 1), 'bytes a person': round(loaded / n), 'ratio to baseline': round(loaded / rawBytes, 2), 'load ms': round(again.loadMs), 'RSS MB': round(again.rss / MB, 1) },
+    { case: 'processEvent (persons behind each event, in memory)', 'µs an event': round((made.processMs * 1000) / count, 2) },
+    { case: 'flush (the changes written to DuckDB in bulk)', 'µs an event': round((made.flushMs * 1000) / count, 2) },
+  ];
+  const gbPerMillion = (bytes: number) => round((bytes / n) * 1e6 / 1024 ** 3, 2);
+  return {
+    name: 'persons',
+    rows,
+    notes: [
+      `The person store keeps every person of a loaded project in memory, outside DUCKDB_MEMORY_LIMIT: ~${round(held / n)} bytes a person of heap as they are made (${gbPerMillion(held)} GB a million), ~${round(loaded / n)} loaded after a restart, which takes ${round(again.loadMs / 1000, 1)} s for ${n.toLocaleString()} persons before the project's first request is served.`,
+    ],
+  };
+};
+
+export default bench;
