@@ -4,7 +4,9 @@ import { AppError } from '../../errors';
 import type { Database, SqlParam } from '../db';
 import { migrate } from '../migrations';
 import { DiskSpace } from './disk-space';
-import { listDeadLetters, readDeadLetterPayload, removeDeadLetter } from './log/dead-letters';
+import { listDeadLetters } from './log/dead-letters';
+import { replayDeadLetters } from './log/replay';
+import { Admission, REFUSALS } from './admission';
 import { ArrivalRate } from './arrival-rate';
 import { SegmentLoader } from './load/loader';
 import { withinMs } from './mark-waiters';
@@ -22,8 +24,7 @@ import type { ErasedEvents, PersonMatch } from './tiers/erasure';
 import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers/tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, RelationOptions, ReplayResult } from './types';
-import { encodeFrame, frameLines, intakeParts } from './log/frames';
-import { scanFrames } from './log/frame-reader';
+import { encodeFrame, intakeParts } from './log/frames';
 import { WalWriter, type SealedSegment, type TimeSpan } from './log/wal';
 
 /** How long a wait for persons (cohorts, person lists) waits for unprocessed capture requests by default. */
@@ -39,12 +40,6 @@ const DELETE_WAIT_MS = 600_000;
 const ERASE_WAIT_MS = 60_000;
 
 const holdsTeam = (seg: Readonly<SealedSegment>, teamId: number) => seg.teams.has(teamId) || seg.teams.has(ANY_TEAM);
-
-const REFUSALS = {
-  disk_low: 'The disk is nearly full.',
-  backlog: 'The event store is behind; retry later.',
-  log_queue: 'The event log is behind; retry later.',
-} as const;
 
 /**
  * The life of an event: `appendIntake` hands a capture request (its context and body) to the
@@ -108,6 +103,7 @@ class DuckDbEventStore implements EventStore {
   private readonly threads: SaturatedThreads;
   private readonly root: string;
   private readonly disk: DiskSpace;
+  private readonly admission: Admission;
   /** Capture requests numbered in log order (`processor.processedSeq` is the last processed). */
   private intakeSeq = 0;
   /** The distinct ids of logged requests not processed yet, for flag checks and person reads. */
@@ -126,6 +122,12 @@ class DuckDbEventStore implements EventStore {
   ) {
     this.root = parquetRoot(s.dataDir);
     this.disk = new DiskSpace(s.dataDir, s.minFreeDiskBytes, s.now);
+    this.admission = new Admission(s, this.counters, this.disk, {
+      closed: () => this.closed,
+      pendingBytes: () => this.pendingBytes(),
+      queuedBytes: () => this.wal.queuedBytes,
+      loadBytesPerSec: () => this.loader.bytesPerSec,
+    });
     this.pending = new PendingIntake(s.maxPendingIds);
     // A rate of real requests (settings.ts: a frozen test clock would hold one window open forever).
     this.arrivals = new ArrivalRate(() => performance.now());
@@ -191,9 +193,9 @@ class DuckDbEventStore implements EventStore {
    */
   async append(rows: readonly StoredEventRow[]): Promise<void> {
     if (rows.length === 0) return;
-    this.admit(0);
+    this.admission.admit(0);
     const frame = encodeFrame(rows);
-    this.admit(frame.length);
+    this.admission.admit(frame.length);
     this.arrivals.note(frame.length);
     const teams = new Map<number, number>();
     const spans = new Map<number, TimeSpan>();
@@ -213,7 +215,7 @@ class DuckDbEventStore implements EventStore {
     try {
       await this.wal.append([frame], rows.length, teams, { spans, mayRepeat, uuidGen });
     } catch (error) {
-      this.writeFailed(error);
+      this.admission.writeFailed(error);
     }
     this.counters.appendedRows += rows.length;
   }
@@ -232,7 +234,7 @@ class DuckDbEventStore implements EventStore {
       const { body } = input;
       const parts = intakeParts(input.context, body, input.events);
       const bytes = parts.maxBytes;
-      this.admit(bytes);
+      this.admission.admit(bytes);
       const seq = ++this.intakeSeq;
       this.pending.note(input.context.teamId, input.distinctIds, seq, this.processor.processedSeq);
       this.arrivals.note(bytes);
@@ -253,7 +255,7 @@ class DuckDbEventStore implements EventStore {
         },
         (error: unknown) => {
           if (memo) this.processor.memoBytes -= memo.bytes;
-          this.writeFailed(error);
+          this.admission.writeFailed(error);
         },
       );
     } catch (error) {
@@ -285,32 +287,6 @@ class DuckDbEventStore implements EventStore {
       await this.processor.waitProcessed(target, Math.max(0, timeoutMs - (performance.now() - started)));
     }
     this.pending.sweep(this.processor.processedSeq);
-  }
-
-  private writeFailed(error: unknown): never {
-    this.counters.rejectedAppends++;
-    const full = this.disk.noteWriteError(error);
-    this.s.log.error('event log write failed', { error: String(error) });
-    throw new AppError('unavailable', 'The event store could not write to its log; retry later.', null, { retryAfter: full ? 30 : 5, cause: error });
-  }
-
-  /** Refuse (503 + Retry-After) rather than hold more than the caps allow. */
-  private admit(bytes: number): void {
-    const refused = this.backpressure(bytes);
-    if (refused === null) return;
-    if (refused === 'closed') throw new AppError('unavailable', 'The event store is shutting down.', null, { retryAfter: 5 });
-    this.counters.rejectedAppends++;
-    const retryAfter = refused === 'disk_low' ? 30 : Math.min(60, Math.max(1, Math.ceil(this.pendingBytes() / this.loader.bytesPerSec)));
-    throw new AppError('unavailable', REFUSALS[refused], null, { retryAfter });
-  }
-
-  /** Why an append of `bytes` would be refused now, or null (also what readiness reports, for 0 bytes). */
-  private backpressure(bytes: number): EventStoreStats['backpressure'] {
-    if (this.closed) return 'closed';
-    if (this.disk.low) return 'disk_low';
-    if (this.pendingBytes() + bytes > this.s.maxPendingBytes) return 'backlog';
-    if (this.wal.queuedBytes + bytes > this.s.maxQueuedBytes) return 'log_queue';
-    return null;
   }
 
   private pendingBytes(): number {
@@ -421,7 +397,7 @@ class DuckDbEventStore implements EventStore {
     const target = await this.sync(teamId, timeoutMs);
     // Loaded or dead-lettered: a segment still waiting is one the wait ran out on.
     if (this.unloaded().some((seg) => seg.id <= target && holdsTeam(seg, teamId))) {
-      throw new AppError('unavailable', 'The event store is behind; retry later.', null, { retryAfter: Math.min(60, Math.max(1, Math.ceil(this.pendingBytes() / this.loader.bytesPerSec))) });
+      throw new AppError('unavailable', REFUSALS.backlog, null, { retryAfter: this.admission.backlogRetryAfter() });
     }
   }
 
@@ -444,29 +420,9 @@ class DuckDbEventStore implements EventStore {
   }
 
   async replayDeadLetters(ids?: readonly string[]): Promise<ReplayResult> {
-    const entries = (await listDeadLetters(this.s.dataDir)).filter((d) => !ids || ids.includes(d.id));
-    const out: ReplayResult = { replayed: [], rows: 0 };
-    for (const entry of entries) {
-      const payload = await readDeadLetterPayload(this.s.dataDir, entry.id);
-      if (payload && payload.length > 0) {
-        // Through the log like any append: durable before the entry goes; uuid dedupe makes a
-        // replay repeated after a crash harmless. Framed payloads (a whole segment, a capture
-        // request) go back frame by frame as they are; bare rows get a frame.
-        const frames = payload[0] === 0x1d ? scanFrames(payload).frames : null;
-        if (!frames) await this.wal.append([frameLines(payload, entry.rows)], entry.rows, new Map([[ANY_TEAM, entry.rows]]));
-        else {
-          for (const f of frames) {
-            const bytes = payload.subarray(f.start, f.end);
-            const extra = f.kind === 'intake' ? { intake: { memo: null, seq: ++this.intakeSeq } } : {};
-            await this.wal.append([bytes], f.rows, new Map([[ANY_TEAM, f.rows]]), extra);
-          }
-        }
-      }
-      await removeDeadLetter(this.s.dataDir, entry.id);
+    const out = await replayDeadLetters(this.s.dataDir, this.wal, ids, () => ++this.intakeSeq, () => {
       this.counters.deadLetters = Math.max(0, this.counters.deadLetters - 1);
-      out.replayed.push(entry.id);
-      out.rows += entry.rows;
-    }
+    });
     if (out.replayed.length > 0) await this.flush();
     return out;
   }
@@ -490,7 +446,7 @@ class DuckDbEventStore implements EventStore {
       parquetRows: files.reduce((n, f) => n + f.rows, 0),
       parquetBytes: files.reduce((n, f) => n + f.bytes, 0),
       oldestPendingMs: this.oldestPendingMs(),
-      backpressure: this.backpressure(0),
+      backpressure: this.admission.refusal(0),
       appliedSegment: this.loader.done,
       compactedSegment: this.tiers.snapshot.compactedSegment,
       pendingDistinctIds: this.pending.size,
