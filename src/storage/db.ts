@@ -16,7 +16,9 @@ export interface Database {
   /**
    * Run a read query and hand its rows to `each` a chunk at a time (as `query` converts them),
    * never holding the whole result: for results that would weigh on memory held whole, twice
-   * (DuckDB's and the rows'), such as a project's persons.
+   * (DuckDB's and the rows'), such as a project's persons. One of the read connections is held
+   * until the last chunk is handed over, `each` included; if `each` throws, the rest of the result
+   * is dropped (the connection's next statement replaces it) and the call rejects with that error.
    */
   queryChunks<T = Row>(sql: string, params: readonly SqlParam[], each: (rows: T[]) => void): Promise<void>;
   /** Run a statement on the write connection. */

@@ -51,3 +51,23 @@ describe('queryChunks', () => {
     expect(await db.query('SELECT 2 AS two')).toEqual([{ two: 2 }]);
   });
 });
+
+describe('queryChunks when it stops partway', () => {
+  test('an error in the middle of the stream, or thrown by `each`, rejects the call, and the reader serves the next query', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'hogbase-db-'));
+    db = await openDatabase(join(dir, 'db.duckdb'), { readers: 1 });
+    let seen = 0;
+    const failing = "SELECT i, CASE WHEN i = 4500 THEN error('row 4500 is bad') ELSE i END AS v FROM range(5000) r(i)";
+    await expect(db.queryChunks(failing, [], (rows) => (seen += rows.length))).rejects.toThrow(/row 4500 is bad/);
+    expect(await db.query('SELECT 3 AS three')).toEqual([{ three: 3 }]);
+    let chunks = 0;
+    const stop = new Error('enough');
+    await expect(
+      db.queryChunks('SELECT i FROM range(10000) r(i)', [], () => {
+        if (++chunks === 2) throw stop;
+      }),
+    ).rejects.toBe(stop);
+    expect(chunks).toBe(2);
+    expect(await db.query<{ n: number }>('SELECT count(*) AS n FROM range(7) r(i)')).toEqual([{ n: 7 }]);
+  });
+});

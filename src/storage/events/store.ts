@@ -25,7 +25,8 @@ import { newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers/tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, RelationOptions, ReplayResult } from './types';
 import { encodeFrame, intakeParts } from './log/frames';
-import { WalWriter, type SealedSegment, type TimeSpan } from './log/wal';
+import { WalWriter } from './log/wal';
+import type { SealedSegment, TimeSpan } from './log/segments';
 
 /** How long a wait for persons (cohorts, person lists) waits for unprocessed capture requests by default. */
 const PERSONS_WAIT_MS = 15_000;

@@ -4,7 +4,7 @@ import type { Row, SqlParam } from '../db';
 import type { DeadLetter } from './log/dead-letters';
 import type { ErasedEvents, PersonMatch } from './tiers/erasure';
 import type { EventsRelation, StreamOptions, TimeRange } from './read/relation';
-import type { SealedSegment, TimeSpan } from './log/wal';
+import type { SealedSegment, TimeSpan } from './log/segments';
 
 /** What an intake frame records besides the body: everything processing needs, fixed at receipt. */
 export interface IntakeContext {

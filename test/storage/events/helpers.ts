@@ -1,10 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hotValuesOf, type StoredEventRow } from '../../../src/core/events/columns';
 import { openDatabase, type Database } from '../../../src/storage/db';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { writeFile } from 'node:fs/promises';
 import { createEventStore, type EventStore, type EventStoreOptions } from '../../../src/storage/events';
 import { LINES_TO_EVENT_SELECT, readLinesSql } from '../../../src/storage/events/load/line-sql';
 

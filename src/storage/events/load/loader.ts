@@ -13,7 +13,7 @@ import { ANY_TEAM } from '../log/recovery';
 import { observe } from '../../../core/metrics/histogram';
 import { countFailure, MiB, type Counters, type Settings } from '../settings';
 import type { Tiers } from '../tiers/tiers';
-import { bytesOf, mergeSpans, type SealedSegment, type TimeSpan } from '../log/wal';
+import { bytesOf, mergeSpans, type SealedSegment, type TimeSpan } from '../log/segments';
 
 /**
  * Loads smaller than this leave the load speed (`bytesPerSec`) as it is: their time is mostly

@@ -23,7 +23,7 @@ export interface FrameScan {
   frames: ScannedFrame[];
   /** Byte ranges that failed their check (a torn tail or corruption), to be dead-lettered. */
   damaged: Array<{ start: number; end: number }>;
-  /** Zero bytes after the last frame: the unused end of a segment file made ahead (`wal.ts`), not damage. */
+  /** Zero bytes after the last frame: the unused end of a segment file made ahead (`files-ahead.ts`), not damage. */
   zeroTail: number;
 }
 

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, truncate, writeFile } from 'node:
 import { join } from 'node:path';
 import { deadLetterDir, writeDeadLetter } from './dead-letters';
 import { scanFrames } from './frame-reader';
-import { PROCESSED_SUFFIX, SEGMENT_RE, type SealedSegment } from './wal';
+import { PROCESSED_SUFFIX, SEGMENT_RE, type SealedSegment } from './segments';
 
 /** A team id standing for "any team" (rows whose teams were not counted, e.g. replays). */
 export const ANY_TEAM = -1;

@@ -18,7 +18,7 @@ const CONTROL = /[\x00-\x1f]/;
 const field = (s: string): string => (CONTROL.test(s) ? QUOTE + s.replaceAll(QUOTE, QUOTE + QUOTE) + QUOTE : s);
 const nullable = (s: string | null | undefined): string => (s == null ? NULL_MARK : field(s));
 
-/** Columns of a WAL line, in order, with the types DuckDB reads them as. */
+/** Columns of a row line, in order, with the types DuckDB reads them as. */
 export const LINE_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['uuid', 'VARCHAR'],
   ['team_id', 'INTEGER'],

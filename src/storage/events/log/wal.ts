@@ -7,8 +7,6 @@ import type { IntakeParts } from './frames';
 import { encodeGroup, SCRATCH_BYTES, SYNC_WRITE_MAX_BYTES, writeFully } from './group-write';
 import { mergeSpans, segmentName, type SealedSegment, type TimeSpan } from './segments';
 
-export { bytesOf, mergeSpans, PROCESSED_SUFFIX, SEGMENT_RE, segmentName, type SealedSegment, type TimeSpan } from './segments';
-
 const openAsync = promisify(open);
 const fdatasyncAsync = promisify(fdatasync);
 const fsyncAsync = promisify(fsync);

@@ -1,7 +1,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { RecentUuids } from '../load/recent-uuids';
 import type { EncodedRows } from '../types';
-import type { TimeSpan } from '../log/wal';
+import type { TimeSpan } from '../log/segments';
 import { frameHeader } from '../log/frames';
 
 /**

@@ -7,7 +7,7 @@ import { countFailure, type Counters, type Settings } from '../settings';
 import { decodeIntakeFrame, scanFrames, type ScannedFrame } from '../log/frame-reader';
 import type { IntakeContext } from '../types';
 import type { EncodedRows, ProcessIntake } from '../types';
-import { bytesOf, PROCESSED_SUFFIX, type SealedSegment } from '../log/wal';
+import { bytesOf, PROCESSED_SUFFIX, type SealedSegment } from '../log/segments';
 
 /** A sealed segment on its way to the tables: its tries so far, and the file a load reads (its processed copy, once written). */
 export type Queued = SealedSegment & { attempts: number; loadPath: string };

@@ -82,9 +82,20 @@ describe('FilesAhead', () => {
   test('a file still being made when closed is removed once done', async () => {
     const dir = await tempDir();
     const ahead = new FilesAhead(dir, 64 * MiB);
-    ahead.prepare({ bytes: 40 * MiB, writes: 1000 });
+    ahead.prepare(SMALL_GROUPS);
     await ahead.close();
     expect(await readdir(dir)).toEqual([]);
     expect(await ahead.take(join(dir, 'seg-1.wal'))).toBeNull();
+  });
+
+  test('a file that cannot be renamed to its segment is closed and removed, and none is handed over', async () => {
+    const dir = await tempDir();
+    const ahead = new FilesAhead(dir, 64 * MiB);
+    ahead.prepare(SMALL_GROUPS);
+    await ahead.whenPrepared();
+    expect(await readdir(dir)).toEqual(['next-1.wal.tmp']);
+    expect(await ahead.take(join(dir, 'no-such-dir', 'seg-1.wal'))).toBeNull();
+    expect(await readdir(dir)).toEqual([]);
+    await ahead.close();
   });
 });

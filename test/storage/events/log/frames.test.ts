@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { IntakeContext } from '../../../../src/storage/events';
 import { decodeIntakeFrame, readRowFrames, scanFrames } from '../../../../src/storage/events/log/frame-reader';
-import { encodeFrame, encodeIntakeFrames, frameHeader, intakeParts } from '../../../../src/storage/events/log/frames';
+import { encodeFrame, encodeIntakeFrames, intakeParts } from '../../../../src/storage/events/log/frames';
 import { makeEvent, readLinesBack as readBack } from '../helpers';
 
 describe('WAL frames', () => {

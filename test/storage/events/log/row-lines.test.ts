@@ -5,7 +5,7 @@ import { encodeFrame, frameHeader } from '../../../../src/storage/events/log/fra
 import { encodeRowLines, fillPersonSlot, fillTeamSlot } from '../../../../src/storage/events/log/row-lines';
 import { makeEvent, readLinesBack as readBack } from '../helpers';
 
-describe('WAL line format', () => {
+describe('row line format', () => {
   test('hostile strings round-trip exactly through DuckDB', async () => {
     const nasty = ['a\x1fb', 'line\nbreak', 'cr\r\n', '\x1e quote \x1e\x1e', '\x15', '\x1dW1 1 2 3', 'nul\x00byte', '"quoted"', 'tab\there', 'ünïcødé 漢字 🎉', ''];
     const rows = nasty.map((s, i) =>
