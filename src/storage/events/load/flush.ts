@@ -1,7 +1,9 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Database } from '../../db';
 import { writeDeadLetter } from '../log/dead-letters';
-import { fileList, registerFiles, writeParquet, type ParquetFile } from '../tiers/parquet';
+import { fileList, type ParquetFile } from '../tiers/parquet';
+import { registerFiles } from '../tiers/manifest';
+import { writeParquet } from '../tiers/parquet-write';
 import type { PropertyKeysByDay } from '../process/processed-copy';
 import { FIELD, NULL_MARK, QUOTE, LINE_COLUMNS } from '../log/row-lines';
 import { readLinesSql, LINES_TO_EVENT_SELECT, linesToEventSelect } from './line-sql';

@@ -1,6 +1,8 @@
 import type { Database } from '../../db';
 import { EVENT_COLUMNS } from '../../../core/events/columns';
-import { fileList, registerFiles, writeParquet, writeParquetFile, type ParquetFile } from './parquet';
+import { fileList, type ParquetFile } from './parquet';
+import { registerFiles } from './manifest';
+import { writeParquet, writeParquetFile } from './parquet-write';
 import { disjointNewestFirst } from '../read/relation';
 
 const columns = EVENT_COLUMNS.join(', ');

@@ -2,7 +2,9 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../../core/events/columns';
 import type { Database } from '../../db';
-import { fileList, registerFiles, writeParquetFile, type ParquetFile } from './parquet';
+import { fileList, type ParquetFile } from './parquet';
+import { registerFiles } from './manifest';
+import { writeParquetFile } from './parquet-write';
 import { personCopyRoot, registerCopy, rewritePersonCopy, type PersonCopy } from './person-copies';
 import { sqlString } from '../../sql-literal';
 

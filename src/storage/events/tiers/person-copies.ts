@@ -4,7 +4,9 @@ import { EVENT_COLUMNS } from '../../../core/events/columns';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Database, Tx } from '../../db';
 import { syncDir } from '../log/fs-sync';
-import { fileList, fileOfRow, MANIFEST_COLUMNS, PARQUET_WRITE_OPTIONS, removeUnknownFiles, type ManifestRow, type ParquetFile } from './parquet';
+import { fileList, removeUnknownFiles, type ParquetFile } from './parquet';
+import { fileOfRow, MANIFEST_COLUMNS, type ManifestRow } from './manifest';
+import { PARQUET_WRITE_OPTIONS } from './parquet-write';
 import { sqlString } from '../../sql-literal';
 
 /**
