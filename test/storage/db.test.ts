@@ -56,9 +56,8 @@ describe('queryChunks when it stops partway', () => {
   test('an error in the middle of the stream, or thrown by `each`, rejects the call, and the reader serves the next query', async () => {
     dir = await mkdtemp(join(tmpdir(), 'hogbase-db-'));
     db = await openDatabase(join(dir, 'db.duckdb'), { readers: 1 });
-    let seen = 0;
     const failing = "SELECT i, CASE WHEN i = 4500 THEN error('row 4500 is bad') ELSE i END AS v FROM range(5000) r(i)";
-    await expect(db.queryChunks(failing, [], (rows) => (seen += rows.length))).rejects.toThrow(/row 4500 is bad/);
+    await expect(db.queryChunks(failing, [], () => undefined)).rejects.toThrow(/row 4500 is bad/);
     expect(await db.query('SELECT 3 AS three')).toEqual([{ three: 3 }]);
     let chunks = 0;
     const stop = new Error('enough');

@@ -1,12 +1,12 @@
-import { join } from 'node:path';
-import type { Database, Tx } from '../../db';
-import { fileList, type ParquetFile } from './parquet';
-
 /**
  * The manifest (`event_parquet_files`): the Parquet files the events relation reads, each
  * registered in the same transaction as the watermark of the rows it holds; and the property
  * keys of each (`event_file_property_keys`), listed by processing or by the background indexing.
  */
+import { join } from 'node:path';
+import type { Database, Tx } from '../../db';
+import { fileList, type ParquetFile } from './parquet';
+
 /** A manifest row as `loadManifest` and `loadPersonCopies` select it (times as epoch ms). */
 export interface ManifestRow {
   path: string;

@@ -5,13 +5,14 @@ import { sqlString } from '../../sql-literal';
 
 /**
  * Parquet files (zstd), partitioned by team and day (of the event timestamp), sorted by time
- * newest first in row groups of `ROW_GROUP_ROWS` (a `timestamp DESC` top-N reads the first group of
- * the newest file and skips the rest by their min/max statistics), under `<dataDir>/events/parquet/<teamId>/<yyyy-mm-dd>/<tag>-<n>.parquet`: every path part
- * comes from an integer, a date or our own tag, never from a user string. Files are written
- * into a temporary directory and renamed into place, and are part of the events relation only
- * once registered in the manifest (`event_parquet_files`), in the same transaction as the
- * watermark that says which rows they hold. A crash leaves at worst unregistered files, which
- * are never read and are removed at the next start.
+ * newest first in row groups of `ROW_GROUP_ROWS` (`parquet-write.ts`; a `timestamp DESC` top-N
+ * reads the first group of the newest file and skips the rest by their min/max statistics), under
+ * `<dataDir>/events/parquet/<teamId>/<yyyy-mm-dd>/<tag>-<n>.parquet`: every path part comes from
+ * an integer, a date or our own tag, never from a user string. Files are written into a temporary
+ * directory and renamed into place (`parquet-write.ts`), and are part of the events relation only
+ * once registered in the manifest (`manifest.ts`), in the same transaction as the watermark that
+ * says which rows they hold. A crash leaves at worst unregistered files, which are never read and
+ * are removed at the next start (`removeOrphans`).
  */
 export interface ParquetFile {
   /** Relative to the Parquet root. */
