@@ -144,14 +144,8 @@ class DuckDbEventStore implements EventStore {
     });
     this.wal = new WalWriter(
       {
+        ...s,
         dir: join(s.dataDir, 'events', 'wal'),
-        durable: s.durable,
-        groupCommitMs: s.groupCommitMs,
-        segmentMaxRows: s.segmentMaxRows,
-        segmentMaxBytes: s.segmentMaxBytes,
-        segmentMaxAgeMs: s.segmentMaxAgeMs,
-        relaxedSyncMs: s.relaxedSyncMs,
-        now: s.now,
         onSeal: (seg) => this.processor.enqueue(seg),
         onDurable: () => this.processor.kick(),
         // A file made ahead must leave the disk's reserve whole (it is space taken before any request needs it).

@@ -1,12 +1,6 @@
-import { close, fdatasync, open, write } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-
-const openAsync = promisify(open);
-const writeAsync = promisify(write);
-const fdatasyncAsync = promisify(fdatasync);
-const closeAsync = promisify(close);
+import { closeAsync, fdatasyncAsync, openAsync, writeAsync } from './fd-io';
 
 /** A file of zeros made ahead for the next segment. */
 interface Ready {

@@ -1,8 +1,7 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 
-/** fsync a directory, so a rename or a new file in it survives a power loss. */
-export function syncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
+function syncPath(path: string, flags: 'r' | 'r+'): void {
+  const fd = openSync(path, flags);
   try {
     fsyncSync(fd);
   } finally {
@@ -10,12 +9,8 @@ export function syncDir(dir: string): void {
   }
 }
 
+/** fsync a directory, so a rename or a new file in it survives a power loss. */
+export const syncDir = (dir: string): void => syncPath(dir, 'r');
+
 /** fsync a file by path. */
-export function syncFile(path: string): void {
-  const fd = openSync(path, 'r+');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
+export const syncFile = (path: string): void => syncPath(path, 'r+');

@@ -1,11 +1,7 @@
 /** One group commit's write: its frames encoded into as few buffers as can be, and written in order. */
-import { write, writev, writevSync } from 'node:fs';
-import { promisify } from 'node:util';
+import { writevSync } from 'node:fs';
+import { writeAsync, writevAsync } from './fd-io';
 import { encodeIntakeFrames, type IntakeParts } from './frames';
-
-const writeAsync = promisify(write);
-const writevAsync = (fd: number, bufs: readonly Buffer[], position: number) =>
-  new Promise<number>((resolve, reject) => writev(fd, bufs as Buffer[], position, (error, n) => (error ? reject(error) : resolve(n))));
 
 /**
  * A buffer of this size is kept for encoding groups' intake frames (a fresh one per group cost

@@ -1,17 +1,11 @@
-import { close, fdatasync, fsync, ftruncate, open, openSync, closeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import type { Settings } from '../settings';
+import { closeAsync, fdatasyncAsync, ftruncateAsync, openAsync, syncDirAsync } from './fd-io';
 import { FilesAhead } from './files-ahead';
 import type { IntakeParts } from './frames';
 import { encodeGroup, SCRATCH_BYTES, SYNC_WRITE_MAX_BYTES, writeFully } from './group-write';
 import { mergeSpans, segmentName, type SealedSegment, type TimeSpan } from './segments';
-
-const openAsync = promisify(open);
-const fdatasyncAsync = promisify(fdatasync);
-const fsyncAsync = promisify(fsync);
-const ftruncateAsync = promisify(ftruncate);
-const closeAsync = promisify(close);
 
 /** What an append may carry besides the frame. */
 export interface AppendExtra {
@@ -24,19 +18,13 @@ export interface AppendExtra {
   uuidGen?: number;
 }
 
-export interface WalOptions {
+/**
+ * The store's settings the log reads (documented on `EventStoreOptions`: `durable` fsyncs before
+ * acknowledging, `groupCommitMs` waits to gather more writers, the segment limits, `relaxedSyncMs`
+ * fsyncs relaxed writes anyway, `now` ages segments), and where the log reports to.
+ */
+export interface WalOptions extends Pick<Settings, 'durable' | 'groupCommitMs' | 'segmentMaxRows' | 'segmentMaxBytes' | 'segmentMaxAgeMs' | 'relaxedSyncMs' | 'now'> {
   dir: string;
-  /** fsync before acknowledging (`durable`), or acknowledge once written to the OS (`relaxed`). */
-  durable: boolean;
-  /** Extra wait before a group commit to gather more writers; 0 relies on natural batching. */
-  groupCommitMs: number;
-  segmentMaxRows: number;
-  segmentMaxBytes: number;
-  segmentMaxAgeMs: number;
-  /** In relaxed mode, how often written data is fsynced anyway. */
-  relaxedSyncMs: number;
-  /** The store's clock (epoch ms): a segment's age. */
-  now: () => number;
   onSeal(segment: SealedSegment): void;
   /** Called after appends resolve: frames of the active segment may be processed now. */
   onDurable?(): void;
@@ -336,12 +324,7 @@ export class WalWriter {
     const fd = ready?.fd ?? (await openAsync(path, 'wx'));
     const zeroed = ready?.size ?? 0;
     // The new name must survive a power loss too, or its acknowledged frames vanish with it.
-    const dirFd = openSync(this.options.dir, 'r');
-    try {
-      await fsyncAsync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
+    await syncDirAsync(this.options.dir);
     this.active = { id, path, fd, bytes: 0, rows: 0, teams: new Map(), spans: new Map(), intake: 0, frames: 0, memos: [], lastSeq: 0, mayRepeat: false, uuidGen: Infinity, openedAt: this.options.now(), dirty: false, zeroed, writes: 0 };
     if (this.options.durable && !this.closed) this.ahead.prepare(this.lastSealed);
     return this.active;
