@@ -110,7 +110,7 @@ export class SegmentLoader {
    * up to it comes first, less what the running load has done.
    */
   late(seg: number, aheadBytes: number, ms: number): boolean {
-    const ahead = aheadBytes + bytesOf(this.queue.filter((q) => q.id <= seg));
+    const ahead = aheadBytes + bytesOf(this.queue, seg);
     const msFor = (bytes: number) => (bytes / this.bytesPerSec) * 1000;
     const running = this.runningLoad;
     const done = running ? Math.min(performance.now() - running.since, msFor(running.bytes)) : 0;

@@ -60,10 +60,10 @@ export interface SealedSegment {
 
 export type TimeSpan = [lo: number, hi: number];
 
-/** The bytes of these segments' log files (no array made: every capture request asks, through the backpressure check). */
-export function bytesOf(segments: readonly SealedSegment[]): number {
+/** The bytes of these segments' log files, of those up to segment `upTo` when given (no array made: every capture request asks, through the backpressure check). */
+export function bytesOf(segments: readonly SealedSegment[], upTo = Infinity): number {
   let n = 0;
-  for (const seg of segments) n += seg.bytes;
+  for (const seg of segments) if (seg.id <= upTo) n += seg.bytes;
   return n;
 }
 

@@ -77,7 +77,7 @@ export class SegmentProcessor {
 
   /** Bytes of the segments up to `seg` not processed yet. */
   bytesUpTo(seg: number): number {
-    return bytesOf(this.intake.filter((q) => q.id <= seg));
+    return bytesOf(this.intake, seg);
   }
 
   enqueue(seg: SealedSegment): void {
