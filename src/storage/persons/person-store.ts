@@ -14,6 +14,19 @@ interface TeamPersons {
 
 const groupKey = (type: string, key: string) => `${type}\u0000${key}`;
 
+/** A loaded distinct id joined to its loaded person (one whose person is gone is left out). */
+function joinLoadedId(t: TeamPersons, distinctId: string, personUuid: string): void {
+  const p = t.persons.get(personUuid);
+  if (!p) return;
+  p.distinctIds.push(distinctId);
+  t.byDistinctId.set(distinctId, p);
+}
+
+function addGroup(t: TeamPersons, g: Group): void {
+  t.groupTypes.set(g.groupType, g.groupTypeIndex);
+  t.groups.set(groupKey(g.groupType, g.groupKey), g);
+}
+
 /**
  * Rows from one JSON parameter, parsed by DuckDB's from_json on its own threads (an appender
  * would cost the main thread a call per value and a synchronous close; see bench/NOTES.md).
@@ -107,27 +120,14 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?',
       [teamId],
       (ids) => {
-        for (const r of ids) {
-          const p = t.persons.get(r.person_uuid);
-          if (!p) continue;
-          p.distinctIds.push(r.distinct_id);
-          t.byDistinctId.set(r.distinct_id, p);
-        }
+        for (const r of ids) joinLoadedId(t, r.distinct_id, r.person_uuid);
       },
     );
     await db.queryChunks<{ group_type: string; group_type_index: number; group_key: string; properties: string }>(
       'SELECT group_type, group_type_index, group_key, properties FROM groups WHERE team_id = ?',
       [teamId],
       (groups) => {
-        for (const g of groups) {
-          t.groupTypes.set(g.group_type, g.group_type_index);
-          t.groups.set(groupKey(g.group_type, g.group_key), {
-            groupType: g.group_type,
-            groupTypeIndex: g.group_type_index,
-            groupKey: g.group_key,
-            properties: JSON.parse(g.properties),
-          });
-        }
+        for (const g of groups) addGroup(t, { groupType: g.group_type, groupTypeIndex: g.group_type_index, groupKey: g.group_key, properties: JSON.parse(g.properties) });
       },
     );
     await seedMirror(teamId, t);
@@ -138,16 +138,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const t: TeamPersons = { persons: new Map(), byDistinctId: new Map(), groups: new Map(), groupTypes: new Map() };
     const rows = await from.load(teamId);
     for (const r of rows.persons) t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
-    for (const r of rows.distinctIds) {
-      const p = t.persons.get(r.personUuid);
-      if (!p) continue;
-      p.distinctIds.push(r.distinctId);
-      t.byDistinctId.set(r.distinctId, p);
-    }
-    for (const g of rows.groups) {
-      t.groupTypes.set(g.groupType, g.groupTypeIndex);
-      t.groups.set(groupKey(g.groupType, g.groupKey), g);
-    }
+    for (const r of rows.distinctIds) joinLoadedId(t, r.distinctId, r.personUuid);
+    for (const g of rows.groups) addGroup(t, g);
     if (from.needsIds()) await from.reserveIds();
     await copyTeam(teamId, t);
     await seedMirror(teamId, t);
