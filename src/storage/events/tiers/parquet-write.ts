@@ -54,8 +54,9 @@ let fileSeq = 0;
 
 /**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, already ordered by team and time) as
- * partitioned Parquet, and move the files into place. `tag` makes the names unique. The files
- * are not registered: the caller does that in its own transaction.
+ * partitioned Parquet, and move the files into place, each sorted newest first (`sortFile`).
+ * `tag` makes the names unique. The files are not registered: the caller does that in its own
+ * transaction.
  */
 export async function writeParquet(c: DuckDBConnection, root: string, select: string, tag: string, now: () => number): Promise<ParquetFile[]> {
   const tmp = join(root, `${TMP_PREFIX}${tag}`);
@@ -65,7 +66,8 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
     await c.run(
       `COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
     );
-    const written = await listWritten(c, join(tmp, '**', '*.parquet'));
+    const written = await listWritten(c, join(tmp, '**', '*.parquet'), true);
+    for (const w of written) if (!w.sorted) await sortFile(c, w.filename);
     return await placeFiles(
       root,
       tag,
@@ -110,6 +112,20 @@ export async function writeParquetFile(
   }
 }
 
+/**
+ * Rewrite a partitioned write's file whose rows came out as several runs, sorted newest first.
+ * DuckDB's partitioned COPY writes each thread's rows as they come (every
+ * `partitioned_write_flush_threshold` rows), so with more than one thread a partition's file can
+ * hold the query's ORDER BY in runs rather than whole (duckdb/duckdb#14349); a file registered
+ * as sorted must be, since the exports' ordered scans read it without a sort. A one-file COPY
+ * keeps its ORDER BY.
+ */
+async function sortFile(c: DuckDBConnection, file: string): Promise<void> {
+  const sorted = `${file}.sorted`;
+  await c.run(`COPY (SELECT * FROM read_parquet(${sqlString(file)}, hive_partitioning = false) ORDER BY timestamp DESC) TO ${sqlString(sorted)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`);
+  await rename(sorted, file);
+}
+
 const asStored = (select: string) => `SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})`;
 
 interface Written {
@@ -117,14 +133,23 @@ interface Written {
   rows: bigint;
   lo: bigint;
   hi: bigint;
+  /** Whether the rows are newest first (asked with `checkOrder`; otherwise true). */
+  sorted: boolean;
 }
 
-/** The files a COPY wrote (a path or a glob) with their rows and time range; none when every row was a duplicate. */
-async function listWritten(c: DuckDBConnection, files: string): Promise<Written[]> {
+/**
+ * The files a COPY wrote (a path or a glob) with their rows and time range; none when every row
+ * was a duplicate. `checkOrder`: whether each file's rows are newest first, from each row's time
+ * against the one before it in the file.
+ */
+async function listWritten(c: DuckDBConnection, files: string, checkOrder = false): Promise<Written[]> {
+  const read = `read_parquet(${sqlString(files)}, filename = true, hive_partitioning = false${checkOrder ? ', file_row_number = true' : ''})`;
+  const source = checkOrder ? `(SELECT filename, timestamp, lag(timestamp) OVER (PARTITION BY filename ORDER BY file_row_number) AS before FROM ${read})` : read;
+  const sorted = checkOrder ? 'count(*) FILTER (WHERE before < timestamp) = 0' : 'true';
   try {
     return (
       await c.runAndReadAll(
-        `SELECT filename, count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi FROM read_parquet(${sqlString(files)}, filename = true, hive_partitioning = false) GROUP BY filename ORDER BY filename`,
+        `SELECT filename, count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi, ${sorted} AS sorted FROM ${source} GROUP BY filename ORDER BY filename`,
       )
     ).getRowObjectsJS() as unknown as Written[];
   } catch (error) {

@@ -1,0 +1,56 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDatabase, type Database } from '../../../../src/storage/db';
+import { writeParquet } from '../../../../src/storage/events/tiers/parquet-write';
+
+let dir: string | null = null;
+let db: Database | null = null;
+afterEach(async () => {
+  await db?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  db = null;
+  dir = null;
+});
+
+const DAY = Date.UTC(2024, 4, 1);
+
+/** Each file's event times in the order the file holds its rows. */
+async function timesInFileOrder(d: Database, path: string): Promise<number[]> {
+  const rows = await d.query<{ ms: number }>(`SELECT epoch_ms(timestamp) AS ms FROM read_parquet('${path}', file_row_number = true) ORDER BY file_row_number`);
+  return rows.map((r) => r.ms);
+}
+
+describe('writeParquet', () => {
+  // DuckDB's partitioned COPY writes each thread's rows as they come, so with several threads a
+  // partition's file held the ORDER BY in runs (duckdb/duckdb#14349); the exports' ordered scans
+  // read a file registered as sorted without sorting it.
+  test('every file it writes holds its rows newest first, whatever the threads, and nothing else changes', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'parquet-write-'));
+    db = await openDatabase(join(dir, 'db.duckdb'), { threads: 4 });
+    const n = 90_000;
+    // Times scattered over one day for project 1 and two days for project 2, ordered as a load orders them.
+    const select =
+      `SELECT 'u' || i AS uuid, (1 + i % 2)::INTEGER AS team_id, '{"n":' || i || '}' AS properties, ` +
+      `make_timestamp((${DAY} + (hash(i) % (CASE WHEN i % 2 = 0 THEN 86400000 ELSE 172800000 END)))::BIGINT * 1000) AS timestamp, ` +
+      `CAST(timestamp AS DATE) AS _day FROM range(${n}) AS t(i) ORDER BY team_id, timestamp DESC`;
+    const root = join(dir, 'parquet');
+    const files = await db.withWriter((c) => writeParquet(c, root, select, 'w1', () => 1_000));
+    expect(files.map((f) => `${f.teamId}/${f.day}`).sort()).toEqual(['1/2024-05-01', '2/2024-05-01', '2/2024-05-02']);
+    let rows = 0;
+    for (const f of files) {
+      const times = await timesInFileOrder(db, join(root, f.path));
+      expect(times.length).toBe(f.rows);
+      expect(times).toEqual([...times].sort((a, b) => b - a));
+      expect([f.minTs, f.maxTs]).toEqual([times[times.length - 1], times[0]]);
+      rows += f.rows;
+    }
+    expect(rows).toBe(n);
+    // The same rows as the query gave, no more, no fewer.
+    const [written] = await db.query<{ rows: number; uuids: number; sum: number }>(
+      `SELECT count(*) AS rows, count(DISTINCT uuid) AS uuids, sum(json_extract(properties, '$.n')::BIGINT) AS sum FROM read_parquet('${root}/*/*/*.parquet')`,
+    );
+    expect(written).toEqual({ rows: n, uuids: n, sum: (n * (n - 1)) / 2 });
+  });
+});
