@@ -2,6 +2,7 @@ import { storableJson, wellFormed, wellFormedJson } from '../../core/ingest/well
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
+import { chunks } from '../chunks';
 import type { Database } from '../db';
 import type { Group, Person, PersonChanges, PersonHome, PersonMirror, PersonStore } from './types';
 
@@ -55,6 +56,12 @@ const MERGE_DISTINCT_IDS = `MERGE INTO person_distinct_ids
   WHEN NOT MATCHED THEN INSERT (team_id, distinct_id, person_uuid) VALUES (s.team_id, s.distinct_id, s.person_uuid)`;
 const DELETE_DISTINCT_IDS = `DELETE FROM person_distinct_ids
   WHERE (team_id, distinct_id) IN (SELECT (s.team_id, s.distinct_id) FROM ${staged('{"team_id":"INTEGER","distinct_id":"VARCHAR"}')})`;
+
+/**
+ * Rows staged as one statement's JSON at most: a project copied whole (loaded from the home) or a
+ * large flush is written in parts, not as one text holding every row at once.
+ */
+const STAGED_ROWS = 20_000;
 
 /** One person as an element of the JSON that MERGE_PERSONS reads. */
 function personRow(p: Person, teamId: number): string {
@@ -136,10 +143,17 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
 
   async function loadFromHome(teamId: number, from: PersonHome) {
     const t: TeamPersons = { persons: new Map(), byDistinctId: new Map(), groups: new Map(), groupTypes: new Map() };
-    const rows = await from.load(teamId);
-    for (const r of rows.persons) t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
-    for (const r of rows.distinctIds) joinLoadedId(t, r.distinctId, r.personUuid);
-    for (const g of rows.groups) addGroup(t, g);
+    await from.load(teamId, {
+      persons: (rows) => {
+        for (const r of rows) t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
+      },
+      distinctIds: (rows) => {
+        for (const r of rows) joinLoadedId(t, r.distinctId, r.personUuid);
+      },
+      groups: (rows) => {
+        for (const g of rows) addGroup(t, g);
+      },
+    });
     if (from.needsIds()) await from.reserveIds();
     await copyTeam(teamId, t);
     await seedMirror(teamId, t);
@@ -372,7 +386,10 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   }
 
   async function replacePersons(c: DuckDBConnection, dirty: Map<string, number>, from = teams) {
-    if (!dirty.size) return;
+    for (const part of chunks(dirty, STAGED_ROWS)) await replacePersonsPart(c, part, from);
+  }
+
+  async function replacePersonsPart(c: DuckDBConnection, dirty: ReadonlyArray<[uuid: string, teamId: number]>, from: Map<number, TeamPersons>) {
     const gone: string[] = [];
     const keys: string[] = [];
     const rows: string[] = [];
@@ -395,10 +412,13 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   }
 
   async function replaceDistinctIds(c: DuckDBConnection, dirty: Map<string, { teamId: number; distinctId: string }>, from = teams) {
-    if (!dirty.size) return;
+    for (const part of chunks(dirty.values(), STAGED_ROWS)) await replaceDistinctIdsPart(c, part, from);
+  }
+
+  async function replaceDistinctIdsPart(c: DuckDBConnection, dirty: ReadonlyArray<{ teamId: number; distinctId: string }>, from: Map<number, TeamPersons>) {
     const gone: string[] = [];
     const rows: string[] = [];
-    for (const { teamId, distinctId } of dirty.values()) {
+    for (const { teamId, distinctId } of dirty) {
       const key = `"team_id":${teamId},"distinct_id":${JSON.stringify(distinctId)}`;
       const p = from.get(teamId)?.byDistinctId.get(distinctId);
       if (!p) gone.push(`{${key}}`);

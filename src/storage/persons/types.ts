@@ -67,6 +67,13 @@ export interface PersonRows {
   groups: Group[];
 }
 
+/** Where a load puts the pages it reads: every person before any distinct id, so each id finds its person. */
+export interface PersonRowsSink {
+  persons(rows: PersonRows['persons']): void;
+  distinctIds(rows: PersonRows['distinctIds']): void;
+  groups(rows: Group[]): void;
+}
+
 /** What a flush writes: each changed person (null: merged away), distinct id (null: unlinked) and group. */
 export interface PersonChanges {
   /** The persons as they are in memory: `write` may give a provisional id (below 0) its real one. */
@@ -82,7 +89,8 @@ export interface PersonChanges {
  * the statements that join persons to events: the events list, exports, cohort calculations.
  */
 export interface PersonHome {
-  load(teamId: number): Promise<PersonRows>;
+  /** A project's persons, then its distinct ids, then its groups, handed to `into` a page at a time (one snapshot). */
+  load(teamId: number, into: PersonRowsSink): Promise<void>;
   write(changes: PersonChanges): Promise<void>;
   deleteTeam(teamId: number): Promise<void>;
   /** A new person's id, from ids reserved ahead; below 0 when none is left (`write` replaces it). */

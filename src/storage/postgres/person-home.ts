@@ -1,4 +1,4 @@
-import { chunks } from '../seen/seen-rows';
+import { chunks } from '../chunks';
 import type { PersonChanges, PersonHome } from '../persons/types';
 import type { Changes } from './changes';
 import { isUuid, type Pg, type PgTx } from './client';
@@ -35,6 +35,19 @@ function changedKeys(written: PersonChanges): Map<number, { persons: string[]; d
  */
 
 const ROWS_PER_STATEMENT = 5_000;
+/** Rows a load fetches at a time from its cursor. */
+export const LOAD_PAGE_ROWS = 10_000;
+
+/** The rows of `query` handed to `onPage` a page at a time, through a cursor of the transaction. */
+async function readPages<T>(tx: PgTx, query: string, params: readonly unknown[], onPage: (rows: T[]) => void): Promise<void> {
+  await tx.run(`DECLARE load_rows NO SCROLL CURSOR FOR ${query}`, params);
+  for (;;) {
+    const rows = await tx.query<T>(`FETCH ${LOAD_PAGE_ROWS} FROM load_rows`);
+    if (rows.length) onPage(rows);
+    if (rows.length < LOAD_PAGE_ROWS) break;
+  }
+  await tx.run('CLOSE load_rows');
+}
 const FIRST_BLOCK = 64;
 const LARGEST_BLOCK = 10_000;
 
@@ -97,24 +110,27 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
   }
 
   return {
-    async load(teamId) {
-      const persons = await pg.query<PersonRow>(
-        'SELECT id, uuid::text AS uuid, properties::text AS properties, is_identified, created_at FROM persons WHERE team_id = $1',
-        [teamId],
-      );
-      const distinctIds = await pg.query<{ distinct_id: string; person_uuid: string }>(
-        'SELECT distinct_id, person_uuid::text AS person_uuid FROM person_distinct_ids WHERE team_id = $1',
-        [teamId],
-      );
-      const groups = await pg.query<{ group_type: string; group_type_index: number; group_key: string; properties: string }>(
-        'SELECT group_type, group_type_index, group_key, properties::text AS properties FROM groups WHERE team_id = $1',
-        [teamId],
-      );
-      return {
-        persons: persons.map(toPersonRow),
-        distinctIds: distinctIds.map((r) => ({ distinctId: r.distinct_id, personUuid: r.person_uuid })),
-        groups: groups.map((g) => ({ groupType: g.group_type, groupTypeIndex: g.group_type_index, groupKey: g.group_key, properties: JSON.parse(g.properties) })),
-      };
+    async load(teamId, into) {
+      // One snapshot, read through cursors a page at a time: the rows of a large project are
+      // never all in memory as results beside the persons made of them (see bench/NOTES.md).
+      await pg.transaction(async (tx) => {
+        await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+        await readPages<PersonRow>(tx, 'SELECT id, uuid::text AS uuid, properties::text AS properties, is_identified, created_at FROM persons WHERE team_id = $1', [teamId], (rows) =>
+          into.persons(rows.map(toPersonRow)),
+        );
+        await readPages<{ distinct_id: string; person_uuid: string }>(
+          tx,
+          'SELECT distinct_id, person_uuid::text AS person_uuid FROM person_distinct_ids WHERE team_id = $1',
+          [teamId],
+          (rows) => into.distinctIds(rows.map((r) => ({ distinctId: r.distinct_id, personUuid: r.person_uuid }))),
+        );
+        await readPages<{ group_type: string; group_type_index: number; group_key: string; properties: string }>(
+          tx,
+          'SELECT group_type, group_type_index, group_key, properties::text AS properties FROM groups WHERE team_id = $1',
+          [teamId],
+          (rows) => into.groups(rows.map((g) => ({ groupType: g.group_type, groupTypeIndex: g.group_type_index, groupKey: g.group_key, properties: JSON.parse(g.properties) }))),
+        );
+      });
     },
 
     async write(changed) {

@@ -1,4 +1,5 @@
-import { chunks, loadKnownRows, type SeenRows } from '../seen/seen-rows';
+import { chunks } from '../chunks';
+import { loadKnownRows, type SeenRows } from '../seen/seen-rows';
 import type { Pg } from './client';
 import { lockLiveProjects } from './live-projects';
 

@@ -1,5 +1,6 @@
 import type { PropertyType } from '../../core/ingest/property-type';
 import { uuidv4 } from '../../ids';
+import { chunks } from '../chunks';
 import type { Database } from '../db';
 
 /** What the seen tracker writes, and reads back once to start from, in an engine's tables. */
@@ -25,9 +26,6 @@ export interface SeenBatch {
 
 const ROWS_PER_STATEMENT = 500;
 
-export function* chunks<T>(items: readonly T[], size = ROWS_PER_STATEMENT): Generator<T[]> {
-  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
-}
 
 /** What the tracker knows at start, read the same way from either engine (the statements take no parameters). */
 export async function loadKnownRows(q: { query<T>(sql: string): Promise<T[]> }) {
@@ -54,7 +52,7 @@ export function createSeenRows(db: Database): SeenRows {
       // Many rows a statement: one statement a row kept the write connection (every load behind
       // it) busy for seconds when a request brought thousands of new property keys.
       await db.transaction(async (tx) => {
-        for (const chunk of chunks(batch.events)) {
+        for (const chunk of chunks(batch.events, ROWS_PER_STATEMENT)) {
           await tx.run(
             `INSERT INTO event_definitions (id, team_id, name, created_at, last_seen_at) VALUES ${placeholders(chunk.length, 5)}
              ON CONFLICT (team_id, name) DO UPDATE SET last_seen_at = greatest(event_definitions.last_seen_at, excluded.last_seen_at)`,
@@ -62,7 +60,7 @@ export function createSeenRows(db: Database): SeenRows {
           );
         }
         // The first type seen stays (PostHog's too): a later value of another type does not change it.
-        for (const chunk of chunks(batch.properties)) {
+        for (const chunk of chunks(batch.properties, ROWS_PER_STATEMENT)) {
           await tx.run(
             `INSERT INTO property_definitions (id, team_id, name, kind, is_numerical, property_type, tags, created_at) VALUES ${placeholders(chunk.length, 8)}
              ON CONFLICT (team_id, kind, name) DO UPDATE SET property_type = coalesce(property_definitions.property_type, excluded.property_type),
@@ -70,7 +68,7 @@ export function createSeenRows(db: Database): SeenRows {
             chunk.flatMap((p) => [uuidv4(), p.teamId, p.name, p.kind, p.type === 'Numeric', p.type, '[]', now]),
           );
         }
-        for (const chunk of chunks(batch.pairs)) {
+        for (const chunk of chunks(batch.pairs, ROWS_PER_STATEMENT)) {
           await tx.run(
             `INSERT INTO event_properties (team_id, event, property) VALUES ${placeholders(chunk.length, 3)} ON CONFLICT DO NOTHING`,
             chunk.flatMap((p) => [p.teamId, p.event, p.property]),

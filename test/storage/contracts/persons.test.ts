@@ -95,6 +95,29 @@ forEachEngine('person store', (engine) => {
     expect(await copied(2)).toEqual([]);
   });
 
+  test('a project larger than a page of its load and a part of its flush: every person, distinct id and group after a restart, and in the events side copy', async () => {
+    // More persons than a flush stages in one statement (20,000), more distinct ids than that and
+    // than a load reads a page at a time from PostgreSQL (10,000).
+    const count = 21_000;
+    await persons().ensureLoaded(1);
+    for (let i = 0; i < count; i++) {
+      persons().processEvent(1, ev('$pageview', `anon-${i}`, { set: { i } }));
+      if (i % 3 === 0) persons().processEvent(1, ev('$identify', `user-${i}`, { anonDistinctId: `anon-${i}`, set: { email: `u${i}@example.com` } }));
+    }
+    persons().processEvent(1, ev('$groupidentify', 'user-0', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 10 } } }));
+    persons().processEvent(1, ev('$groupidentify', 'user-3', { properties: { $group_type: 'team', $group_key: 'core', $group_set: { name: 'Core' } } }));
+    await persons().flush();
+    const before = snapshot(persons(), 1);
+    expect(before.persons.length).toBe(count);
+    expect(before.persons.reduce((ids, p) => ids + p.distinctIds.length, 0)).toBe(count + count / 3);
+    opened = await opened.reopen();
+    await persons().ensureLoaded(1);
+    expect(snapshot(persons(), 1)).toEqual(before);
+    expect(await copied(1)).toEqual(
+      before.persons.map((p) => ({ uuid: p.uuid, properties: p.properties, ids: p.distinctIds })).sort((a, b) => (a.uuid < b.uuid ? -1 : 1)),
+    );
+  }, 60_000);
+
   test('ids: positive and unique, kept across a restart, however many persons one batch makes', async () => {
     await persons().ensureLoaded(1);
     for (let i = 0; i < 600; i++) persons().processEvent(1, ev('e', `bulk-${i}`));
