@@ -129,13 +129,13 @@ async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slic
       // Newest first, so the slice lies just below the part: joined, they must still be one order.
       // The part's rows all come before the key a limit cuts this slice at, so they meet its condition.
       const joined = { from: slice.from, to: last.slice.to, limit: null };
-      const scan = await orderedScan(ctx, scope, order, joined);
+      const scan = await orderedScan(ctx, scope, order, joined, where);
       if (scan) {
         parts[parts.length - 1] = { slice: joined, where, scan };
         continue;
       }
     }
-    parts.push({ slice, where, scan: await orderedScan(ctx, scope, order, slice) });
+    parts.push({ slice, where, scan: await orderedScan(ctx, scope, order, slice, where) });
   }
   return parts;
 }
