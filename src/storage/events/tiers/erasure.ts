@@ -1,6 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../../core/events/columns';
+import { wellFormedJson } from '../../../core/ingest/well-formed';
 import type { Database } from '../../db';
 import { fileList, type ParquetFile } from './parquet';
 import { registerFiles } from './manifest';
@@ -44,13 +45,21 @@ const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 /**
  * The condition a row of the person meets, with its values bound. Never NULL (a row without a
- * person id is someone else's: `NOT (NULL)` would drop it from a rewrite).
+ * person id is someone else's: `NOT (NULL)` would drop it from a rewrite). Each list is one JSON
+ * parameter read with `list_contains`, not an IN list: DuckDB's optimizer makes an IN list of
+ * five values or more a hash join, which gave up the file's row order (duckdb/duckdb#24398), and
+ * a rewritten file keeps its source's place as sorted.
  */
 export function personCondition(match: PersonMatch): { sql: string; params: string[] } {
   const parts: string[] = [];
-  if (match.distinctIds.length) parts.push(`coalesce(distinct_id IN (${marks(match.distinctIds.length)}), false)`);
-  if (match.personIds.length) parts.push(`coalesce(person_id IN (${marks(match.personIds.length)}), false)`);
-  return { sql: parts.length ? `(${parts.join(' OR ')})` : 'false', params: [...match.distinctIds, ...match.personIds] };
+  const params: string[] = [];
+  for (const [column, values] of [['distinct_id', match.distinctIds], ['person_id', match.personIds]] as const) {
+    if (!values.length) continue;
+    parts.push(`coalesce(list_contains(from_json(?::JSON, '["VARCHAR"]'), ${column}), false)`);
+    // A lone surrogate would fail DuckDB's JSON: U+FFFD, as the rows' own text was written.
+    params.push(wellFormedJson(JSON.stringify(values)));
+  }
+  return { sql: parts.length ? `(${parts.join(' OR ')})` : 'false', params };
 }
 
 /**
