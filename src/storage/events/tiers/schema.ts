@@ -18,10 +18,10 @@ import type { Migration } from '../../migrations';
  *   entries are made in the background (off the write path) and removed with the file's manifest
  *   row. A file without an entry is simply read (a CSV export's header pass scans it), so a
  *   missing or lost entry costs time, never a wrong answer.
- * - `event_parquet_files.sorted`: false for a file whose rows are runs, each sorted newest first
- *   but overlapping in time (an earlier version's merge concatenated its inputs instead of
- *   sorting them; the next merge that takes it sorts it): it is read like any other, only never
- *   in place of a sort (`EventsRelation.newestFirst`).
+ * - `event_parquet_files.sorted`: false for a file whose rows may not be newest first throughout:
+ *   runs that overlap in time (a merge concatenates its inputs instead of sorting them), or a
+ *   file written before its order was checked (migration 204). It is read like any other, only
+ *   never in place of a sort (`EventsRelation.newestFirst`).
  * - `event_person_files`: person-clustered copies of settled team-days (`person-copies.ts`), each
  *   with the primary files whose rows it holds (`sources`). At most one per team-day; a copy
  *   whose sources are not all registered is simply not read.
@@ -92,5 +92,14 @@ export const eventMigrations: Migration[] = [
     version: 203,
     name: 'event store: files whose rows are sorted runs',
     statements: [`ALTER TABLE event_parquet_files ADD COLUMN sorted BOOLEAN DEFAULT true`],
+  },
+  {
+    version: 204,
+    name: 'event store: files written before their order was checked, read as runs',
+    // Loads and compactions with more than one DuckDB thread, and rewrites of a person's rows
+    // out of a file, could write runs yet register the file as sorted (parquet-write.ts
+    // `sortFile`, erasure.ts `personCondition`); which ones is not known without reading them.
+    // Reads stay correct either way: an export sorts what it cannot scan in order.
+    statements: [`UPDATE event_parquet_files SET sorted = false`],
   },
 ];
