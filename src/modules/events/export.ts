@@ -68,11 +68,17 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   if (!scope) return noChunks();
   // Planned, as the JSON export, for one row more than `limit`: the rows after it are then left unread.
   const slices = await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1);
-  return jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order), { last: null, more: false }, { lines: true });
+  return jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order, true), { last: null, more: false }, { lines: true });
 }
 
-/** A slice's rows for the JSON exports: from storage's ordered scan where it has one and no cap cuts the slice. */
-const sliceRows = (ctx: ExportContext, scope: Scope, order: Order) => (slice: Slice, cap: number | null) => streamSliceRows(ctx, scope, order, slice, cap, { scan: true });
+/**
+ * A slice's rows for the JSON exports: from storage's ordered scan where it has one and no cap
+ * cuts the slice, when `scan`. A scan orders rows of one time as its files hold them, not by
+ * uuid as the list does: an export that may end in a `next` cursor (the last row's time and
+ * uuid) reads its slices sorted, or the next page would give again the rows of that time left
+ * after it.
+ */
+const sliceRows = (ctx: ExportContext, scope: Scope, order: Order, scan: boolean) => (slice: Slice, cap: number | null) => streamSliceRows(ctx, scope, order, slice, cap, { scan });
 
 function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>(
@@ -134,7 +140,7 @@ async function eventJsonChunks(ctx: ExportContext, req: ListRequest, url: URL): 
   const scope = base && (await startingPoint(ctx, req, base));
   const slices = scope ? await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1) : [];
   const page: StreamedPage = { last: null, more: false };
-  const results = scope ? jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order), page) : noChunks();
+  const results = scope ? jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order, req.limit === null), page) : noChunks();
   const back = req.limit ?? req.offset;
   return streamedEnvelope('{"results":[', results, async () => ({
     next: page.more && page.last ? link(url, { cursor: formatCursor(page.last), offset: null, before: frozenBefore(req, url) }) : null,
