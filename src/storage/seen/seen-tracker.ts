@@ -172,7 +172,8 @@ export function createSeenTracker(rows: SeenRows, management: ManagementStore): 
     },
     pendingChanges: () => pendingEvents() + properties.size + pairs.length + teamsToMark.size,
     flush() {
-      if (flushing) return flushing;
+      // What is pending now is written by this flush, not only what the one under way took.
+      if (flushing) return flushing.then(() => (tracker.pendingChanges() ? tracker.flush() : undefined));
       if (!events.size && !properties.size && !pairs.length && !teamsToMark.size && loaded) return Promise.resolve();
       const ev = events;
       const props = properties;

@@ -71,6 +71,18 @@ forEachEngine('definitions store', (engine) => {
     expect((await defs().listPropertyDefinitions(2, { ...page, kind: 'event' })).results.map((p) => p.name)).toEqual(['secret']);
   });
 
+  test('a flush asked for while another is under way writes what was recorded since', async () => {
+    const seen = createSeenTracker(opened.stores.seenRows, opened.stores.management);
+    seen.recordSummary(1, summary([['first', T0]]));
+    const under = seen.flush();
+    seen.recordSummary(2, summary([['second', T0]], [['plan', 'String']]));
+    await seen.flush();
+    expect(seen.pendingChanges()).toBe(0);
+    expect(await defs().eventNames(2)).toEqual(['second']);
+    expect((await defs().listPropertyDefinitions(2, { ...page, kind: 'event' })).results.map((p) => p.name)).toEqual(['plan']);
+    await under;
+  });
+
   test('annotations: verification, tags, descriptions, types; unknown, malformed and other projects’ ids are null', async () => {
     await record(1, summary([['signup', T0]], [['plan', null]]));
     await record(2, summary([['signup', T0]]));
