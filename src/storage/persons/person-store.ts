@@ -486,7 +486,9 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     pendingChanges: () => dirtyPersons.size + dirtyDistinctIds.size + dirtyGroups.size,
 
     flush() {
-      if (flushing) return flushing.then(() => (dirtyPersons.size || dirtyDistinctIds.size || dirtyGroups.size ? this.flush() : undefined));
+      // Waits for the flush under way, then writes what is pending (or waits for the flush
+      // another caller started for it): a second caller never returns before its changes are written.
+      if (flushing) return flushing.catch(() => undefined).then(() => this.flush());
       if (!dirtyPersons.size && !dirtyDistinctIds.size && !dirtyGroups.size && !unseeded.size) return Promise.resolve();
       const persons = dirtyPersons;
       const ids = dirtyDistinctIds;

@@ -172,8 +172,9 @@ export function createSeenTracker(rows: SeenRows, management: ManagementStore): 
     },
     pendingChanges: () => pendingEvents() + properties.size + pairs.length + teamsToMark.size,
     flush() {
-      // What is pending now is written by this flush, not only what the one under way took.
-      if (flushing) return flushing.then(() => (tracker.pendingChanges() ? tracker.flush() : undefined));
+      // What is pending now is written by this flush, not only what the one under way took; and
+      // when another caller's flush takes it first, this one waits for that flush too.
+      if (flushing) return flushing.catch(() => undefined).then(() => tracker.flush());
       if (!events.size && !properties.size && !pairs.length && !teamsToMark.size && loaded) return Promise.resolve();
       const ev = events;
       const props = properties;

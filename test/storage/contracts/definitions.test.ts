@@ -71,16 +71,19 @@ forEachEngine('definitions store', (engine) => {
     expect((await defs().listPropertyDefinitions(2, { ...page, kind: 'event' })).results.map((p) => p.name)).toEqual(['secret']);
   });
 
-  test('a flush asked for while another is under way writes what was recorded since', async () => {
+  test('flushes asked for while another is under way: none returns before what was recorded since is written', async () => {
     const seen = createSeenTracker(opened.stores.seenRows, opened.stores.management);
     seen.recordSummary(1, summary([['first', T0]]));
     const under = seen.flush();
     seen.recordSummary(2, summary([['second', T0]], [['plan', 'String']]));
+    // Two callers wait (a timer's flush and shutdown's, say): the first to go on takes what is
+    // pending, and the second, awaited here, must still wait for it to be written.
+    const first = seen.flush();
     await seen.flush();
     expect(seen.pendingChanges()).toBe(0);
     expect(await defs().eventNames(2)).toEqual(['second']);
     expect((await defs().listPropertyDefinitions(2, { ...page, kind: 'event' })).results.map((p) => p.name)).toEqual(['plan']);
-    await under;
+    await Promise.all([under, first]);
   });
 
   test('annotations: verification, tags, descriptions, types; unknown, malformed and other projects’ ids are null', async () => {

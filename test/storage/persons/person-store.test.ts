@@ -139,6 +139,21 @@ describe('person store', () => {
     expect(await rows()).toEqual({ persons: 2, ids: ['other', 'user'] });
   });
 
+  test('flushes asked for while another is under way: none returns before the changes made since are written', async () => {
+    const store = createPersonStore(db);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'early'));
+    const under = store.flush();
+    store.processEvent(1, ev('$pageview', 'late'));
+    // Two callers wait: the first to go on takes the change, and the second, awaited here, must
+    // still wait for it to be written.
+    const first = store.flush();
+    await store.flush();
+    const ids = await db.query<{ distinct_id: string }>('SELECT distinct_id FROM person_distinct_ids ORDER BY distinct_id');
+    expect(ids.map((r) => r.distinct_id)).toEqual(['early', 'late']);
+    await Promise.all([under, first]);
+  });
+
   test('a failed flush keeps its changes for the next one', async () => {
     const store = createPersonStore(db);
     await store.ensureLoaded(1);
