@@ -68,15 +68,15 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   if (!scope) return noChunks();
   // Planned, as the JSON export, for one row more than `limit`: the rows after it are then left unread.
   const slices = await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1);
-  return jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order, true), { last: null, more: false }, { lines: true });
+  return jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order, req.limit === null), { last: null, more: false }, { lines: true });
 }
 
 /**
  * A slice's rows for the JSON exports: from storage's ordered scan where it has one and no cap
  * cuts the slice, when `scan`. A scan orders rows of one time as its files hold them, not by
- * uuid as the list does: an export that may end in a `next` cursor (the last row's time and
- * uuid) reads its slices sorted, or the next page would give again the rows of that time left
- * after it.
+ * uuid as the list does: an export with a `limit` (JSON's may end in a `next` cursor, the last
+ * row's time and uuid) reads its slices sorted, or the next page would give again the rows of
+ * that time left after it; NDJSON gives the same rows in the same order.
  */
 const sliceRows = (ctx: ExportContext, scope: Scope, order: Order, scan: boolean) => (slice: Slice, cap: number | null) => streamSliceRows(ctx, scope, order, slice, cap, { scan });
 

@@ -59,9 +59,11 @@ const DELETE_DISTINCT_IDS = `DELETE FROM person_distinct_ids
 
 /**
  * Rows staged as one statement's JSON at most: a project copied whole (loaded from the home) or a
- * large flush is written in parts, not as one text holding every row at once.
+ * large flush is written in parts, not as one text holding every row at once. A later part is
+ * made after the earlier ones' awaits, so it may hold a person's newer state: that person is
+ * dirty again by then, and the next flush writes the same state once more.
  */
-const STAGED_ROWS = 20_000;
+export const STAGED_ROWS = 20_000;
 
 /** One person as an element of the JSON that MERGE_PERSONS reads. */
 function personRow(p: Person, teamId: number): string {

@@ -22,19 +22,10 @@ function changedKeys(written: PersonChanges): Map<number, { persons: string[]; d
   return byTeam;
 }
 
-/**
- * Persons, distinct ids and groups in PostgreSQL, behind the in-memory person store
- * (persons/person-store.ts): a project is loaded once, and each flush writes what changed as a
- * few statements whose rows travel as one JSON text (PostgreSQL unpacks it with
- * json_to_recordset), like the DuckDB store's staging.
- *
- * A person gets its id in memory, when an event creates it, so ids are reserved from the
- * sequence ahead of need, in blocks that grow with use; two server processes never get the
- * same one. A batch that needs more than the reserve gets provisional ids (below 0) that the
- * next write replaces before anything is stored.
- */
-
 const ROWS_PER_STATEMENT = 5_000;
+const FIRST_BLOCK = 64;
+const LARGEST_BLOCK = 10_000;
+
 /** Rows a load fetches at a time from its cursor. */
 export const LOAD_PAGE_ROWS = 10_000;
 
@@ -48,9 +39,18 @@ async function readPages<T>(tx: PgTx, query: string, params: readonly unknown[],
   }
   await tx.run('CLOSE load_rows');
 }
-const FIRST_BLOCK = 64;
-const LARGEST_BLOCK = 10_000;
 
+/**
+ * Persons, distinct ids and groups in PostgreSQL, behind the in-memory person store
+ * (persons/person-store.ts): a project is loaded once, and each flush writes what changed as a
+ * few statements whose rows travel as one JSON text (PostgreSQL unpacks it with
+ * json_to_recordset), like the DuckDB store's staging.
+ *
+ * A person gets its id in memory, when an event creates it, so ids are reserved from the
+ * sequence ahead of need, in blocks that grow with use; two server processes never get the
+ * same one. A batch that needs more than the reserve gets provisional ids (below 0) that the
+ * next write replaces before anything is stored.
+ */
 export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (error: unknown) => void = () => undefined): PersonHome {
   let reserved: number[] = [];
   let next = 0;

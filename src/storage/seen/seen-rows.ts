@@ -26,7 +26,6 @@ export interface SeenBatch {
 
 const ROWS_PER_STATEMENT = 500;
 
-
 /** What the tracker knows at start, read the same way from either engine (the statements take no parameters). */
 export async function loadKnownRows(q: { query<T>(sql: string): Promise<T[]> }) {
   const events = await q.query<{ team_id: number; name: string; last_seen_at: Date | null }>('SELECT team_id, name, last_seen_at FROM event_definitions');

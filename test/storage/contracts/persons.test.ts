@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test';
 import type { PersonEvent } from '../../../src/core/ingest/person-updates';
+import { STAGED_ROWS } from '../../../src/storage/persons/person-store';
 import type { Person, PersonStore } from '../../../src/storage/persons/types';
+import { LOAD_PAGE_ROWS } from '../../../src/storage/postgres/person-home';
 import { personEvent } from '../../helpers/person-event';
 import { createProjects, eventually, forEachEngine, type Opened } from './engines';
 
@@ -96,9 +98,9 @@ forEachEngine('person store', (engine) => {
   });
 
   test('a project larger than a page of its load and a part of its flush: every person, distinct id and group after a restart, and in the events side copy', async () => {
-    // More persons than a flush stages in one statement (20,000), more distinct ids than that and
-    // than a load reads a page at a time from PostgreSQL (10,000).
-    const count = 21_000;
+    // More persons than a flush stages in one statement and than a load reads a page at a time
+    // from PostgreSQL; more distinct ids than either too.
+    const count = Math.max(STAGED_ROWS, LOAD_PAGE_ROWS) + 1_002;
     await persons().ensureLoaded(1);
     for (let i = 0; i < count; i++) {
       persons().processEvent(1, ev('$pageview', `anon-${i}`, { set: { i } }));
@@ -109,7 +111,7 @@ forEachEngine('person store', (engine) => {
     await persons().flush();
     const before = snapshot(persons(), 1);
     expect(before.persons.length).toBe(count);
-    expect(before.persons.reduce((ids, p) => ids + p.distinctIds.length, 0)).toBe(count + count / 3);
+    expect(before.persons.reduce((ids, p) => ids + p.distinctIds.length, 0)).toBe(count + Math.ceil(count / 3));
     opened = await opened.reopen();
     await persons().ensureLoaded(1);
     expect(snapshot(persons(), 1)).toEqual(before);

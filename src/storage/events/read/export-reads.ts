@@ -65,22 +65,37 @@ export async function orderedScan(ctx: ReadContext, scope: Pick<ReadScope, 'pers
   const scan = await ctx.runner.newestFirst(ctx.teamId, { ...(slice.from === null ? {} : { from: slice.from }), to: slice.to });
   if (!scan) return null;
   const relation = asEvents(scan);
-  if (await plansJoin(ctx, relation, where)) return null;
+  if (!(await planKeepsOrder(ctx, relation, where))) return null;
   const handle: OrderedScan = Object.freeze({ kind: 'ordered-scan' });
   scanRelations.set(handle, relation);
   return handle;
 }
 
 /**
- * Whether DuckDB plans the scan of `relation` under `where` with a join. A scan keeps its order
- * through filters and projections, not through a join, and the optimizer makes some filters
- * joins: an IN list of five values or more becomes a hash join, whose rows come out of order with
- * more than one thread (duckdb/duckdb#24398; a person with five distinct ids is enough).
+ * Whether DuckDB's plan for the scan of `relation` under `where` is made only of operators that
+ * keep a scan's order: the scan, filters, projections. The optimizer makes some filters joins
+ * (an IN list of five values or more becomes a hash join, whose rows come out of order with more
+ * than one thread: duckdb/duckdb#24398; a person with five distinct ids is enough), and any
+ * operator not known to keep the order means the slice is sorted instead.
  */
-async function plansJoin(ctx: ReadContext, relation: string, where: SqlFragment): Promise<boolean> {
-  const plan = await ctx.runner.rows(sql`EXPLAIN ${sliceScanRowsStatement(relation, ctx.teamId, where)}`);
-  return plan.some((row) => Object.values(row).some((v) => typeof v === 'string' && v.includes('JOIN')));
+async function planKeepsOrder(ctx: ReadContext, relation: string, where: SqlFragment): Promise<boolean> {
+  const [row] = await ctx.runner.rows(sql`EXPLAIN (FORMAT json) ${sliceScanRowsStatement(relation, ctx.teamId, where)}`);
+  const operators: string[] = [];
+  const walk = (node: PlanNode) => {
+    operators.push(String(node.name));
+    for (const child of node.children ?? []) walk(child);
+  };
+  for (const root of JSON.parse(String(row?.explain_value ?? '[]')) as PlanNode[]) walk(root);
+  return operators.length > 0 && operators.every((name) => ORDER_KEEPING_OPERATORS.has(name));
 }
+
+/** A node of DuckDB's `EXPLAIN (FORMAT json)`. */
+interface PlanNode {
+  name?: unknown;
+  children?: PlanNode[];
+}
+
+const ORDER_KEEPING_OPERATORS = new Set(['READ_PARQUET', 'TABLE_SCAN', 'SEQ_SCAN', 'FILTER', 'PROJECTION', 'EMPTY_RESULT']);
 
 /**
  * A slice's event rows in list order, at most `cap` (null: all). With `scan` allowed and no cap,

@@ -66,18 +66,13 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
     await c.run(
       `COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()}, PARTITION_BY (team_id, _day), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part_{i}')`,
     );
-    const written = await listWritten(c, join(tmp, '**', '*.parquet'), true);
-    for (const w of written) if (!w.sorted) await sortFile(c, w.filename);
-    return await placeFiles(
-      root,
-      tag,
-      now,
-      written.map((w) => {
-        const m = PARTITION_RE.exec(w.filename);
-        if (!m) throw new Error(`unexpected Parquet output ${w.filename}`);
-        return { ...w, teamId: Number(m[1]), day: m[2] as string };
-      }),
-    );
+    const placed: Array<Written & { teamId: number; day: string }> = [];
+    for (const w of await listWritten(c, join(tmp, '**', '*.parquet'), true)) {
+      const m = PARTITION_RE.exec(w.filename);
+      if (!m) throw new Error(`unexpected Parquet output ${w.filename}`);
+      placed.push({ ...w, filename: w.sorted ? w.filename : await sortFile(c, w.filename), teamId: Number(m[1]), day: m[2] as string });
+    }
+    return await placeFiles(root, tag, now, placed);
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
@@ -86,8 +81,9 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
 /**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, as the partitioned files have them; all
  * of one team-day, in the order they are to be stored) as one Parquet file, and move it into
- * place: no partitioned write, which buffers its rows per partition first. The file is not
- * registered; null when there are no rows.
+ * place: no partitioned write, which buffers its rows per partition first. `newestFirst`: the
+ * file is to be registered as sorted, so its order is checked, and it is sorted if the plan did
+ * not keep it. The file is not registered; null when there are no rows.
  */
 export async function writeParquetFile(
   c: DuckDBConnection,
@@ -98,32 +94,36 @@ export async function writeParquetFile(
   now: () => number,
   /** Values bound to the `?` of `select`. */
   params: readonly string[] = [],
+  newestFirst = false,
 ): Promise<ParquetFile | null> {
   if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
   const tmp = join(root, `${TMP_PREFIX}${tag}-${fileSeq++}.parquet`);
+  let sortedCopy: string | null = null;
   await mkdir(root, { recursive: true });
   try {
     await c.run(`COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`, [...params]);
-    const written = await listWritten(c, tmp);
+    const written = await listWritten(c, tmp, newestFirst);
+    for (const w of written) if (!w.sorted) sortedCopy = w.filename = await sortFile(c, w.filename);
     const [file] = await placeFiles(root, tag, now, written.map((w) => ({ ...w, ...part })));
     return file ?? null;
   } finally {
     await rm(tmp, { force: true });
+    if (sortedCopy) await rm(sortedCopy, { force: true });
   }
 }
 
 /**
- * Rewrite a partitioned write's file whose rows came out as several runs, sorted newest first.
- * DuckDB's partitioned COPY writes each thread's rows as they come (every
- * `partitioned_write_flush_threshold` rows), so with more than one thread a partition's file can
- * hold the query's ORDER BY in runs rather than whole (duckdb/duckdb#14349); a file registered
- * as sorted must be, since the exports' ordered scans read it without a sort. A one-file COPY
- * keeps its ORDER BY.
+ * A sorted copy, newest first, of a written file whose rows came out as several runs; its path
+ * (a new one: DuckDB has read the old path's footer). DuckDB's partitioned COPY writes each
+ * thread's rows as they come (every `partitioned_write_flush_threshold` rows), so with more than
+ * one thread a partition's file can hold the query's ORDER BY in runs rather than whole
+ * (duckdb/duckdb#14349); a file registered as sorted must be, since the exports' ordered scans
+ * read it without a sort. A one-file COPY with an ORDER BY keeps it.
  */
-async function sortFile(c: DuckDBConnection, file: string): Promise<void> {
-  const sorted = `${file}.sorted`;
+async function sortFile(c: DuckDBConnection, file: string): Promise<string> {
+  const sorted = file.replace(/\.parquet$/, '-sorted.parquet');
   await c.run(`COPY (SELECT * FROM read_parquet(${sqlString(file)}, hive_partitioning = false) ORDER BY timestamp DESC) TO ${sqlString(sorted)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`);
-  await rename(sorted, file);
+  return sorted;
 }
 
 const asStored = (select: string) => `SELECT * REPLACE (CAST(properties AS VARCHAR) AS properties) FROM (${select})`;

@@ -31,11 +31,11 @@ export interface ParquetFile {
    */
   propertyKeys?: readonly string[];
   /**
-   * False when the rows are runs, each sorted newest first, that overlap in time (what merges of
-   * earlier versions wrote when they concatenated overlapping files; the next merge that takes
-   * the file sorts it, see `mergeFiles`); absent or true: the whole file is sorted newest first.
-   * Either way its row groups each hold a narrow time range, which is what a top-N and a time
-   * filter skip by; only a read that relies on the file's order (`newestFirst`) needs it sorted.
+   * False when the rows may not be newest first throughout: runs that overlap in time (a merge
+   * concatenates its inputs, see `mergeFiles`), or a file registered before its order was
+   * checked (migration 204); absent or true: the whole file is sorted newest first. Either way
+   * its row groups each hold a narrow time range, which is what a top-N and a time filter skip
+   * by; only a read that relies on the file's order (`newestFirst`) needs it sorted.
    */
   sorted?: boolean;
   /**
