@@ -157,7 +157,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       },
     });
     if (from.needsIds()) await from.reserveIds();
-    await copyTeam(teamId, t);
+    await syncCopy(teamId, t);
     await seedMirror(teamId, t);
     teams.set(teamId, t);
   }
@@ -179,16 +179,48 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     groups: [],
   });
 
-  /** The DuckDB copy of a project's persons made anew from what was loaded from the home. */
-  async function copyTeam(teamId: number, t: TeamPersons) {
-    const persons = new Map([...t.persons.keys()].map((uuid) => [uuid, teamId]));
-    const ids = new Map([...t.byDistinctId.keys()].map((distinctId) => [distinctId, { teamId, distinctId }]));
-    const groups = new Map([...t.groups.values()].map((group) => [groupKey(group.groupType, group.groupKey), { teamId, group }]));
+  /**
+   * The DuckDB copy of a project's persons brought to what was loaded from the home. Only the
+   * rows that differ are written: a restart usually finds the copy as it left it, and deleting
+   * and inserting every row of a checkpointed table cost minutes for a large project (its
+   * indexes; see bench/NOTES.md), where reading it back costs a load's time.
+   */
+  async function syncCopy(teamId: number, t: TeamPersons) {
     const all = new Map([[teamId, t]]);
+    const persons = new Map<string, number>();
+    const ids = new Map<string, { teamId: number; distinctId: string }>();
+    const copied = new Set<string>();
+    await db.queryChunks<{ id: number; uuid: string; properties: string; is_identified: boolean; created_ms: number }>(
+      'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, epoch_ms(created_at) AS created_ms FROM persons WHERE team_id = ?',
+      [teamId],
+      (rows) => {
+        for (const r of rows) {
+          copied.add(r.uuid);
+          const p = t.persons.get(r.uuid);
+          const same = p && p.id === r.id && p.isIdentified === r.is_identified && p.createdAt === r.created_ms && JSON.stringify(p.properties) === JSON.stringify(JSON.parse(r.properties));
+          if (!same) persons.set(r.uuid, teamId);
+        }
+      },
+    );
+    for (const uuid of t.persons.keys()) if (!copied.has(uuid)) persons.set(uuid, teamId);
+    copied.clear();
+    await db.queryChunks<{ distinct_id: string; person_uuid: string }>(
+      'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?',
+      [teamId],
+      (rows) => {
+        for (const r of rows) {
+          copied.add(r.distinct_id);
+          if (t.byDistinctId.get(r.distinct_id)?.uuid !== r.person_uuid) ids.set(r.distinct_id, { teamId, distinctId: r.distinct_id });
+        }
+      },
+    );
+    for (const distinctId of t.byDistinctId.keys()) if (!copied.has(distinctId)) ids.set(distinctId, { teamId, distinctId });
+    // A project's groups are few: written whole.
+    const groups = new Map([...t.groups.values()].map((group) => [groupKey(group.groupType, group.groupKey), { teamId, group }]));
     await db.withWriter(async (c) => {
       await c.run('BEGIN TRANSACTION');
       try {
-        for (const table of ['persons', 'person_distinct_ids', 'groups']) await c.run(`DELETE FROM ${table} WHERE team_id = ?`, [teamId]);
+        await c.run('DELETE FROM groups WHERE team_id = ?', [teamId]);
         await replacePersons(c, persons, all);
         await replaceDistinctIds(c, ids, all);
         await replaceGroups(c, groups);

@@ -27,9 +27,10 @@ export interface Opened {
   metaStore?: string;
   /**
    * The same management data opened again by a restarted process (this one closed first). With
-   * PostgreSQL, over a new, empty DuckDB directory: nothing the stores need is kept there.
+   * PostgreSQL, over a new, empty DuckDB directory (nothing the stores need is kept there), or,
+   * with `sameFiles`, over the one it had (as a server restarts on its DATA_DIR).
    */
-  reopen(): Promise<Opened>;
+  reopen(options?: { sameFiles?: boolean }): Promise<Opened>;
   /** A second process on the same database, both open: PostgreSQL only (a DuckDB file has one process). */
   another(): Promise<Opened>;
   close(): Promise<void>;
@@ -60,9 +61,9 @@ async function openWith(metaStore: string | undefined, dir?: string): Promise<Op
     stores,
     db,
     metaStore,
-    async reopen() {
+    async reopen(options = {}) {
       await close();
-      if (!metaStore) return openWith(undefined, dataDir);
+      if (!metaStore || options.sameFiles) return openWith(metaStore, dataDir);
       await rm(dataDir, { recursive: true, force: true });
       return openWith(metaStore);
     },

@@ -136,6 +136,41 @@ forEachEngine('person store', (engine) => {
   });
 
   if (engine.name === 'postgres') {
+    test('a restart on its DuckDB files brings their copy to what the home holds, changes another process made meanwhile included', async () => {
+      await apply(1, [
+        ev('$pageview', 'stays', { set: { n: 1 } }),
+        ev('$pageview', 'changes', { set: { plan: 'free' } }),
+        ev('$pageview', 'goes'),
+        ev('$pageview', 'anon-m'),
+        ev('$pageview', 'user-m', { set: { email: 'm@example.com' } }),
+        ev('$groupidentify', 'stays', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 1 } } }),
+      ]);
+      await persons().flush();
+      opened = await opened.reopen({ sameFiles: true });
+      // While this process has not loaded the project (nothing of it to patch), another changes it.
+      const other = await opened.another();
+      try {
+        await other.stores.persons.ensureLoaded(1);
+        const theirs = other.stores.persons;
+        theirs.processEvent(1, ev('$set', 'changes', { set: { plan: 'pro' } }));
+        theirs.processEvent(1, ev('$identify', 'user-m', { anonDistinctId: 'anon-m' }));
+        theirs.processEvent(1, ev('$pageview', 'new', { set: { fresh: true } }));
+        theirs.processEvent(1, ev('$groupidentify', 'stays', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 2 } } }));
+        await theirs.flush();
+        await theirs.deletePerson(1, theirs.findByDistinctId(1, 'goes')!.uuid);
+      } finally {
+        await other.close();
+      }
+      await persons().ensureLoaded(1);
+      const now = snapshot(persons(), 1);
+      expect(now.persons.map((p) => p.distinctIds)).toEqual([['stays'], ['changes'], ['anon-m', 'user-m'], ['new']]);
+      expect(now.acme?.properties).toEqual({ size: 2 });
+      expect(await copied(1)).toEqual(
+        now.persons.map((p) => ({ uuid: p.uuid, properties: p.properties, ids: p.distinctIds })).sort((a, b) => (a.uuid < b.uuid ? -1 : 1)),
+      );
+      expect(await opened.db.query('SELECT group_key, properties FROM groups WHERE team_id = 1')).toEqual([{ group_key: 'acme', properties: '{"size":2}' }]);
+    });
+
     test("another process's person changes reach this one's memory and its events-side copy", async () => {
       const other = await opened.another();
       try {
