@@ -27,6 +27,7 @@ describe('orderedScan', () => {
     const slice = { from: null, to: Date.UTC(2025, 0, 1), limit: null };
     const scanned = (where: SqlFragment) => orderedScan(ctx, { person: false, where }, 'DESC', slice);
     expect(await scanned(sql`event = ${bind('$pageview')}`)).not.toBeNull();
+    expect(await scanned(sql`timestamp >= ${bind('2024-01-01 00:01:00')}::TIMESTAMP AND timestamp < ${bind('2024-01-01 00:02:00')}::TIMESTAMP`)).not.toBeNull();
     // The plan's operators are read, not its text: a value naming a join is a filter like any other.
     expect(await scanned(sql`event <> ${bind('HASH_JOIN')}`)).not.toBeNull();
     expect(await scanned(idsIn(4))).not.toBeNull();
