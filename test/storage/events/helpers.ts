@@ -15,6 +15,20 @@ export interface Harness {
   cleanup(): Promise<void>;
 }
 
+/** A DuckDB database alone on a fresh temp dir (no store), for the tiers' own functions. */
+export async function openBareDatabase(options: Parameters<typeof openDatabase>[1] = {}): Promise<{ dir: string; db: Database; cleanup(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'event-db-'));
+  const db = await openDatabase(join(dir, 'db.duckdb'), options);
+  return {
+    dir,
+    db,
+    async cleanup() {
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** A store on a fresh temp dir; small buffers so tests exercise flushes and compaction. */
 export async function openHarness(options: Partial<EventStoreOptions> = {}, dir?: string): Promise<Harness> {
   const root = dir ?? (await mkdtemp(join(tmpdir(), 'event-store-')));

@@ -1,17 +1,13 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, type Database } from '../../../../src/storage/db';
+import type { Database } from '../../../../src/storage/db';
 import { writeParquet } from '../../../../src/storage/events/tiers/parquet-write';
+import { openBareDatabase } from '../helpers';
 
-let dir: string | null = null;
-let db: Database | null = null;
+let opened: Awaited<ReturnType<typeof openBareDatabase>> | null = null;
 afterEach(async () => {
-  await db?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  db = null;
-  dir = null;
+  await opened?.cleanup();
+  opened = null;
 });
 
 const DAY = Date.UTC(2024, 4, 1);
@@ -27,8 +23,8 @@ describe('writeParquet', () => {
   // partition's file held the ORDER BY in runs (duckdb/duckdb#14349); the exports' ordered scans
   // read a file registered as sorted without sorting it.
   test('every file it writes holds its rows newest first, whatever the threads, and nothing else changes', async () => {
-    dir = await mkdtemp(join(tmpdir(), 'parquet-write-'));
-    db = await openDatabase(join(dir, 'db.duckdb'), { threads: 4 });
+    opened = await openBareDatabase({ threads: 4 });
+    const { db, dir } = opened;
     // Each thread's rows written every 1,024 (16,384 in production): runs whatever the scheduling.
     await db.run('SET partitioned_write_flush_threshold = 1024');
     const n = 90_000;

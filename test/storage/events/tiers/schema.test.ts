@@ -1,28 +1,22 @@
 import { afterEach, expect, test } from 'bun:test';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openDatabase, type Database } from '../../../../src/storage/db';
 import { migrate, MIGRATIONS } from '../../../../src/storage/migrations';
+import { openBareDatabase } from '../helpers';
 
-let dir: string | null = null;
-let db: Database | null = null;
+let opened: Awaited<ReturnType<typeof openBareDatabase>> | null = null;
 afterEach(async () => {
-  await db?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  db = null;
-  dir = null;
+  await opened?.cleanup();
+  opened = null;
 });
 
 // Files written before their order was checked may hold runs though registered as sorted
 // (partitioned writes with several threads, rewrites of a person's rows): an export must not
 // read them in place of a sort.
 test('files registered before migration 204 are read as runs; files registered after keep what they say', async () => {
-  dir = await mkdtemp(join(tmpdir(), 'event-schema-'));
-  db = await openDatabase(join(dir, 'db.duckdb'));
+  opened = await openBareDatabase();
+  const { db } = opened;
   await migrate(db, MIGRATIONS.filter((m) => m.version < 204));
   const register = (path: string, sorted?: boolean) =>
-    db!.run(
+    db.run(
       `INSERT INTO event_parquet_files (path, team_id, day, min_ts, max_ts, rows, bytes, created_at${sorted === undefined ? '' : ', sorted'}) VALUES (?, 1, DATE '2024-01-01', TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP '2024-01-01 01:00:00', 10, 100, now()${sorted === undefined ? '' : ', ?'})`,
       sorted === undefined ? [path] : [path, sorted],
     );
