@@ -4,7 +4,7 @@ import type { Database } from '../../db';
 import { compactHot, mergeFiles, pickMerge, type MergePolicy } from './compaction';
 import { oldestUuidGen } from '../load/recent-uuids';
 import { deleteTeamFiles, parquetRoot, type ParquetFile } from './parquet';
-import { indexPropertyKeys } from './manifest';
+import { confirmSorted, indexPropertyKeys } from './manifest';
 import { deleteTeamCopies, dueCopies, personCopyRoot, writePersonCopy } from './person-copies';
 import { dropExpired, expiredParts, keptFrom } from './retention';
 import { erasePersonEvents, type ErasedEvents, type PersonMatch } from './erasure';
@@ -75,6 +75,8 @@ export class Maintenance {
   /** When DuckDB's WAL was last looked at (`s.now`): the first look is one interval after the store opens. */
   private lastWalCheck: number;
   private lastIndex = 0;
+  /** Files whose order this process has read (`checkOrder`). */
+  private readonly orderChecked = new Set<string>();
   /** When retention is next due (`s.now`); 0: now. */
   private retentionDueAt = 0;
   private readonly root: string;
@@ -128,9 +130,10 @@ export class Maintenance {
     const walCheck = now - this.lastWalCheck >= 5_000;
     const idle = !compactDue && !merge && !saturated && !this.store.backlog() && now - this.lastIndex >= INDEX_SPACING_MS;
     const index = idle ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
+    const order = idle && index.length === 0 ? this.tiers.filesOfUnknownOrder(INDEX_BATCH_ROWS, this.orderChecked) : [];
     // One copy at a time, when nothing else is due (a day's sort and write takes seconds).
     const copy = idle && index.length === 0 ? (dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, this.s.personCopies, now)[0] ?? null) : null;
-    if (!compactDue && !purgeDue && !retentionDue && !merge && !walCheck && index.length === 0 && !copy) return;
+    if (!compactDue && !purgeDue && !retentionDue && !merge && !walCheck && index.length === 0 && order.length === 0 && !copy) return;
     this.lastWalCheck = now;
     this.busy = true;
     void this.exclusive(async () => {
@@ -138,6 +141,7 @@ export class Maintenance {
       if (compactDue) await this.compactHot(this.s.compactMinRows);
       if (merge) await this.merge(merge);
       if (index.length) await this.indexKeys(index);
+      if (order.length) await this.checkOrder(order);
       if (copy) await this.copyDays(this.s.personCopies.minAgeMs, 1);
       const purged = await this.purgeDue();
       await this.checkpoint(purged);
@@ -291,7 +295,19 @@ export class Maintenance {
     this.lastIndex = this.s.now(); // a failing batch is retried after the pause, not on every tick
     const registered = new Set(this.tiers.snapshot.files.map((f) => f.path));
     const indexed = await indexPropertyKeys(this.db, this.root, files.filter((f) => registered.has(f.path)));
-    this.tiers.setPropertyKeys(indexed);
+    this.tiers.updateFiles(indexed);
+    this.lastIndex = this.s.now();
+  }
+
+  /**
+   * Files registered as not sorted, read once each per process: those whose rows are newest
+   * first after all are registered as sorted (the others are runs, and stay as they are).
+   */
+  private async checkOrder(files: ParquetFile[]): Promise<void> {
+    this.lastIndex = this.s.now();
+    for (const f of files) this.orderChecked.add(f.path);
+    const registered = new Set(this.tiers.snapshot.files.map((f) => f.path));
+    this.tiers.updateFiles(await confirmSorted(this.db, this.root, files.filter((f) => registered.has(f.path))));
     this.lastIndex = this.s.now();
   }
 

@@ -77,3 +77,27 @@ export async function indexPropertyKeys(db: Database, root: string, files: reado
   });
   return out;
 }
+
+/**
+ * Files registered as not sorted whose rows turn out newest first (each row's time against the
+ * one before it in the file), registered as sorted from now on; returned as they now are. The
+ * files registered before their order was checked (migration 204) are mostly such files, and an
+ * export reads a sorted one without sorting it.
+ */
+export async function confirmSorted(db: Database, root: string, files: readonly ParquetFile[]): Promise<ParquetFile[]> {
+  if (files.length === 0) return [];
+  const rows = await db.withReader(async (c) =>
+    (
+      await c.runAndReadAll(
+        `SELECT filename AS file FROM (SELECT filename, timestamp, lag(timestamp) OVER (PARTITION BY filename ORDER BY file_row_number) AS before ` +
+          `FROM read_parquet(${fileList(root, files)}, filename = true, file_row_number = true)) GROUP BY filename HAVING count(*) FILTER (WHERE before < timestamp) = 0`,
+      )
+    ).getRowObjectsJS() as Array<{ file: string }>,
+  );
+  const inOrder = new Set(rows.map((r) => r.file));
+  const sorted = files.filter((f) => inOrder.has(join(root, f.path))).map(({ sorted: _, ...f }) => f);
+  await db.transaction(async (tx) => {
+    for (const f of sorted) await tx.run('UPDATE event_parquet_files SET sorted = true WHERE path = ?', [f.path]);
+  });
+  return sorted;
+}

@@ -33,7 +33,8 @@ export interface ParquetFile {
   /**
    * False when the rows may not be newest first throughout: runs that overlap in time (a merge
    * concatenates its inputs, see `mergeFiles`), or a file registered before its order was
-   * checked (migration 204); absent or true: the whole file is sorted newest first. Either way
+   * checked (migration 204) and not read since (`confirmSorted`); absent or true: the whole file
+   * is sorted newest first. Either way
    * its row groups each hold a narrow time range, which is what a top-N and a time filter skip
    * by; only a read that relies on the file's order (`newestFirst`) needs it sorted.
    */

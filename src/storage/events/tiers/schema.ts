@@ -20,8 +20,9 @@ import type { Migration } from '../../migrations';
  *   missing or lost entry costs time, never a wrong answer.
  * - `event_parquet_files.sorted`: false for a file whose rows may not be newest first throughout:
  *   runs that overlap in time (a merge concatenates its inputs instead of sorting them), or a
- *   file written before its order was checked (migration 204). It is read like any other, only
- *   never in place of a sort (`EventsRelation.newestFirst`).
+ *   file written before its order was checked (migration 204; the maintenance reads it once and
+ *   sets the flag back when its rows are in order). It is read like any other, only never in
+ *   place of a sort (`EventsRelation.newestFirst`).
  * - `event_person_files`: person-clustered copies of settled team-days (`person-copies.ts`), each
  *   with the primary files whose rows it holds (`sources`). At most one per team-day; a copy
  *   whose sources are not all registered is simply not read.
@@ -99,7 +100,9 @@ export const eventMigrations: Migration[] = [
     // Loads and compactions with more than one DuckDB thread, and rewrites of a person's rows
     // out of a file, could write runs yet register the file as sorted (parquet-write.ts
     // `sortFile`, erasure.ts `personCondition`); which ones is not known without reading them.
-    // Reads stay correct either way: an export sorts what it cannot scan in order.
+    // Reads stay correct either way: an export sorts what it cannot scan in order. The
+    // maintenance then reads each such file once, and registers those in order as sorted again
+    // (manifest.ts `confirmSorted`).
     statements: [`UPDATE event_parquet_files SET sorted = false`],
   },
 ];

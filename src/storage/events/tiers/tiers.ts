@@ -44,17 +44,26 @@ export class Tiers {
     this.snapshot = { ...this.snapshot, files: [...this.snapshot.files.filter((f) => !paths.has(f.path)), ...added] };
   }
 
-  /** Files whose property keys are now known, swapped in for their entries (if still registered). */
-  setPropertyKeys(files: readonly ParquetFile[]): void {
+  /** Files whose property keys or order are now known, swapped in for their entries (if still registered). */
+  updateFiles(files: readonly ParquetFile[]): void {
     const byPath = new Map(files.map((f) => [f.path, f]));
     this.snapshot = { ...this.snapshot, files: this.snapshot.files.map((f) => byPath.get(f.path) ?? f) };
   }
 
   /** Registered files whose property keys are not known yet, newest first, up to about `maxRows` rows. */
   unindexedFiles(maxRows: number): ParquetFile[] {
+    return this.newestFiles((f) => !f.propertyKeys, maxRows);
+  }
+
+  /** Registered files not known to be sorted and not in `checked`, newest first, up to about `maxRows` rows. */
+  filesOfUnknownOrder(maxRows: number, checked: ReadonlySet<string>): ParquetFile[] {
+    return this.newestFiles((f) => f.sorted === false && !checked.has(f.path), maxRows);
+  }
+
+  private newestFiles(keep: (f: ParquetFile) => boolean, maxRows: number): ParquetFile[] {
     const out: ParquetFile[] = [];
     let rows = 0;
-    for (const f of [...this.snapshot.files].filter((x) => !x.propertyKeys).sort((a, b) => b.maxTs - a.maxTs)) {
+    for (const f of this.snapshot.files.filter(keep).sort((a, b) => b.maxTs - a.maxTs)) {
       if (rows > 0 && rows + f.rows > maxRows) break;
       out.push(f);
       rows += f.rows;

@@ -191,6 +191,32 @@ describe('compaction', () => {
     expect(await h.store.newestFirstRelation(1, {})).toBeNull();
   });
 
+  test('files registered as not sorted are read once: one whose rows are newest first is registered as sorted again, runs stay as they are', async () => {
+    h = await openHarness({ purgeGraceMs: 0 });
+    const DAY_2 = Date.UTC(2024, 0, 2);
+    await h.store.append(Array.from({ length: 60 }, (_, i) => makeEvent(i)));
+    await h.store.append(Array.from({ length: 80 }, (_, i) => makeEvent(1000 + i, { timestamp: DAY_2 + i * 1000 })));
+    await h.store.compact();
+    const [first, second] = await parquetFiles(h);
+    expect(second).toMatch(/^1\/2024-01-02\//);
+    // Day 2's file rewritten as two interleaved runs, odd rows first.
+    const legacy = join('1', '2024-01-02', 'legacy-0.parquet');
+    await h.db.run(`COPY (SELECT * FROM read_parquet('${join(parquetDir(h), second as string)}') ORDER BY json_extract(properties, '$.n')::INTEGER % 2 DESC, timestamp DESC) TO '${join(parquetDir(h), legacy)}' (FORMAT parquet)`);
+    await h.db.run('UPDATE event_parquet_files SET path = ? WHERE path = ?', [legacy, second]);
+    // As migration 204 leaves them: nothing known to be sorted.
+    await h.db.run('UPDATE event_parquet_files SET sorted = false');
+    await h.reopen({ purgeGraceMs: 0 });
+    const registered = () => h!.db.query<{ path: string; sorted: boolean }>('SELECT path, sorted FROM event_parquet_files ORDER BY path');
+    await until(async () => (await registered()).some((f) => f.sorted));
+    expect(await registered()).toEqual([
+      { path: first, sorted: true },
+      { path: legacy, sorted: false },
+    ]);
+    // Memory knows it too: day 1 is read in the files' order again, day 2 (runs) is not.
+    expect(await h.store.newestFirstRelation(1, { from: Date.UTC(2024, 0, 1), to: DAY_2 })).not.toBeNull();
+    expect(await h.store.newestFirstRelation(1, { from: DAY_2, to: DAY_2 + 86_400_000 })).toBeNull();
+  });
+
   test('files carry Bloom filters for distinct_id and uuid, which rule out the row groups without a value', async () => {
     h = await openHarness();
     // 10,000 rows of one day: three row groups, each person's events in one stretch of time.
