@@ -295,7 +295,7 @@ export class Maintenance {
     this.lastIndex = this.s.now(); // a failing batch is retried after the pause, not on every tick
     const registered = new Set(this.tiers.snapshot.files.map((f) => f.path));
     const indexed = await indexPropertyKeys(this.db, this.root, files.filter((f) => registered.has(f.path)));
-    this.tiers.updateFiles(indexed);
+    this.tiers.setPropertyKeys(indexed);
     this.lastIndex = this.s.now();
   }
 
@@ -307,7 +307,7 @@ export class Maintenance {
     this.lastIndex = this.s.now();
     for (const f of files) this.orderChecked.add(f.path);
     const registered = new Set(this.tiers.snapshot.files.map((f) => f.path));
-    this.tiers.updateFiles(await confirmSorted(this.db, this.root, files.filter((f) => registered.has(f.path))));
+    this.tiers.markSorted(await confirmSorted(this.db, this.root, files.filter((f) => registered.has(f.path))));
     this.lastIndex = this.s.now();
   }
 

@@ -80,11 +80,11 @@ export async function indexPropertyKeys(db: Database, root: string, files: reado
 
 /**
  * Files registered as not sorted whose rows turn out newest first (each row's time against the
- * one before it in the file), registered as sorted from now on; returned as they now are. The
- * files registered before their order was checked (migration 204) are mostly such files, and an
+ * one before it in the file), registered as sorted from now on; their paths. The files
+ * registered before their order was checked (migration 204) are mostly such files, and an
  * export reads a sorted one without sorting it.
  */
-export async function confirmSorted(db: Database, root: string, files: readonly ParquetFile[]): Promise<ParquetFile[]> {
+export async function confirmSorted(db: Database, root: string, files: readonly ParquetFile[]): Promise<string[]> {
   if (files.length === 0) return [];
   const rows = await db.withReader(async (c) =>
     (
@@ -95,9 +95,9 @@ export async function confirmSorted(db: Database, root: string, files: readonly 
     ).getRowObjectsJS() as Array<{ file: string }>,
   );
   const inOrder = new Set(rows.map((r) => r.file));
-  const sorted = files.filter((f) => inOrder.has(join(root, f.path))).map(({ sorted: _, ...f }) => f);
+  const sorted = files.filter((f) => inOrder.has(join(root, f.path))).map((f) => f.path);
   await db.transaction(async (tx) => {
-    for (const f of sorted) await tx.run('UPDATE event_parquet_files SET sorted = true WHERE path = ?', [f.path]);
+    for (const path of sorted) await tx.run('UPDATE event_parquet_files SET sorted = true WHERE path = ?', [path]);
   });
   return sorted;
 }

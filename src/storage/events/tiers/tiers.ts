@@ -44,10 +44,16 @@ export class Tiers {
     this.snapshot = { ...this.snapshot, files: [...this.snapshot.files.filter((f) => !paths.has(f.path)), ...added] };
   }
 
-  /** Files whose property keys or order are now known, swapped in for their entries (if still registered). */
-  updateFiles(files: readonly ParquetFile[]): void {
+  /** Files whose property keys are now known, swapped in for their entries (if still registered). */
+  setPropertyKeys(files: readonly ParquetFile[]): void {
     const byPath = new Map(files.map((f) => [f.path, f]));
     this.snapshot = { ...this.snapshot, files: this.snapshot.files.map((f) => byPath.get(f.path) ?? f) };
+  }
+
+  /** Files found sorted after all: their entries (if still registered) lose `sorted: false`. */
+  markSorted(paths: readonly string[]): void {
+    const found = new Set(paths);
+    this.snapshot = { ...this.snapshot, files: this.snapshot.files.map((f) => (found.has(f.path) ? withoutRunsFlag(f) : f)) };
   }
 
   /** Registered files whose property keys are not known yet, newest first, up to about `maxRows` rows. */
@@ -121,3 +127,5 @@ export class Tiers {
     return out;
   }
 }
+
+const withoutRunsFlag = ({ sorted: _, ...file }: ParquetFile): ParquetFile => file;
