@@ -65,6 +65,10 @@ const DELETE_DISTINCT_IDS = `DELETE FROM person_distinct_ids
  */
 export const STAGED_ROWS = 20_000;
 
+/** Whether a person's row in DuckDB's copy holds what memory holds (its properties compared as parsed: DuckDB may write JSON numbers differently). */
+const sameAsCopied = (p: Person, r: { id: number; properties: string; is_identified: boolean; created_ms: number }): boolean =>
+  p.id === r.id && p.isIdentified === r.is_identified && p.createdAt === r.created_ms && JSON.stringify(p.properties) === JSON.stringify(JSON.parse(r.properties));
+
 /** One person as an element of the JSON that MERGE_PERSONS reads. */
 function personRow(p: Person, teamId: number): string {
   // A lone surrogate would fail this flush and every one after it: replaced (in memory too).
@@ -187,40 +191,43 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
    */
   async function syncCopy(teamId: number, t: TeamPersons) {
     const all = new Map([[teamId, t]]);
+    // Rows the copy holds that memory does not are deleted first, so no later write meets them.
+    const gone = new Map<string, number>();
     const persons = new Map<string, number>();
     const ids = new Map<string, { teamId: number; distinctId: string }>();
-    const copied = new Set<string>();
+    const notCopied = new Set(t.persons.keys());
     await db.queryChunks<{ id: number; uuid: string; properties: string; is_identified: boolean; created_ms: number }>(
       'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, epoch_ms(created_at) AS created_ms FROM persons WHERE team_id = ?',
       [teamId],
       (rows) => {
         for (const r of rows) {
-          copied.add(r.uuid);
+          notCopied.delete(r.uuid);
           const p = t.persons.get(r.uuid);
-          const same = p && p.id === r.id && p.isIdentified === r.is_identified && p.createdAt === r.created_ms && JSON.stringify(p.properties) === JSON.stringify(JSON.parse(r.properties));
-          if (!same) persons.set(r.uuid, teamId);
+          if (!p) gone.set(r.uuid, teamId);
+          else if (!sameAsCopied(p, r)) persons.set(r.uuid, teamId);
         }
       },
     );
-    for (const uuid of t.persons.keys()) if (!copied.has(uuid)) persons.set(uuid, teamId);
-    copied.clear();
+    for (const uuid of notCopied) persons.set(uuid, teamId);
+    const idsNotCopied = new Set(t.byDistinctId.keys());
     await db.queryChunks<{ distinct_id: string; person_uuid: string }>(
       'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?',
       [teamId],
       (rows) => {
         for (const r of rows) {
-          copied.add(r.distinct_id);
+          idsNotCopied.delete(r.distinct_id);
           if (t.byDistinctId.get(r.distinct_id)?.uuid !== r.person_uuid) ids.set(r.distinct_id, { teamId, distinctId: r.distinct_id });
         }
       },
     );
-    for (const distinctId of t.byDistinctId.keys()) if (!copied.has(distinctId)) ids.set(distinctId, { teamId, distinctId });
+    for (const distinctId of idsNotCopied) ids.set(distinctId, { teamId, distinctId });
     // A project's groups are few: written whole.
     const groups = new Map([...t.groups.values()].map((group) => [groupKey(group.groupType, group.groupKey), { teamId, group }]));
     await db.withWriter(async (c) => {
       await c.run('BEGIN TRANSACTION');
       try {
         await c.run('DELETE FROM groups WHERE team_id = ?', [teamId]);
+        await replacePersons(c, gone, all);
         await replacePersons(c, persons, all);
         await replaceDistinctIds(c, ids, all);
         await replaceGroups(c, groups);
