@@ -58,7 +58,8 @@ const relationOf = (scan: OrderedScan): string => scanRelations.get(scan) as str
  * sort: a newest-first export, no LIMIT cutting the slice (that needs the uuid tie-break), no
  * person join (a join gives up the order), storage able to give the rows in that order (its
  * `newestFirstRelation`), and a plan for `where` (the slice's conditions; the scope's unless
- * given) with no join in it. Null otherwise: then the engine sorts the slice.
+ * given) made only of operators that keep order (`planKeepsOrder`). Null otherwise: then the
+ * engine sorts the slice.
  */
 export async function orderedScan(ctx: ReadContext, scope: Pick<ReadScope, 'person' | 'where'>, order: Order, slice: ExportSlice, where = scope.where): Promise<OrderedScan | null> {
   if (order !== 'DESC' || slice.limit !== null || scope.person) return null;

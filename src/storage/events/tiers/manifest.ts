@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import type { Database, Tx } from '../../db';
-import { fileList, type ParquetFile } from './parquet';
+import { fileList, NEWEST_FIRST, withTimeBefore, type ParquetFile } from './parquet';
 
 /** A manifest row as `loadManifest` and `loadPersonCopies` select it (times as epoch ms). */
 export interface ManifestRow {
@@ -79,8 +79,8 @@ export async function indexPropertyKeys(db: Database, root: string, files: reado
 }
 
 /**
- * Files registered as not sorted whose rows turn out newest first (each row's time against the
- * one before it in the file), registered as sorted from now on; their paths. The files
+ * Files registered as not sorted whose rows turn out newest first (`NEWEST_FIRST`), registered
+ * as sorted from now on; their paths. The files
  * registered before their order was checked (migration 204) are mostly such files, and an
  * export reads a sorted one without sorting it.
  */
@@ -89,8 +89,7 @@ export async function confirmSorted(db: Database, root: string, files: readonly 
   const rows = await db.withReader(async (c) =>
     (
       await c.runAndReadAll(
-        `SELECT filename AS file FROM (SELECT filename, timestamp, lag(timestamp) OVER (PARTITION BY filename ORDER BY file_row_number) AS before ` +
-          `FROM read_parquet(${fileList(root, files)}, filename = true, file_row_number = true)) GROUP BY filename HAVING count(*) FILTER (WHERE before < timestamp) = 0`,
+        `SELECT filename AS file FROM ${withTimeBefore(`read_parquet(${fileList(root, files)}, filename = true, file_row_number = true)`)} GROUP BY filename HAVING ${NEWEST_FIRST}`,
       )
     ).getRowObjectsJS() as Array<{ file: string }>,
   );

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { syncDir } from '../log/fs-sync';
 import { sqlString } from '../../sql-literal';
-import { TMP_PREFIX, type ParquetFile } from './parquet';
+import { NEWEST_FIRST, TMP_PREFIX, withTimeBefore, type ParquetFile } from './parquet';
 
 const PARTITION_RE = /team_id=(\d+)[/\\]_day=(\d{4}-\d{2}-\d{2})[/\\][^/\\]+\.parquet$/;
 
@@ -139,13 +139,12 @@ interface Written {
 
 /**
  * The files a COPY wrote (a path or a glob) with their rows and time range; none when every row
- * was a duplicate. `checkOrder`: whether each file's rows are newest first, from each row's time
- * against the one before it in the file.
+ * was a duplicate. `checkOrder`: whether each file's rows are newest first (`NEWEST_FIRST`).
  */
 async function listWritten(c: DuckDBConnection, files: string, checkOrder = false): Promise<Written[]> {
   const read = `read_parquet(${sqlString(files)}, filename = true, hive_partitioning = false${checkOrder ? ', file_row_number = true' : ''})`;
-  const source = checkOrder ? `(SELECT filename, timestamp, lag(timestamp) OVER (PARTITION BY filename ORDER BY file_row_number) AS before FROM ${read})` : read;
-  const sorted = checkOrder ? 'count(*) FILTER (WHERE before < timestamp) = 0' : 'true';
+  const source = checkOrder ? withTimeBefore(read) : read;
+  const sorted = checkOrder ? NEWEST_FIRST : 'true';
   try {
     return (
       await c.runAndReadAll(

@@ -95,3 +95,14 @@ export async function deleteTeamFiles(db: Database, dataDir: string, teamId: num
   for (const f of files) await rm(join(parquetRoot(dataDir), f.path), { force: true });
   await rm(join(parquetRoot(dataDir), String(teamId)), { recursive: true, force: true });
 }
+
+/**
+ * Whether a file's rows are newest first, read without trusting its registration: `read` (a
+ * `read_parquet` with `filename` and `file_row_number`) as rows with the time of the row before
+ * each in its file (`withTimeBefore`), and `NEWEST_FIRST` true per file (grouped by `filename`)
+ * when no row is newer than the one before it. A partitioned write with several threads, or a
+ * plan that joins, gives up an ORDER BY (see parquet-write.ts `sortFile`).
+ */
+export const withTimeBefore = (read: string): string =>
+  `(SELECT filename, timestamp, lag(timestamp) OVER (PARTITION BY filename ORDER BY file_row_number) AS before FROM ${read})`;
+export const NEWEST_FIRST = 'count(*) FILTER (WHERE before < timestamp) = 0';
