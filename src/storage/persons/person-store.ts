@@ -65,8 +65,14 @@ const DELETE_DISTINCT_IDS = `DELETE FROM person_distinct_ids
  */
 export const STAGED_ROWS = 20_000;
 
+/** A project's persons and its distinct ids as a load reads them from DuckDB (and a sync reads the copy back). */
+const PERSON_ROWS = 'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, epoch_ms(created_at) AS created_ms FROM persons WHERE team_id = ?';
+const DISTINCT_ID_ROWS = 'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?';
+type PersonRow = { id: number; uuid: string; properties: string; is_identified: boolean; created_ms: number };
+type DistinctIdRow = { distinct_id: string; person_uuid: string };
+
 /** Whether a person's row in DuckDB's copy holds what memory holds (its properties compared as parsed: DuckDB may write JSON numbers differently). */
-const sameAsCopied = (p: Person, r: { id: number; properties: string; is_identified: boolean; created_ms: number }): boolean =>
+const sameAsCopied = (p: Person, r: PersonRow): boolean =>
   p.id === r.id && p.isIdentified === r.is_identified && p.createdAt === r.created_ms && JSON.stringify(p.properties) === JSON.stringify(JSON.parse(r.properties));
 
 /** One person as an element of the JSON that MERGE_PERSONS reads. */
@@ -112,8 +118,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     nextId = Math.max(nextId, (max_id ?? 0) + 1);
     // A chunk at a time: a project's persons held whole as DuckDB's result and as rows too took
     // several times their own size at once (see bench/NOTES.md).
-    await db.queryChunks<{ id: number; uuid: string; properties: string; is_identified: boolean; created_ms: number }>(
-      'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, epoch_ms(created_at) AS created_ms FROM persons WHERE team_id = ?',
+    await db.queryChunks<PersonRow>(
+      PERSON_ROWS,
       [teamId],
       (rows) => {
         for (const r of rows) {
@@ -129,8 +135,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         }
       },
     );
-    await db.queryChunks<{ distinct_id: string; person_uuid: string }>(
-      'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?',
+    await db.queryChunks<DistinctIdRow>(
+      DISTINCT_ID_ROWS,
       [teamId],
       (ids) => {
         for (const r of ids) joinLoadedId(t, r.distinct_id, r.person_uuid);
@@ -196,8 +202,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const persons = new Map<string, number>();
     const ids = new Map<string, { teamId: number; distinctId: string }>();
     const notCopied = new Set(t.persons.keys());
-    await db.queryChunks<{ id: number; uuid: string; properties: string; is_identified: boolean; created_ms: number }>(
-      'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, epoch_ms(created_at) AS created_ms FROM persons WHERE team_id = ?',
+    await db.queryChunks<PersonRow>(
+      PERSON_ROWS,
       [teamId],
       (rows) => {
         for (const r of rows) {
@@ -210,8 +216,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     );
     for (const uuid of notCopied) persons.set(uuid, teamId);
     const idsNotCopied = new Set(t.byDistinctId.keys());
-    await db.queryChunks<{ distinct_id: string; person_uuid: string }>(
-      'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?',
+    await db.queryChunks<DistinctIdRow>(
+      DISTINCT_ID_ROWS,
       [teamId],
       (rows) => {
         for (const r of rows) {

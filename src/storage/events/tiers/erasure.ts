@@ -138,7 +138,7 @@ export async function erasePersonEvents(
       parquetRows += n;
       gone.push(f);
       const select = `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM read_parquet(${sqlString(join(root, f.path))}) WHERE NOT ${where.sql}`;
-      const kept = n < f.rows ? await writeParquetFile(c, root, select, { teamId, day: f.day }, tag, now, where.params, f.sorted !== false) : null;
+      const kept = n < f.rows ? await writeParquetFile(c, root, select, { teamId, day: f.day }, tag, now, { params: where.params, newestFirst: f.sorted !== false }) : null;
       renamed.set(f.path, kept?.path ?? null);
       // Fewer rows in the same order: sorted or runs, as the file was.
       if (kept) added.push({ ...kept, createdAt: f.createdAt, ...(f.sorted === false ? { sorted: false } : {}), ...(f.uuidGen === undefined ? {} : { uuidGen: f.uuidGen }) });

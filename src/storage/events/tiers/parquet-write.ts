@@ -81,9 +81,8 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
 /**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, as the partitioned files have them; all
  * of one team-day, in the order they are to be stored) as one Parquet file, and move it into
- * place: no partitioned write, which buffers its rows per partition first. `newestFirst`: the
- * file is to be registered as sorted, so its order is checked, and it is sorted if the plan did
- * not keep it. The file is not registered; null when there are no rows.
+ * place: no partitioned write, which buffers its rows per partition first. The file is not
+ * registered; null when there are no rows.
  */
 export async function writeParquetFile(
   c: DuckDBConnection,
@@ -92,10 +91,14 @@ export async function writeParquetFile(
   part: { teamId: number; day: string },
   tag: string,
   now: () => number,
-  /** Values bound to the `?` of `select`. */
-  params: readonly string[] = [],
-  newestFirst = false,
+  options: {
+    /** Values bound to the `?` of `select`. */
+    params?: readonly string[];
+    /** The file is to be registered as sorted: checked, and sorted if the plan did not keep the order. */
+    newestFirst?: boolean;
+  } = {},
 ): Promise<ParquetFile | null> {
+  const { params = [], newestFirst = false } = options;
   if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
   const tmp = join(root, `${TMP_PREFIX}${tag}-${fileSeq++}.parquet`);
   let sortedCopy: string | null = null;
