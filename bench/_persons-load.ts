@@ -1,5 +1,6 @@
-// A restart, for bench/persons.ts: a fresh process opens the store over `argv[2]` and loads
-// project 1's persons as its first request would (`chunks`: the person store's own load), or,
+// A restart, for bench/persons.ts: a fresh process opens the store over `argv[2]` (with
+// `argv[5]` as META_STORE when given) and loads project 1's persons as its first request would
+// (`chunks`: the person store's own load), or,
 // for the baseline (`whole`), reads the same rows whole with `query` and builds the same maps, as
 // the load did before it read them a chunk at a time. Prints as JSON the time, the heap the
 // persons hold, and the peak of the process's resident size during the load over its size before.
@@ -9,7 +10,8 @@ import { join } from 'node:path';
 import { DATABASE_FILE, DEFAULT_MEMORY_LIMIT, openStorage } from '../src/storage';
 import { openDatabase, type Database } from '../src/storage/db';
 
-const [dataDir, mode, probe] = process.argv.slice(2) as [string, string, string];
+// `metaStore`: persons kept in PostgreSQL (META_STORE), loaded from it and synced into DuckDB's copy.
+const [dataDir, mode, probe, metaStore] = process.argv.slice(2) as [string, string, string, string | undefined];
 if (mode !== 'chunks' && mode !== 'whole') throw new Error(`mode: chunks or whole, not ${mode}`);
 const heap = () => {
   Bun.gc(true);
@@ -39,7 +41,7 @@ async function loadWhole(db: Database) {
 }
 
 // The baseline opens the database alone, with the store's memory cap and spill directory.
-const storage = mode === 'chunks' ? await openStorage({ dataDir }) : null;
+const storage = mode === 'chunks' ? await openStorage({ dataDir, ...(metaStore ? { metaStore } : {}) }) : null;
 const db = storage ? null : await openDatabase(join(dataDir, DATABASE_FILE), { memoryLimit: DEFAULT_MEMORY_LIMIT, tempDirectory: join(dataDir, 'tmp') });
 try {
   const heapBefore = heap();

@@ -66,10 +66,12 @@ const MB = 1024 * 1024;
 const round = (x: number, digits = 0) => Number(x.toFixed(digits));
 
 /** Make `n` persons through `processEvent`, flushing in bulk as the store's loads do. */
-async function makePersons(dataDir: string, n: number) {
+async function makePersons(dataDir: string, n: number, metaStore?: string) {
   const eventsOf = personEvents();
-  const storage = await openStorage({ dataDir });
+  const storage = await openStorage({ dataDir, ...(metaStore ? { metaStore } : {}) });
   try {
+    // With PostgreSQL a flush writes nothing for a project that does not exist there.
+    if (metaStore) await storage.management.createAccount({ email: 'persons-bench@example.com', organizationName: 'Persons bench' });
     await storage.persons.ensureLoaded(1);
     const heap0 = heap();
     const rss0 = process.memoryUsage().rss;
@@ -105,8 +107,9 @@ interface Restart {
 }
 
 /** A restart, in a fresh process (`_persons-load.ts`): the project's persons loaded on first use (`chunks`), or read whole as the baseline (`whole`). */
-async function loadPersons(dataDir: string, n: number, mode: 'chunks' | 'whole'): Promise<Restart> {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, '_persons-load.ts'), dataDir, mode, `user${3 * Math.floor((n - 1) / 3)}@example.com`], { stdout: 'pipe', stderr: 'inherit' });
+async function loadPersons(dataDir: string, n: number, mode: 'chunks' | 'whole', metaStore?: string): Promise<Restart> {
+  const args = [dataDir, mode, `user${3 * Math.floor((n - 1) / 3)}@example.com`, ...(metaStore ? [metaStore] : [])];
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, '_persons-load.ts'), ...args], { stdout: 'pipe', stderr: 'inherit' });
   const out = await new Response(child.stdout).text();
   if ((await child.exited) !== 0) throw new Error(`the restart's process failed: ${out}`);
   const result = JSON.parse(out.trim().split('\n').pop()!) as Restart & { found: boolean };
@@ -156,6 +159,34 @@ const bench: Benchmark = async ({ tmpDir, quick, options, log }) => {
   ];
   const perPerson = (bytes: number) => round(bytes / n);
   const chunkPeak = median(runs.chunks.map((r) => r.peak));
+  // PERSONS_META_STORE=postgres: the same persons kept in PostgreSQL (a server of the test
+  // helpers', on loopback), each restart a fresh process over the same DATA_DIR: the project read
+  // from PostgreSQL a page at a time, and DuckDB's copy of it brought up to date.
+  if (process.env.PERSONS_META_STORE === 'postgres') {
+    const { createTestDatabase } = await import('../test/helpers/postgres');
+    const metaStore = await createTestDatabase();
+    const pgDir = join(tmpDir, 'postgres');
+    await makePersons(pgDir, n, metaStore);
+    const pg: Restart[] = [];
+    for (let round = 0; round < Math.max(2, options.rounds + 1); round++) {
+      // The first on a DATA_DIR of its own, still empty; the others on the one that made them.
+      const r = await loadPersons(round === 0 ? join(tmpDir, 'postgres-fresh') : pgDir, n, 'chunks', metaStore);
+      log(`META_STORE restart ${round + 1}: ${Math.round(r.loadMs)} ms, peak RSS +${(r.peak / MB).toFixed(0)} MB`);
+      pg.push(r);
+    }
+    const row = (rs: Restart[], label: string): BenchRow => ({
+      case: label,
+      'MB': round(median(rs.map((r) => r.heap)) / MB, 1),
+      'bytes a person': round(median(rs.map((r) => r.heap)) / n),
+      'load ms': round(median(rs.map((r) => r.loadMs))),
+      'peak RSS growth MB': round(median(rs.map((r) => r.peak)) / MB, 1),
+      'peak RSS growth MB (min–max)': spread(rs.map((r) => r.peak), MB),
+    });
+    rows.push(
+      row(pg.slice(0, 1), 'META_STORE restart on a DATA_DIR without the copy (the whole copy written)'),
+      row(pg.slice(1), 'META_STORE restart on its DATA_DIR (the copy synced: what differs written)'),
+    );
+  }
   return {
     name: 'persons',
     rows,
