@@ -3,7 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
 import { chunks } from '../chunks';
-import type { Database } from '../db';
+import { inTransaction, type Database } from '../db';
 import type { Group, Person, PersonChanges, PersonHome, PersonMirror, PersonStore } from './types';
 
 interface TeamPersons {
@@ -33,6 +33,8 @@ function addGroup(t: TeamPersons, g: Group): void {
  * would cost the main thread a call per value and a synchronous close; see bench/NOTES.md).
  */
 const staged = (shape: string) => `(SELECT unnest(from_json(?::JSON, '[${shape}]'), recursive := true)) AS s`;
+const STAGED_PERSONS = staged('{"id":"BIGINT","uuid":"UUID","team_id":"INTEGER","properties":"JSON","is_identified":"BOOLEAN","created_ms":"BIGINT"}');
+const STAGED_DISTINCT_IDS = staged('{"team_id":"INTEGER","distinct_id":"VARCHAR","person_uuid":"UUID"}');
 
 /**
  * Persons written in one statement: a person the table holds is updated in place, where a delete
@@ -41,7 +43,7 @@ const staged = (shape: string) => `(SELECT unnest(from_json(?::JSON, '[${shape}]
  * is (and counted out: see replacePersons).
  */
 const MERGE_PERSONS = `MERGE INTO persons
-  USING ${staged('{"id":"BIGINT","uuid":"UUID","team_id":"INTEGER","properties":"JSON","is_identified":"BOOLEAN","created_ms":"BIGINT"}')}
+  USING ${STAGED_PERSONS}
   ON persons.uuid = s.uuid
   WHEN MATCHED AND persons.id = s.id AND persons.team_id = s.team_id THEN
     UPDATE SET properties = s.properties, is_identified = s.is_identified, created_at = make_timestamp(s.created_ms * 1000)
@@ -50,26 +52,36 @@ const MERGE_PERSONS = `MERGE INTO persons
 const DELETE_PERSONS = `DELETE FROM persons WHERE uuid IN (SELECT unnest(from_json(?::JSON, '["UUID"]')))`;
 
 const MERGE_DISTINCT_IDS = `MERGE INTO person_distinct_ids
-  USING ${staged('{"team_id":"INTEGER","distinct_id":"VARCHAR","person_uuid":"UUID"}')}
+  USING ${STAGED_DISTINCT_IDS}
   ON person_distinct_ids.team_id = s.team_id AND person_distinct_ids.distinct_id = s.distinct_id
   WHEN MATCHED THEN UPDATE SET person_uuid = s.person_uuid
   WHEN NOT MATCHED THEN INSERT (team_id, distinct_id, person_uuid) VALUES (s.team_id, s.distinct_id, s.person_uuid)`;
+/** Rows the copy does not hold, appended: a MERGE joins every part with the whole table, an append does not. */
+const INSERT_PERSONS = `INSERT INTO persons (id, uuid, team_id, properties, is_identified, created_at, version)
+  SELECT s.id, s.uuid, s.team_id, s.properties, s.is_identified, make_timestamp(s.created_ms * 1000), 0
+  FROM ${STAGED_PERSONS}`;
+const INSERT_DISTINCT_IDS = `INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid)
+  SELECT s.team_id, s.distinct_id, s.person_uuid FROM ${STAGED_DISTINCT_IDS}`;
 const DELETE_DISTINCT_IDS = `DELETE FROM person_distinct_ids
   WHERE (team_id, distinct_id) IN (SELECT (s.team_id, s.distinct_id) FROM ${staged('{"team_id":"INTEGER","distinct_id":"VARCHAR"}')})`;
 
 /**
  * Rows staged as one statement's JSON at most: a project copied whole (loaded from the home) or a
- * large flush is written in parts, not as one text holding every row at once. A later part is
- * made after the earlier ones' awaits, so it may hold a person's newer state: that person is
- * dirty again by then, and the next flush writes the same state once more.
+ * large flush is written in parts, not as one text holding every row at once. DuckDB's memory
+ * for a statement grows with its part, outside its own cap: 20,000-row parts took the process
+ * hundreds of MB higher than 5,000-row ones (see bench/NOTES.md). A later part is made after the
+ * earlier ones' awaits, so it may hold a person's newer state: that person is dirty again by
+ * then, and the next flush writes the same state once more.
  */
-export const STAGED_ROWS = 20_000;
+export const STAGED_ROWS = 5_000;
 
 /** A project's persons and its distinct ids as a load reads them from DuckDB (and a sync reads the copy back). */
 const PERSON_ROWS = 'SELECT id, uuid::VARCHAR AS uuid, properties, is_identified, epoch_ms(created_at) AS created_ms FROM persons WHERE team_id = ?';
 const DISTINCT_ID_ROWS = 'SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = ?';
 type PersonRow = { id: number; uuid: string; properties: string; is_identified: boolean; created_ms: number };
 type DistinctIdRow = { distinct_id: string; person_uuid: string };
+const GROUP_ROWS = 'SELECT group_type, group_type_index, group_key, properties FROM groups WHERE team_id = ?';
+type GroupRow = { group_type: string; group_type_index: number; group_key: string; properties: string };
 
 /** Whether a person's row in DuckDB's copy holds what memory holds (its properties compared as parsed: DuckDB may write JSON numbers differently). */
 const sameAsCopied = (p: Person, r: PersonRow): boolean =>
@@ -142,13 +154,9 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         for (const r of ids) joinLoadedId(t, r.distinct_id, r.person_uuid);
       },
     );
-    await db.queryChunks<{ group_type: string; group_type_index: number; group_key: string; properties: string }>(
-      'SELECT group_type, group_type_index, group_key, properties FROM groups WHERE team_id = ?',
-      [teamId],
-      (groups) => {
-        for (const g of groups) addGroup(t, { groupType: g.group_type, groupTypeIndex: g.group_type_index, groupKey: g.group_key, properties: JSON.parse(g.properties) });
-      },
-    );
+    await db.queryChunks<GroupRow>(GROUP_ROWS, [teamId], (groups) => {
+      for (const g of groups) addGroup(t, { groupType: g.group_type, groupTypeIndex: g.group_type_index, groupKey: g.group_key, properties: JSON.parse(g.properties) });
+    });
     await seedMirror(teamId, t);
     teams.set(teamId, t);
   }
@@ -214,7 +222,6 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         }
       },
     );
-    for (const uuid of notCopied) persons.set(uuid, teamId);
     const idsNotCopied = new Set(t.byDistinctId.keys());
     await db.queryChunks<DistinctIdRow>(
       DISTINCT_ID_ROWS,
@@ -226,23 +233,58 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         }
       },
     );
-    for (const distinctId of idsNotCopied) ids.set(distinctId, { teamId, distinctId });
-    // A project's groups are few: written whole.
-    const groups = new Map([...t.groups.values()].map((group) => [groupKey(group.groupType, group.groupKey), { teamId, group }]));
+    // Groups too, so a group the copy holds as it is keeps its row (and its created_at).
+    const groupsGone: Array<[type: string, key: string]> = [];
+    const groups = new Map<string, { teamId: number; group: Group }>();
+    const groupsNotCopied = new Set(t.groups.keys());
+    await db.queryChunks<GroupRow>(GROUP_ROWS, [teamId], (rows) => {
+      for (const r of rows) {
+        const key = groupKey(r.group_type, r.group_key);
+        groupsNotCopied.delete(key);
+        const g = t.groups.get(key);
+        if (!g) groupsGone.push([r.group_type, r.group_key]);
+        else if (g.groupTypeIndex !== r.group_type_index || JSON.stringify(g.properties) !== JSON.stringify(JSON.parse(r.properties))) groups.set(key, { teamId, group: g });
+      }
+    });
+    for (const key of groupsNotCopied) groups.set(key, { teamId, group: t.groups.get(key)! });
     await db.withWriter(async (c) => {
-      await c.run('BEGIN TRANSACTION');
-      try {
-        await c.run('DELETE FROM groups WHERE team_id = ?', [teamId]);
+      await inTransaction(c, async () => {
+        for (const [type, key] of groupsGone) await c.run('DELETE FROM groups WHERE team_id = ? AND group_type = ? AND group_key = ?', [teamId, type, key]);
         await replacePersons(c, gone, all);
         await replacePersons(c, persons, all);
         await replaceDistinctIds(c, ids, all);
         await replaceGroups(c, groups);
-        await c.run('COMMIT');
-      } catch (error) {
-        await c.run('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
+      });
+      // What the copy lacks (all of it on an empty DATA_DIR) comes last, appended a part a
+      // commit: a load cut short leaves a copy the next one reads back and completes.
+      for (const part of chunks(notCopied, STAGED_ROWS)) await appendPersonsPart(c, part, teamId, all);
+      for (const part of chunks(idsNotCopied, STAGED_ROWS)) await appendDistinctIdsPart(c, part, teamId, t);
     });
+  }
+
+  /**
+   * Persons the copy does not hold, appended: a MERGE joins each part with the whole table and
+   * costs more time and memory than an append (see bench/NOTES.md). A part that meets a row after
+   * all (its uuid or id under another project: a copy older than the home) fails as a whole and is
+   * written as a flush writes it.
+   */
+  async function appendPersonsPart(c: DuckDBConnection, uuids: string[], teamId: number, from: Map<number, TeamPersons>) {
+    const t = from.get(teamId)!;
+    try {
+      await c.run(INSERT_PERSONS, [`[${uuids.map((uuid) => personRow(t.persons.get(uuid)!, teamId)).join(',')}]`]);
+    } catch {
+      await inTransaction(c, () => replacePersonsPart(c, uuids.map((uuid): [string, number] => [uuid, teamId]), from));
+    }
+  }
+
+  /**
+   * Distinct ids the copy does not hold, appended. Their key is the project's and the id's, and the
+   * copy's rows of the project were all read before: none can be in the way (nothing writes the
+   * project's rows before its load is done).
+   */
+  async function appendDistinctIdsPart(c: DuckDBConnection, distinctIds: string[], teamId: number, t: TeamPersons) {
+    const rows = distinctIds.map((distinctId) => `{"team_id":${teamId},"distinct_id":${JSON.stringify(distinctId)},"person_uuid":${JSON.stringify(t.byDistinctId.get(distinctId)!.uuid)}}`);
+    await c.run(INSERT_DISTINCT_IDS, [wellFormedJson(`[${rows.join(',')}]`)]);
   }
 
   /**
@@ -316,17 +358,12 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       }
       touchedIds.set(key, { teamId, distinctId });
     }
-    await db.withWriter(async (c) => {
-      await c.run('BEGIN TRANSACTION');
-      try {
+    await db.withWriter((c) =>
+      inTransaction(c, async () => {
         await replacePersons(c, touchedPersons);
         await replaceDistinctIds(c, touchedIds);
-        await c.run('COMMIT');
-      } catch (error) {
-        await c.run('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
-    });
+      }),
+    );
   }
 
   home?.onChange((teamId, keys) => {
@@ -410,18 +447,13 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       groups: [...groups.values()],
     };
     if (home) await home.write(changes);
-    await db.withWriter(async (c) => {
-      await c.run('BEGIN TRANSACTION');
-      try {
+    await db.withWriter((c) =>
+      inTransaction(c, async () => {
         await replacePersons(c, persons);
         await replaceDistinctIds(c, distinctIds);
         await replaceGroups(c, groups);
-        await c.run('COMMIT');
-      } catch (error) {
-        await c.run('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
-    });
+      }),
+    );
     if (mirror) {
       for (const teamId of unseeded) {
         const t = teams.get(teamId);
@@ -483,7 +515,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       const properties = storableJson(group.properties, (fixed) => (group.properties = fixed));
       await c.run(
         `INSERT INTO groups (team_id, group_type, group_type_index, group_key, properties, created_at) VALUES (?, ?, ?, ?, ?, now())
-         ON CONFLICT (team_id, group_type, group_key) DO UPDATE SET properties = excluded.properties`,
+         ON CONFLICT (team_id, group_type, group_key) DO UPDATE SET group_type_index = excluded.group_type_index, properties = excluded.properties`,
         [teamId, group.groupType, group.groupTypeIndex, group.groupKey, properties],
       );
     }

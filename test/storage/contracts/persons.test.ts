@@ -171,6 +171,55 @@ forEachEngine('person store', (engine) => {
       expect(await opened.db.query('SELECT group_key, properties FROM groups WHERE team_id = 1')).toEqual([{ group_key: 'acme', properties: '{"size":2}' }]);
     });
 
+    test('a restart on its DuckDB files leaves the rows of the copy that hold what the home holds: a group keeps its row and created_at', async () => {
+      await apply(1, [
+        ev('$groupidentify', 'u', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 1 } } }),
+        ev('$groupidentify', 'u', { properties: { $group_type: 'company', $group_key: 'globex', $group_set: { size: 5 } } }),
+      ]);
+      await persons().flush();
+      const groupRows = () => opened.db.query<{ group_key: string; properties: string; created_at: Date }>('SELECT group_key, properties, created_at FROM groups WHERE team_id = 1 ORDER BY group_key');
+      // Written one at a time: apart by the clock.
+      await opened.db.run("UPDATE groups SET created_at = TIMESTAMP '2024-01-02 03:04:05' WHERE team_id = 1");
+      opened = await opened.reopen({ sameFiles: true });
+      const other = await opened.another();
+      try {
+        await other.stores.persons.ensureLoaded(1);
+        other.stores.persons.processEvent(1, ev('$groupidentify', 'u', { properties: { $group_type: 'company', $group_key: 'globex', $group_set: { size: 6 } } }));
+        await other.stores.persons.flush();
+      } finally {
+        await other.close();
+      }
+      await persons().ensureLoaded(1);
+      const rows = await groupRows();
+      expect(rows.map((r) => [r.group_key, r.properties])).toEqual([
+        ['acme', '{"size":1}'],
+        ['globex', '{"size":6}'],
+      ]);
+      // The unchanged group's row is the one it had; the changed one is updated in place.
+      expect(rows.map((r) => r.created_at.toISOString())).toEqual(['2024-01-02T03:04:05.000Z', '2024-01-02T03:04:05.000Z']);
+    });
+
+    test('a copy holding a person of the project under another project (older than the home) is put right by the restart', async () => {
+      await apply(1, [ev('$pageview', 'moved', { set: { n: 1 } }), ev('$pageview', 'stays', { set: { n: 2 } })]);
+      await persons().flush();
+      const uuid = persons().findByDistinctId(1, 'moved')!.uuid;
+      opened = await opened.reopen({ sameFiles: true });
+      // The copy's row of that person sits under project 2: the load finds it missing from project
+      // 1's rows, and its append meets the row's uuid.
+      await opened.db.run('UPDATE persons SET team_id = 2 WHERE uuid = ?::UUID', [uuid]);
+      await opened.db.run('UPDATE person_distinct_ids SET team_id = 2 WHERE person_uuid = ?::UUID', [uuid]);
+      await persons().ensureLoaded(1);
+      const now = snapshot(persons(), 1);
+      expect(now.persons.map((p) => [p.distinctIds, p.properties.n])).toEqual([
+        [['moved'], 1],
+        [['stays'], 2],
+      ]);
+      expect(await copied(1)).toEqual(
+        now.persons.map((p) => ({ uuid: p.uuid, properties: p.properties, ids: p.distinctIds })).sort((a, b) => (a.uuid < b.uuid ? -1 : 1)),
+      );
+      expect(await opened.db.query('SELECT count(*)::INTEGER AS n FROM persons WHERE uuid = ?::UUID', [uuid])).toEqual([{ n: 1 }]);
+    });
+
     test("another process's person changes reach this one's memory and its events-side copy", async () => {
       const other = await opened.another();
       try {

@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { Database } from '../../db';
+import { inTransaction, type Database } from '../../db';
 import { writeDeadLetter } from '../log/dead-letters';
 import { fileList, type ParquetFile } from '../tiers/parquet';
 import { registerFiles } from '../tiers/manifest';
@@ -102,18 +102,6 @@ async function countDuplicates(c: DuckDBConnection, source: string, prior: Prior
 }
 
 const setApplied = (seg: number) => `UPDATE event_store_state SET applied_segment = greatest(applied_segment, ${seg}::BIGINT) WHERE id = 1`;
-
-async function inTransaction<T>(c: DuckDBConnection, fn: () => Promise<T>): Promise<T> {
-  await c.run('BEGIN TRANSACTION');
-  try {
-    const out = await fn();
-    await c.run('COMMIT');
-    return out;
-  } catch (error) {
-    await c.run('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
-}
 
 /** Only move the watermark: segments whose capture requests produced no rows. */
 export async function markApplied(db: Database, watermark: number): Promise<void> {
