@@ -212,7 +212,6 @@ function normalizeRow(row: Record<string, unknown>): Row {
   return row;
 }
 
-/** What the engine's buffer manager holds in memory, and what it spilled to its temporary directory (bytes). */
 /** Run `fn` inside one transaction on a connection already borrowed (`withWriter`); rolls back if it throws. */
 export async function inTransaction<T>(c: DuckDBConnection, fn: () => Promise<T>): Promise<T> {
   await c.run('BEGIN TRANSACTION');
@@ -226,6 +225,7 @@ export async function inTransaction<T>(c: DuckDBConnection, fn: () => Promise<T>
   }
 }
 
+/** What the engine's buffer manager holds in memory, and what it spilled to its temporary directory (bytes). */
 export async function memoryUsage(db: Database): Promise<{ usedBytes: number; spilledBytes: number; limitBytes: number }> {
   const [row] = await db.query<{ used: number | null; spilled: number | null; cap: string }>(
     "SELECT sum(memory_usage_bytes) AS used, sum(temporary_storage_bytes) AS spilled, current_setting('memory_limit') AS cap FROM duckdb_memory()",

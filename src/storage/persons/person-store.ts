@@ -56,7 +56,7 @@ const MERGE_DISTINCT_IDS = `MERGE INTO person_distinct_ids
   ON person_distinct_ids.team_id = s.team_id AND person_distinct_ids.distinct_id = s.distinct_id
   WHEN MATCHED THEN UPDATE SET person_uuid = s.person_uuid
   WHEN NOT MATCHED THEN INSERT (team_id, distinct_id, person_uuid) VALUES (s.team_id, s.distinct_id, s.person_uuid)`;
-/** Rows the copy does not hold, appended: a MERGE joins every part with the whole table, an append does not. */
+/** Rows the copy does not hold (see appendPersonsPart). */
 const INSERT_PERSONS = `INSERT INTO persons (id, uuid, team_id, properties, is_identified, created_at, version)
   SELECT s.id, s.uuid, s.team_id, s.properties, s.is_identified, make_timestamp(s.created_ms * 1000), 0
   FROM ${STAGED_PERSONS}`;
