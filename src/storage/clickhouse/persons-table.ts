@@ -1,5 +1,6 @@
 import { storableJson } from '../../core/ingest/well-formed';
 import { sql, trusted, type ClickHouseFeatures } from '../../core/query';
+import { chunks } from '../chunks';
 import type { PersonChanges, PersonMirror } from '../persons/types';
 import type { ClickHouse } from './client';
 import { timeFields, tsvField } from './events-table';
@@ -64,27 +65,42 @@ function versions(ch: ClickHouse, now: () => number): () => Promise<number> {
   };
 }
 
-/** The person store's copy in ClickHouse (see PersonMirror): one INSERT per table per flush. */
-export function clickhousePersonMirror(ch: ClickHouse, now: () => number = Date.now): PersonMirror {
+/**
+ * Rows one INSERT carries at most. A flush is one INSERT per table (ClickHouse wants few, large
+ * inserts); a project's first copy (`seed`) holds every person, and its rows as one text would
+ * take several times the persons' own memory at once.
+ */
+export const MIRROR_INSERT_ROWS = 20_000;
+
+/**
+ * The person store's copy in ClickHouse (see PersonMirror): one INSERT per table per flush, a
+ * flush larger than `rowsPerInsert` in several. `now`: the clock versions come from.
+ */
+export function clickhousePersonMirror(ch: ClickHouse, options: { now?: () => number; rowsPerInsert?: number } = {}): PersonMirror {
   const f = ch.features;
-  const next = versions(ch, now);
+  const next = versions(ch, options.now ?? Date.now);
+  const rowsPerInsert = options.rowsPerInsert ?? MIRROR_INSERT_ROWS;
   const personColumns = ['id', 'team_id', 'properties', 'is_identified', ...(f.datetime64 ? ['created_at'] : ['created_at', 'created_at_ms']), 'is_deleted', 'version'];
   const idColumns = ['team_id', 'distinct_id', 'person_id', 'is_deleted', 'version'];
   const bind = ch.dialect.bind;
   const mirror: PersonMirror = {
     async write(changes: PersonChanges) {
       const version = await next();
-      const persons = changes.persons.map(({ teamId, uuid, person }) => {
-        // A deleted person keeps no properties here: the tombstone is what reads find.
-        const properties = person ? storableJson(person.properties, (fixed) => (person.properties = fixed)) : '{}';
-        return `${tsvField(uuid)}\t${Math.trunc(teamId)}\t${tsvField(properties)}\t${person?.isIdentified ? 1 : 0}\t${timeFields(person?.createdAt ?? 0, f)}\t${person ? 0 : 1}\t${version}\n`;
-      });
-      // A distinct id is text from the capture decoder; one lone surrogate would fail every flush.
-      const ids = changes.distinctIds.map(
-        ({ teamId, distinctId, personUuid }) => `${Math.trunc(teamId)}\t${tsvField(distinctId.toWellFormed())}\t${personUuid ?? NIL_UUID}\t${personUuid ? 0 : 1}\t${version}\n`,
-      );
-      if (persons.length) await ch.insertTabSeparated(ch.table('persons'), personColumns, persons.join(''));
-      if (ids.length) await ch.insertTabSeparated(ch.table('person_distinct_ids'), idColumns, ids.join(''));
+      for (const part of chunks(changes.persons, rowsPerInsert)) {
+        const rows = part.map(({ teamId, uuid, person }) => {
+          // A deleted person keeps no properties here: the tombstone is what reads find.
+          const properties = person ? storableJson(person.properties, (fixed) => (person.properties = fixed)) : '{}';
+          return `${tsvField(uuid)}\t${Math.trunc(teamId)}\t${tsvField(properties)}\t${person?.isIdentified ? 1 : 0}\t${timeFields(person?.createdAt ?? 0, f)}\t${person ? 0 : 1}\t${version}\n`;
+        });
+        await ch.insertTabSeparated(ch.table('persons'), personColumns, rows.join(''));
+      }
+      for (const part of chunks(changes.distinctIds, rowsPerInsert)) {
+        // A distinct id is text from the capture decoder; one lone surrogate would fail every flush.
+        const rows = part.map(
+          ({ teamId, distinctId, personUuid }) => `${Math.trunc(teamId)}\t${tsvField(distinctId.toWellFormed())}\t${personUuid ?? NIL_UUID}\t${personUuid ? 0 : 1}\t${version}\n`,
+        );
+        await ch.insertTabSeparated(ch.table('person_distinct_ids'), idColumns, rows.join(''));
+      }
     },
     async erase(teamId, uuid) {
       // Mutations, applied in the background: the tombstones written before already hide these rows from every read.

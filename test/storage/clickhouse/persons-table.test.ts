@@ -150,6 +150,33 @@ for (const engine of engines) {
       expect(await rows()).toBe(1);
     });
 
+    test("a project's first copy larger than one insert is written in parts, every person and distinct id in one of them", async () => {
+      const before = createPersonStore(db);
+      await before.ensureLoaded(team);
+      for (let i = 0; i < 5; i++) before.processEvent(team, ev('$pageview', `p-${i}`, { set: { i } }));
+      before.processEvent(team, ev('$identify', 'p-0-user', { anonDistinctId: 'p-0' }));
+      await before.flush();
+      const inserts: string[] = [];
+      const counted: ClickHouse = {
+        ...ch,
+        insertTabSeparated: (table, columns, rows) => {
+          inserts.push(table);
+          return ch.insertTabSeparated(table, columns, rows);
+        },
+      };
+      await open(clickhousePersonMirror(counted, { rowsPerInsert: 2 }));
+      // 5 persons and 6 distinct ids, 2 rows an insert.
+      expect(inserts).toEqual([...Array(3).fill(ch.table('persons')), ...Array(3).fill(ch.table('person_distinct_ids'))]);
+      expect((await personsOf(team)).map((p) => [p.distinctId, p.properties.i])).toEqual([
+        ['p-0', 0],
+        ['p-0-user', 0],
+        ['p-1', 1],
+        ['p-2', 2],
+        ['p-3', 3],
+        ['p-4', 4],
+      ]);
+    });
+
     test('a load does not wait for an unreachable copy: the next flush copies the project first', async () => {
       const before = createPersonStore(db);
       await before.ensureLoaded(team);
@@ -173,7 +200,7 @@ for (const engine of engines) {
     });
 
     test('a process whose clock is behind the versions written before still writes newer rows', async () => {
-      const store = await open(clickhousePersonMirror(ch, () => Date.now() + 3_600_000));
+      const store = await open(clickhousePersonMirror(ch, { now: () => Date.now() + 3_600_000 }));
       store.processEvent(team, ev('$pageview', 'clocked', { set: { plan: 'ahead' } }));
       await store.flush();
       const person = store.findByDistinctId(team, 'clocked')!;
