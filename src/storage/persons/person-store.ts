@@ -112,6 +112,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   let dirtyPersons = new Map<string, number>();
   let dirtyDistinctIds = new Map<string, { teamId: number; distinctId: string }>();
   let dirtyGroups = new Map<string, { teamId: number; group: Group }>();
+  // Persons made since the last flush that wrote them (PersonChanges' `created`).
+  let createdPersons = new Set<string>();
   let nextId = 1;
   let flushing: Promise<void> | null = null;
   // Projects loaded while the mirror could not be seeded (see seedMirror).
@@ -386,6 +388,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         const p: Person = { id: home ? home.takeId() : nextId++, uuid: op.personId, teamId, properties: op.properties, isIdentified: op.isIdentified, createdAt: op.createdAt, distinctIds: [] };
         t.persons.set(p.uuid, p);
         dirtyPersons.set(p.uuid, teamId);
+        createdPersons.add(p.uuid);
         for (const d of op.distinctIds) linkDistinctId(teamId, t, p, d);
         return;
       }
@@ -440,9 +443,10 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     persons: Map<string, number>,
     distinctIds: Map<string, { teamId: number; distinctId: string }>,
     groups: Map<string, { teamId: number; group: Group }>,
+    created: ReadonlySet<string>,
   ) {
     const changes: PersonChanges = {
-      persons: [...persons].map(([uuid, teamId]) => ({ teamId, uuid, person: teams.get(teamId)?.persons.get(uuid) ?? null })),
+      persons: [...persons].map(([uuid, teamId]) => ({ teamId, uuid, person: teams.get(teamId)?.persons.get(uuid) ?? null, created: created.has(uuid) })),
       distinctIds: [...distinctIds.values()].map(({ teamId, distinctId }) => ({ teamId, distinctId, personUuid: teams.get(teamId)?.byDistinctId.get(distinctId)?.uuid ?? null })),
       groups: [...groups.values()],
     };
@@ -572,15 +576,18 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       const persons = dirtyPersons;
       const ids = dirtyDistinctIds;
       const groups = dirtyGroups;
+      const created = createdPersons;
       dirtyPersons = new Map();
       dirtyDistinctIds = new Map();
       dirtyGroups = new Map();
-      flushing = writeChanges(persons, ids, groups)
+      createdPersons = new Set();
+      flushing = writeChanges(persons, ids, groups, created)
         .catch((error) => {
           // Keep what failed: merge it back under anything changed since.
           for (const [k, v] of persons) if (!dirtyPersons.has(k)) dirtyPersons.set(k, v);
           for (const [k, v] of ids) if (!dirtyDistinctIds.has(k)) dirtyDistinctIds.set(k, v);
           for (const [k, v] of groups) if (!dirtyGroups.has(k)) dirtyGroups.set(k, v);
+          for (const uuid of created) createdPersons.add(uuid);
           throw error;
         })
         .finally(() => {

@@ -76,8 +76,13 @@ export interface PersonRowsSink {
 
 /** What a flush writes: each changed person (null: merged away), distinct id (null: unlinked) and group. */
 export interface PersonChanges {
-  /** The persons as they are in memory: `write` may give a provisional id (below 0) its real one. */
-  persons: Array<{ teamId: number; uuid: string; person: Person | null }>;
+  /**
+   * The persons as they are in memory: `write` may give a provisional id (below 0) its real one.
+   * `created`: made since the last write that held them, so written whether or not a row holds
+   * them; any other person is only updated where its row still is (another process may have
+   * deleted it, and its notice not reached this one yet: an erasure is not undone).
+   */
+  persons: Array<{ teamId: number; uuid: string; person: Person | null; created?: boolean }>;
   distinctIds: Array<{ teamId: number; distinctId: string; personUuid: string | null }>;
   groups: Array<{ teamId: number; group: Group }>;
 }

@@ -68,15 +68,30 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
     const present = changes.flatMap((c) => (c.person ? [c.person] : []));
     const needIds = present.filter((p) => p.id < 0);
     if (needIds.length) (await reserve(needIds.length)).forEach((id, i) => (needIds[i].id = id));
+    const created = new Set(changes.filter((c) => c.created).map((c) => c.uuid));
+    const recordset = `json_to_recordset($1::text::json) AS x(id bigint, uuid uuid, team_id integer, properties json, is_identified boolean, created_ms bigint)`;
+    const createdAt = `'epoch'::timestamptz + x.created_ms * interval '1 millisecond'`;
     for (const chunk of chunks(present, ROWS_PER_STATEMENT)) {
-      const rows = chunk.map((p) => ({ id: p.id, uuid: p.uuid, team_id: p.teamId, properties: p.properties, is_identified: p.isIdentified, created_ms: Math.round(p.createdAt) }));
-      await tx.run(
-        `INSERT INTO persons (id, uuid, team_id, properties, is_identified, created_at)
-         SELECT id, uuid, team_id, properties, is_identified, 'epoch'::timestamptz + created_ms * interval '1 millisecond'
-         FROM json_to_recordset($1::text::json) AS x(id bigint, uuid uuid, team_id integer, properties json, is_identified boolean, created_ms bigint)
-         ON CONFLICT (uuid) DO UPDATE SET properties = excluded.properties, is_identified = excluded.is_identified, created_at = excluded.created_at`,
-        [JSON.stringify(rows)],
-      );
+      const rows = (persons: typeof chunk) =>
+        JSON.stringify(persons.map((p) => ({ id: p.id, uuid: p.uuid, team_id: p.teamId, properties: p.properties, is_identified: p.isIdentified, created_ms: Math.round(p.createdAt) })));
+      const made = chunk.filter((p) => created.has(p.uuid));
+      const known = chunk.filter((p) => !created.has(p.uuid));
+      if (made.length) {
+        await tx.run(
+          `INSERT INTO persons (id, uuid, team_id, properties, is_identified, created_at) SELECT x.id, x.uuid, x.team_id, x.properties, x.is_identified, ${createdAt} FROM ${recordset}
+           ON CONFLICT (uuid) DO UPDATE SET properties = excluded.properties, is_identified = excluded.is_identified, created_at = excluded.created_at`,
+          [rows(made)],
+        );
+      }
+      // A person this process knew before is updated where its row still is: one another process
+      // deleted (an erasure, a merge), whose notice has not reached this one yet, stays deleted.
+      if (known.length) {
+        await tx.run(
+          `UPDATE persons SET properties = x.properties, is_identified = x.is_identified, created_at = ${createdAt} FROM ${recordset}
+           WHERE persons.uuid = x.uuid AND persons.team_id = x.team_id`,
+          [rows(known)],
+        );
+      }
     }
   }
 
@@ -88,9 +103,11 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
         `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id`,
         [rows],
       );
+      // Only to a person whose row is there (written just before, or kept): not to one deleted meanwhile.
       await tx.run(
         `INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid) SELECT team_id, distinct_id, person_uuid FROM ${recordset}
-         WHERE x.person_uuid IS NOT NULL ON CONFLICT (team_id, distinct_id) DO UPDATE SET person_uuid = excluded.person_uuid`,
+         WHERE x.person_uuid IS NOT NULL AND EXISTS (SELECT 1 FROM persons p WHERE p.uuid = x.person_uuid)
+         ON CONFLICT (team_id, distinct_id) DO UPDATE SET person_uuid = excluded.person_uuid`,
         [rows],
       );
     }

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, expect, test } from 'bun:test';
 import type { PersonEvent } from '../../../src/core/ingest/person-updates';
 import { STAGED_ROWS } from '../../../src/storage/persons/person-store';
 import type { Person, PersonStore } from '../../../src/storage/persons/types';
+import { openPg } from '../../../src/storage/postgres/client';
 import { LOAD_PAGE_ROWS } from '../../../src/storage/postgres/person-home';
 import { personEvent } from '../../helpers/person-event';
 import { createProjects, eventually, forEachEngine, type Opened } from './engines';
@@ -218,6 +219,31 @@ forEachEngine('person store', (engine) => {
         now.persons.map((p) => ({ uuid: p.uuid, properties: p.properties, ids: p.distinctIds })).sort((a, b) => (a.uuid < b.uuid ? -1 : 1)),
       );
       expect(await opened.db.query('SELECT count(*)::INTEGER AS n FROM persons WHERE uuid = ?::UUID', [uuid])).toEqual([{ n: 1 }]);
+    });
+
+    test("a person another process deleted, its notice not read here yet, is not written back by this one's flush (nor its distinct ids)", async () => {
+      await apply(1, [ev('$pageview', 'victim', { set: { email: 'v@example.com' } }), ev('$pageview', 'bystander', { set: { n: 1 } })]);
+      await persons().flush();
+      const victim = persons().findByDistinctId(1, 'victim')!.uuid;
+      // Changes to them here, pending: a $set and a new distinct id.
+      persons().setProperties(1, victim, { late: true });
+      persons().processEvent(1, ev('$identify', 'victim-user', { anonDistinctId: 'victim' }));
+      persons().setProperties(1, persons().findByDistinctId(1, 'bystander')!.uuid, { n: 2 });
+      persons().processEvent(1, ev('$pageview', 'newcomer', { set: { n: 3 } }));
+      // Another process's erasure, committed; its notice has not reached this process.
+      const pg = await openPg(opened.metaStore!);
+      try {
+        await pg.run('DELETE FROM person_distinct_ids WHERE person_uuid = $1::uuid', [victim]);
+        await pg.run('DELETE FROM persons WHERE uuid = $1::uuid', [victim]);
+        await persons().flush();
+        expect(await pg.query('SELECT count(*)::int AS n FROM persons WHERE uuid = $1::uuid', [victim])).toEqual([{ n: 0 }]);
+        expect(await pg.query('SELECT distinct_id FROM person_distinct_ids WHERE team_id = 1 ORDER BY distinct_id')).toEqual([{ distinct_id: 'bystander' }, { distinct_id: 'newcomer' }]);
+        // The other changes of the same flush are written.
+        const rows = await pg.query<{ properties: string }>('SELECT properties::text AS properties FROM persons WHERE team_id = 1', []);
+        expect(rows.map((r) => JSON.parse(r.properties).n).sort()).toEqual([2, 3]);
+      } finally {
+        await pg.close();
+      }
     });
 
     test("another process's person changes reach this one's memory and its events-side copy", async () => {
