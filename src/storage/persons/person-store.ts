@@ -305,7 +305,10 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
    * rows before the change).
    */
   async function refresh(teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) {
-    if (teamId !== null) await loading.get(teamId)?.catch(() => undefined);
+    // Changes missed (teamId null): every load under way may have read before them, and is ended
+    // before the projects are dropped.
+    const loads = teamId === null ? [...loading.values()] : [loading.get(teamId)];
+    await Promise.all(loads.map((load) => load?.catch(() => undefined)));
     while (flushing) await flushing.catch(() => undefined);
     const run = patchFromHome(teamId, keys);
     const turn: Promise<void> = run
@@ -641,6 +644,9 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     },
 
     async deleteTeam(teamId) {
+      // A load under way ends first: finishing after the deletes below, it would put the
+      // project back in memory and its rows back in DuckDB's copy.
+      await loading.get(teamId)?.catch(() => undefined);
       await this.flush().catch(() => undefined);
       teams.delete(teamId);
       unseeded.delete(teamId);

@@ -7,6 +7,7 @@ import { planPersonUpdates, type PersonEvent } from '../../../src/core/ingest/pe
 import { openDatabase, type Database } from '../../../src/storage/db';
 import { migrate } from '../../../src/storage/migrations';
 import { createPersonStore } from '../../../src/storage/persons/person-store';
+import type { PersonHome, PersonMirror } from '../../../src/storage/persons/types';
 import { personEvent } from '../../helpers/person-event';
 
 let dir: string;
@@ -36,6 +37,83 @@ const SEQUENCE: PersonEvent[] = [
   ev('$groupidentify', 'user-2', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 10 } } }),
   ev('$set', 'user-1', { unset: ['plan'] }),
 ];
+
+describe('person store: a project deleted while it loads', () => {
+  test('the load ends first: the project is not put back in memory, nor its rows in the tables', async () => {
+    const before = createPersonStore(db);
+    await before.ensureLoaded(7);
+    before.processEvent(7, ev('$pageview', 'loaded', { set: { n: 1 } }));
+    await before.flush();
+    // A load that stops at its last step (the mirror's seed) until released.
+    let seeding!: () => void;
+    const seeded = new Promise<void>((r) => (seeding = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const mirror: PersonMirror = {
+      write: async () => undefined,
+      erase: async () => undefined,
+      deleteTeam: async () => undefined,
+      seed: async () => {
+        seeding();
+        await gate;
+      },
+    };
+    const store = createPersonStore(db, undefined, mirror);
+    const loading = store.ensureLoaded(7);
+    await seeded;
+    const deleting = store.deleteTeam(7);
+    release();
+    await Promise.all([loading, deleting]);
+    expect(store.isLoaded(7)).toBe(false);
+    expect(await db.query('SELECT (SELECT count(*) FROM persons WHERE team_id = 7)::INTEGER AS persons, (SELECT count(*) FROM person_distinct_ids WHERE team_id = 7)::INTEGER AS ids')).toEqual([{ persons: 0, ids: 0 }]);
+    await store.ensureLoaded(7);
+    expect(store.findByDistinctId(7, 'loaded')).toBeNull();
+  });
+});
+
+describe('person store with a home: changes missed while a project loads', () => {
+  test('the project the load read before them is dropped once it ends, and read again when next needed', async () => {
+    let plan = 'free';
+    let reads = 0;
+    let reading!: () => void;
+    let read = new Promise<void>((r) => (reading = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let listener!: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void;
+    const uuid = '01890000-0000-7000-8000-000000000001';
+    const home: PersonHome = {
+      async load(_teamId, into) {
+        reads++;
+        into.persons([{ id: 1, uuid, properties: { plan }, isIdentified: false, createdAt: 1_700_000_000_000 }]);
+        into.distinctIds([{ distinctId: 'someone', personUuid: uuid }]);
+        into.groups([]);
+        reading();
+        await gate;
+      },
+      write: async () => undefined,
+      deleteTeam: async () => undefined,
+      takeId: () => 2,
+      needsIds: () => false,
+      reserveIds: async () => undefined,
+      onChange: (l) => (listener = l),
+      loadSome: async () => ({ persons: [], distinctIds: [], groups: [] }),
+    };
+    const store = createPersonStore(db, home);
+    const loading = store.ensureLoaded(1);
+    await read;
+    // Another process changes the person; the notice is lost (the listening connection dropped).
+    plan = 'pro';
+    listener(null, null);
+    release();
+    await loading;
+    for (let i = 0; i < 100 && store.isLoaded(1); i++) await Bun.sleep(10);
+    expect(store.isLoaded(1)).toBe(false);
+    read = new Promise<void>((r) => (reading = r));
+    await store.ensureLoaded(1);
+    expect(reads).toBe(2);
+    expect(store.findByDistinctId(1, 'someone')?.properties).toEqual({ plan: 'pro' });
+  });
+});
 
 /** The store's in-memory and stored results must equal the pure reducer's (the reference meaning). */
 describe('person store', () => {
