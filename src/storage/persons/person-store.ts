@@ -87,6 +87,43 @@ type GroupRow = { group_type: string; group_type_index: number; group_key: strin
 const sameAsCopied = (p: Person, r: PersonRow): boolean =>
   p.id === r.id && p.isIdentified === r.is_identified && p.createdAt === r.created_ms && JSON.stringify(p.properties) === JSON.stringify(JSON.parse(r.properties));
 
+/**
+ * Changes waiting to be written: person uuid → team (a person absent from its team's map is
+ * deleted), distinct ids, groups, and which of the persons were made since they were last written.
+ */
+interface Pending {
+  persons: Map<string, number>;
+  distinctIds: Map<string, { teamId: number; distinctId: string }>;
+  groups: Map<string, { teamId: number; group: Group }>;
+  created: Set<string>;
+}
+
+const nothingPending = (): Pending => ({ persons: new Map(), distinctIds: new Map(), groups: new Map(), created: new Set() });
+const pendingSize = (p: Pending) => p.persons.size + p.distinctIds.size + p.groups.size;
+const pendsFor = (p: Pending, teamId: number) =>
+  [...p.persons.values()].includes(teamId) || [...p.distinctIds.values()].some((v) => v.teamId === teamId) || [...p.groups.values()].some((v) => v.teamId === teamId);
+
+/** `from`'s changes added to `into`, where `into` has none of its own for the key (those are newer). */
+function keepPending(into: Pending, from: Pending): void {
+  for (const [k, v] of from.persons) if (!into.persons.has(k)) into.persons.set(k, v);
+  for (const [k, v] of from.distinctIds) if (!into.distinctIds.has(k)) into.distinctIds.set(k, v);
+  for (const [k, v] of from.groups) if (!into.groups.has(k)) into.groups.set(k, v);
+  for (const uuid of from.created) into.created.add(uuid);
+}
+
+function dropTeam(p: Pending, teamId: number): void {
+  for (const [k, v] of p.persons) if (v === teamId) p.persons.delete(k);
+  for (const [k, v] of p.distinctIds) if (v.teamId === teamId) p.distinctIds.delete(k);
+  for (const [k, v] of p.groups) if (v.teamId === teamId) p.groups.delete(k);
+}
+
+/** A flush's home write succeeded and a later write (DuckDB's copy, the mirror) failed with `cause`. */
+class CopyBehind extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the copy of persons beside the events is behind their home');
+  }
+}
+
 /** One person as an element of the JSON that MERGE_PERSONS reads. */
 function personRow(p: Person, teamId: number): string {
   // A lone surrogate would fail this flush and every one after it: replaced (in memory too).
@@ -108,12 +145,12 @@ function personRow(p: Person, teamId: number): string {
 export function createPersonStore(db: Database, home?: PersonHome, mirror?: PersonMirror): PersonStore {
   const teams = new Map<number, TeamPersons>();
   const loading = new Map<number, Promise<void>>();
-  // Changed since the last flush: person uuid → team (a deleted person is absent from its team map).
-  let dirtyPersons = new Map<string, number>();
-  let dirtyDistinctIds = new Map<string, { teamId: number; distinctId: string }>();
-  let dirtyGroups = new Map<string, { teamId: number; group: Group }>();
-  // Persons made since the last flush that wrote them (PersonChanges' `created`).
-  let createdPersons = new Set<string>();
+  // Changed since the last flush.
+  let dirty = nothingPending();
+  // Written to the home by a flush whose write of DuckDB's copy or of the mirror then failed:
+  // written again to those two only. Kept apart from `dirty` so that another process's change to
+  // them meanwhile is read into memory, not overwritten with this process's older state.
+  let copyBehind = nothingPending();
   let nextId = 1;
   let flushing: Promise<void> | null = null;
   // Projects loaded while the mirror could not be seeded (see seedMirror).
@@ -295,8 +332,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
    * memory and in the DuckDB copy. Without keys, the project is dropped and loaded again when
    * next needed.
    */
-  const hasPending = (teamId: number) =>
-    [...dirtyPersons.values()].includes(teamId) || [...dirtyDistinctIds.values()].some((v) => v.teamId === teamId) || [...dirtyGroups.values()].some((v) => v.teamId === teamId);
+  const hasPending = (teamId: number) => pendsFor(dirty, teamId) || pendsFor(copyBehind, teamId);
 
   /**
    * Runs in turn with flushes (in `flushing`'s place): a flush under way has committed before the
@@ -338,11 +374,11 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       // A person deleted (or merged away) elsewhere stays deleted, whatever this process changed
       // of them since: its next flush must not write them back.
       if (!row) {
-        dirtyPersons.delete(uuid);
+        dirty.persons.delete(uuid);
         if (!held) continue;
         t.persons.delete(uuid);
         for (const d of held.distinctIds) if (t.byDistinctId.get(d) === held) t.byDistinctId.delete(d);
-      } else if (dirtyPersons.has(uuid)) continue;
+      } else if (dirty.persons.has(uuid)) continue;
       else if (held) Object.assign(held, { id: row.id, properties: row.properties, isIdentified: row.isIdentified, createdAt: row.createdAt });
       else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
       touchedPersons.set(uuid, teamId);
@@ -351,7 +387,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const touchedIds = new Map<string, { teamId: number; distinctId: string }>();
     for (const distinctId of new Set([...keys.distinctIds, ...owners.keys()])) {
       const key = `${teamId}\u0000${distinctId}`;
-      if (dirtyDistinctIds.has(key)) continue;
+      if (dirty.distinctIds.has(key)) continue;
       const owner = t.persons.get(owners.get(distinctId) ?? '') ?? null;
       const previous = t.byDistinctId.get(distinctId) ?? null;
       if (previous !== owner) {
@@ -390,8 +426,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       case 'create_person': {
         const p: Person = { id: home ? home.takeId() : nextId++, uuid: op.personId, teamId, properties: op.properties, isIdentified: op.isIdentified, createdAt: op.createdAt, distinctIds: [] };
         t.persons.set(p.uuid, p);
-        dirtyPersons.set(p.uuid, teamId);
-        createdPersons.add(p.uuid);
+        dirty.persons.set(p.uuid, teamId);
+        dirty.created.add(p.uuid);
         for (const d of op.distinctIds) linkDistinctId(teamId, t, p, d);
         return;
       }
@@ -402,7 +438,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         const p = t.persons.get(op.personId)!;
         p.properties = op.properties;
         p.isIdentified = op.isIdentified;
-        dirtyPersons.set(p.uuid, teamId);
+        dirty.persons.set(p.uuid, teamId);
         return;
       }
       case 'merge_persons': {
@@ -410,11 +446,11 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         const into = t.persons.get(op.intoPersonId)!;
         for (const d of from.distinctIds) linkDistinctId(teamId, t, into, d);
         t.persons.delete(from.uuid);
-        dirtyPersons.set(from.uuid, teamId);
+        dirty.persons.set(from.uuid, teamId);
         into.properties = op.properties;
         into.isIdentified = true;
         into.createdAt = op.createdAt;
-        dirtyPersons.set(into.uuid, teamId);
+        dirty.persons.set(into.uuid, teamId);
         return;
       }
       case 'upsert_group': {
@@ -427,7 +463,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         const current = t.groups.get(k);
         const group: Group = { groupType: op.groupType, groupTypeIndex: index, groupKey: op.groupKey, properties: { ...current?.properties, ...op.properties } };
         t.groups.set(k, group);
-        dirtyGroups.set(`${teamId}\u0000${k}`, { teamId, group });
+        dirty.groups.set(`${teamId}\u0000${k}`, { teamId, group });
         return;
       }
     }
@@ -439,35 +475,43 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     if (previous) previous.distinctIds = previous.distinctIds.filter((d) => d !== distinctId);
     p.distinctIds.push(distinctId);
     t.byDistinctId.set(distinctId, p);
-    dirtyDistinctIds.set(`${teamId}\u0000${distinctId}`, { teamId, distinctId });
+    dirty.distinctIds.set(`${teamId}\u0000${distinctId}`, { teamId, distinctId });
   }
 
-  async function writeChanges(
-    persons: Map<string, number>,
-    distinctIds: Map<string, { teamId: number; distinctId: string }>,
-    groups: Map<string, { teamId: number; group: Group }>,
-    created: ReadonlySet<string>,
-  ) {
-    const changes: PersonChanges = {
-      persons: [...persons].map(([uuid, teamId]) => ({ teamId, uuid, person: teams.get(teamId)?.persons.get(uuid) ?? null, created: created.has(uuid) })),
-      distinctIds: [...distinctIds.values()].map(({ teamId, distinctId }) => ({ teamId, distinctId, personUuid: teams.get(teamId)?.byDistinctId.get(distinctId)?.uuid ?? null })),
-      groups: [...groups.values()],
-    };
-    if (home) await home.write(changes);
-    await db.withWriter((c) =>
-      inTransaction(c, async () => {
-        await replacePersons(c, persons);
-        await replaceDistinctIds(c, distinctIds);
-        await replaceGroups(c, groups);
-      }),
-    );
-    if (mirror) {
-      for (const teamId of unseeded) {
-        const t = teams.get(teamId);
-        if (t) await mirror.seed(teamId, () => everyPerson(teamId, t));
-        unseeded.delete(teamId);
+  /** The changes `pending` names, as memory holds them now. */
+  const changesOf = (pending: Pending): PersonChanges => ({
+    persons: [...pending.persons].map(([uuid, teamId]) => ({ teamId, uuid, person: teams.get(teamId)?.persons.get(uuid) ?? null, created: pending.created.has(uuid) })),
+    distinctIds: [...pending.distinctIds.values()].map(({ teamId, distinctId }) => ({ teamId, distinctId, personUuid: teams.get(teamId)?.byDistinctId.get(distinctId)?.uuid ?? null })),
+    groups: [...pending.groups.values()],
+  });
+
+  /**
+   * `pending` to the home, then with `behind` to DuckDB's copy and the mirror. Rejects with
+   * CopyBehind when the home took `pending` and a later write failed.
+   */
+  async function writeChanges(pending: Pending, behind: Pending) {
+    if (home) await home.write(changesOf(pending));
+    const copy = nothingPending();
+    keepPending(copy, pending);
+    keepPending(copy, behind);
+    try {
+      await db.withWriter((c) =>
+        inTransaction(c, async () => {
+          await replacePersons(c, copy.persons);
+          await replaceDistinctIds(c, copy.distinctIds);
+          await replaceGroups(c, copy.groups);
+        }),
+      );
+      if (mirror) {
+        for (const teamId of unseeded) {
+          const t = teams.get(teamId);
+          if (t) await mirror.seed(teamId, () => everyPerson(teamId, t));
+          unseeded.delete(teamId);
+        }
+        await mirror.write(changesOf(copy));
       }
-      await mirror.write(changes);
+    } catch (error) {
+      throw home ? new CopyBehind(error) : error;
     }
   }
 
@@ -569,29 +613,23 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     },
     groupTypeMapping: (teamId) => Object.fromEntries(teams.get(teamId)?.groupTypes ?? []),
     findGroup: (teamId, type, key) => teams.get(teamId)?.groups.get(groupKey(type, key)) ?? null,
-    pendingChanges: () => dirtyPersons.size + dirtyDistinctIds.size + dirtyGroups.size,
+    pendingChanges: () => pendingSize(dirty) + pendingSize(copyBehind),
 
     flush() {
       // Waits for the flush under way, then writes what is pending (or waits for the flush
       // another caller started for it): a second caller never returns before its changes are written.
       if (flushing) return flushing.catch(() => undefined).then(() => this.flush());
-      if (!dirtyPersons.size && !dirtyDistinctIds.size && !dirtyGroups.size && !unseeded.size) return Promise.resolve();
-      const persons = dirtyPersons;
-      const ids = dirtyDistinctIds;
-      const groups = dirtyGroups;
-      const created = createdPersons;
-      dirtyPersons = new Map();
-      dirtyDistinctIds = new Map();
-      dirtyGroups = new Map();
-      createdPersons = new Set();
-      flushing = writeChanges(persons, ids, groups, created)
+      if (!pendingSize(dirty) && !pendingSize(copyBehind) && !unseeded.size) return Promise.resolve();
+      const pending = dirty;
+      const behind = copyBehind;
+      dirty = nothingPending();
+      copyBehind = nothingPending();
+      flushing = writeChanges(pending, behind)
         .catch((error) => {
-          // Keep what failed: merge it back under anything changed since.
-          for (const [k, v] of persons) if (!dirtyPersons.has(k)) dirtyPersons.set(k, v);
-          for (const [k, v] of ids) if (!dirtyDistinctIds.has(k)) dirtyDistinctIds.set(k, v);
-          for (const [k, v] of groups) if (!dirtyGroups.has(k)) dirtyGroups.set(k, v);
-          for (const uuid of created) createdPersons.add(uuid);
-          throw error;
+          // Keep what failed, under anything changed since: for the home too unless it took it.
+          keepPending(error instanceof CopyBehind ? copyBehind : dirty, pending);
+          keepPending(copyBehind, behind);
+          throw error instanceof CopyBehind ? error.cause : error;
         })
         .finally(() => {
           flushing = null;
@@ -612,8 +650,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         // started from here on writes them back.
         t.persons.delete(uuid);
         for (const d of p.distinctIds) if (t.byDistinctId.get(d) === p) t.byDistinctId.delete(d);
-        dirtyPersons.delete(uuid);
-        for (const d of p.distinctIds) dirtyDistinctIds.delete(`${teamId}\u0000${d}`);
+        dirty.persons.delete(uuid);
+        for (const d of p.distinctIds) dirty.distinctIds.delete(`${teamId}\u0000${d}`);
       }
       // A flush that read them before is committed before the delete below, not after it.
       await this.flush();
@@ -650,9 +688,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       await this.flush().catch(() => undefined);
       teams.delete(teamId);
       unseeded.delete(teamId);
-      for (const [k, v] of dirtyPersons) if (v === teamId) dirtyPersons.delete(k);
-      for (const [k, v] of dirtyDistinctIds) if (v.teamId === teamId) dirtyDistinctIds.delete(k);
-      for (const [k, v] of dirtyGroups) if (v.teamId === teamId) dirtyGroups.delete(k);
+      dropTeam(dirty, teamId);
+      dropTeam(copyBehind, teamId);
       await home?.deleteTeam(teamId);
       await mirror?.deleteTeam(teamId);
       await db.transaction(async (tx) => {

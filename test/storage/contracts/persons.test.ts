@@ -246,6 +246,38 @@ forEachEngine('person store', (engine) => {
       }
     });
 
+    test("a flush the home took and DuckDB's copy failed is not written to the home again over another process's later change", async () => {
+      await apply(1, [ev('$pageview', 'x', { set: { v: 1 } })]);
+      await persons().flush();
+      const x = persons().findByDistinctId(1, 'x')!.uuid;
+      const other = await opened.another();
+      try {
+        const theirs = other.stores.persons;
+        await theirs.ensureLoaded(1);
+        persons().setProperties(1, x, { a: 1 });
+        // The home takes the flush; the copy beside the events does not.
+        await opened.db.run('ALTER TABLE persons RENAME TO persons_away');
+        await expect(persons().flush()).rejects.toThrow();
+        await eventually(() => theirs.findByUuid(1, x)?.properties.a, (a) => a === 1);
+        theirs.setProperties(1, x, { b: 2 });
+        await theirs.flush();
+        // Read into this process's memory (its DuckDB copy still failing).
+        expect(await eventually(() => persons().findByUuid(1, x)?.properties.b, (b) => b === 2)).toBe(2);
+        await opened.db.run('ALTER TABLE persons_away RENAME TO persons');
+        await persons().flush();
+        const pg = await openPg(opened.metaStore!);
+        try {
+          const [row] = await pg.query<{ properties: string }>('SELECT properties::text AS properties FROM persons WHERE uuid = $1::uuid', [x]);
+          expect(JSON.parse(row!.properties)).toMatchObject({ v: 1, a: 1, b: 2 });
+        } finally {
+          await pg.close();
+        }
+        expect((await copied(1)).find((p) => p.uuid === x)?.properties).toMatchObject({ v: 1, a: 1, b: 2 });
+      } finally {
+        await other.close();
+      }
+    });
+
     test("another process's person changes reach this one's memory and its events-side copy", async () => {
       const other = await opened.another();
       try {
