@@ -50,6 +50,7 @@ const MERGE_PERSONS = `MERGE INTO persons
   WHEN NOT MATCHED THEN INSERT (id, uuid, team_id, properties, is_identified, created_at, version)
     VALUES (s.id, s.uuid, s.team_id, s.properties, s.is_identified, make_timestamp(s.created_ms * 1000), 0)`;
 const DELETE_PERSONS = `DELETE FROM persons WHERE uuid IN (SELECT unnest(from_json(?::JSON, '["UUID"]')))`;
+const DELETE_PERSONS_WITH_IDS = `DELETE FROM persons WHERE id IN (SELECT unnest(from_json(?::JSON, '["BIGINT"]')))`;
 
 const MERGE_DISTINCT_IDS = `MERGE INTO person_distinct_ids
   USING ${STAGED_DISTINCT_IDS}
@@ -124,7 +125,7 @@ class CopyBehind extends Error {
   }
 }
 
-/** One person as an element of the JSON that MERGE_PERSONS reads. */
+/** One person as an element of the JSON that MERGE_PERSONS and INSERT_PERSONS read. */
 function personRow(p: Person, teamId: number): string {
   // A lone surrogate would fail this flush and every one after it: replaced (in memory too).
   const properties = storableJson(p.properties, (fixed) => (p.properties = fixed));
@@ -304,15 +305,19 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   /**
    * Persons the copy does not hold, appended: a MERGE joins each part with the whole table and
    * costs more time and memory than an append (see bench/NOTES.md). A part that meets a row after
-   * all (its uuid or id under another project: a copy older than the home) fails as a whole and is
-   * written as a flush writes it.
+   * all (its uuid or id under another project or uuid: a copy older than the home, which gives
+   * each id and uuid one person) fails as a whole; those rows are deleted and the part is written
+   * as a flush writes it.
    */
   async function appendPersonsPart(c: DuckDBConnection, uuids: string[], teamId: number, from: Map<number, TeamPersons>) {
     const t = from.get(teamId)!;
     try {
       await c.run(INSERT_PERSONS, [`[${uuids.map((uuid) => personRow(t.persons.get(uuid)!, teamId)).join(',')}]`]);
     } catch {
-      await inTransaction(c, () => replacePersonsPart(c, uuids.map((uuid): [string, number] => [uuid, teamId]), from));
+      await inTransaction(c, async () => {
+        await c.run(DELETE_PERSONS_WITH_IDS, [JSON.stringify(uuids.map((uuid) => t.persons.get(uuid)!.id))]);
+        await replacePersonsPart(c, uuids.map((uuid): [string, number] => [uuid, teamId]), from);
+      });
     }
   }
 
@@ -326,15 +331,15 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     await c.run(INSERT_DISTINCT_IDS, [wellFormedJson(`[${rows.join(',')}]`)]);
   }
 
+  /** Whether changes of the project wait for a flush (to the home, or to the copy and mirror only). */
+  const hasPending = (teamId: number) => pendsFor(dirty, teamId) || pendsFor(copyBehind, teamId);
+
   /**
    * Another process changed persons in the home: what this one holds of them is read again (a
    * person or distinct id with a change of this process's own not yet flushed keeps it), in
    * memory and in the DuckDB copy. Without keys, the project is dropped and loaded again when
    * next needed.
-   */
-  const hasPending = (teamId: number) => pendsFor(dirty, teamId) || pendsFor(copyBehind, teamId);
-
-  /**
+   *
    * Runs in turn with flushes (in `flushing`'s place): a flush under way has committed before the
    * home is read, and none starts while memory is patched, so what is read is never older than
    * what this process wrote. A project being loaded is loaded first (the load may have read the
@@ -368,6 +373,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     if (!t) return;
     const fresh = new Map(rows.persons.map((r) => [r.uuid, r]));
     const touchedPersons = new Map<string, number>();
+    const touchedIds = new Map<string, { teamId: number; distinctId: string }>();
     for (const uuid of new Set([...keys.persons, ...fresh.keys()])) {
       const row = fresh.get(uuid);
       const held = t.persons.get(uuid);
@@ -377,14 +383,19 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         dirty.persons.delete(uuid);
         if (!held) continue;
         t.persons.delete(uuid);
-        for (const d of held.distinctIds) if (t.byDistinctId.get(d) === held) t.byDistinctId.delete(d);
+        // Their distinct ids too, in the copy as well: one this process linked to them since is
+        // in no notice (the home did not take the link).
+        for (const d of held.distinctIds) {
+          if (t.byDistinctId.get(d) !== held) continue;
+          t.byDistinctId.delete(d);
+          touchedIds.set(`${teamId}\u0000${d}`, { teamId, distinctId: d });
+        }
       } else if (dirty.persons.has(uuid)) continue;
       else if (held) Object.assign(held, { id: row.id, properties: row.properties, isIdentified: row.isIdentified, createdAt: row.createdAt });
       else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
       touchedPersons.set(uuid, teamId);
     }
     const owners = new Map(rows.distinctIds.map((r) => [r.distinctId, r.personUuid]));
-    const touchedIds = new Map<string, { teamId: number; distinctId: string }>();
     for (const distinctId of new Set([...keys.distinctIds, ...owners.keys()])) {
       const key = `${teamId}\u0000${distinctId}`;
       if (dirty.distinctIds.has(key)) continue;
@@ -399,12 +410,18 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       }
       touchedIds.set(key, { teamId, distinctId });
     }
-    await db.withWriter((c) =>
-      inTransaction(c, async () => {
-        await replacePersons(c, touchedPersons);
-        await replaceDistinctIds(c, touchedIds);
-      }),
-    );
+    try {
+      await db.withWriter((c) =>
+        inTransaction(c, async () => {
+          await replacePersons(c, touchedPersons);
+          await replaceDistinctIds(c, touchedIds);
+        }),
+      );
+    } catch (error) {
+      // Memory holds them already: the copy is written at the next flush.
+      keepPending(copyBehind, { persons: touchedPersons, distinctIds: touchedIds, groups: new Map(), created: new Set() });
+      throw error;
+    }
   }
 
   home?.onChange((teamId, keys) => {

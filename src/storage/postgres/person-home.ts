@@ -103,11 +103,17 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
         `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id`,
         [rows],
       );
-      // Only to a person whose row is there (written just before, or kept): not to one deleted meanwhile.
+      // Only to a person whose row is there (written just before, or kept): a link to one deleted
+      // meanwhile (by another process) unlinks the id instead, so no row points at nobody.
       await tx.run(
         `INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid) SELECT team_id, distinct_id, person_uuid FROM ${recordset}
          WHERE x.person_uuid IS NOT NULL AND EXISTS (SELECT 1 FROM persons p WHERE p.uuid = x.person_uuid)
          ON CONFLICT (team_id, distinct_id) DO UPDATE SET person_uuid = excluded.person_uuid`,
+        [rows],
+      );
+      await tx.run(
+        `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NOT NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id
+         AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = x.person_uuid)`,
         [rows],
       );
     }

@@ -209,6 +209,9 @@ forEachEngine('person store', (engine) => {
       // 1's rows, and its append meets the row's uuid.
       await opened.db.run('UPDATE persons SET team_id = 2 WHERE uuid = ?::UUID', [uuid]);
       await opened.db.run('UPDATE person_distinct_ids SET team_id = 2 WHERE person_uuid = ?::UUID', [uuid]);
+      // And the other's id under another uuid, in project 2: its append meets the id.
+      const stays = (await opened.db.query<{ uuid: string }>("SELECT p.uuid::VARCHAR AS uuid FROM persons p JOIN person_distinct_ids d ON d.person_uuid = p.uuid WHERE d.distinct_id = 'stays'"))[0]!.uuid;
+      await opened.db.run("UPDATE persons SET team_id = 2, uuid = '00000000-0000-4000-8000-0000000000ff' WHERE uuid = ?::UUID", [stays]);
       await persons().ensureLoaded(1);
       const now = snapshot(persons(), 1);
       expect(now.persons.map((p) => [p.distinctIds, p.properties.n])).toEqual([
@@ -219,6 +222,7 @@ forEachEngine('person store', (engine) => {
         now.persons.map((p) => ({ uuid: p.uuid, properties: p.properties, ids: p.distinctIds })).sort((a, b) => (a.uuid < b.uuid ? -1 : 1)),
       );
       expect(await opened.db.query('SELECT count(*)::INTEGER AS n FROM persons WHERE uuid = ?::UUID', [uuid])).toEqual([{ n: 1 }]);
+      expect(await opened.db.query("SELECT count(*)::INTEGER AS n FROM persons WHERE uuid = '00000000-0000-4000-8000-0000000000ff'")).toEqual([{ n: 0 }]);
     });
 
     test("a person another process deleted, its notice not read here yet, is not written back by this one's flush (nor its distinct ids)", async () => {
@@ -247,9 +251,10 @@ forEachEngine('person store', (engine) => {
     });
 
     test("a flush the home took and DuckDB's copy failed is not written to the home again over another process's later change", async () => {
-      await apply(1, [ev('$pageview', 'x', { set: { v: 1 } })]);
+      await apply(1, [ev('$pageview', 'x', { set: { v: 1 } }), ev('$pageview', 'z', { set: { v: 1 } })]);
       await persons().flush();
       const x = persons().findByDistinctId(1, 'x')!.uuid;
+      const z = persons().findByDistinctId(1, 'z')!.uuid;
       const other = await opened.another();
       try {
         const theirs = other.stores.persons;
@@ -260,9 +265,12 @@ forEachEngine('person store', (engine) => {
         await expect(persons().flush()).rejects.toThrow();
         await eventually(() => theirs.findByUuid(1, x)?.properties.a, (a) => a === 1);
         theirs.setProperties(1, x, { b: 2 });
+        // And a person this process has no change of: read in while its copy fails.
+        theirs.setProperties(1, z, { c: 3 });
         await theirs.flush();
         // Read into this process's memory (its DuckDB copy still failing).
         expect(await eventually(() => persons().findByUuid(1, x)?.properties.b, (b) => b === 2)).toBe(2);
+        expect(await eventually(() => persons().findByUuid(1, z)?.properties.c, (c) => c === 3)).toBe(3);
         await opened.db.run('ALTER TABLE persons_away RENAME TO persons');
         await persons().flush();
         const pg = await openPg(opened.metaStore!);
@@ -273,8 +281,49 @@ forEachEngine('person store', (engine) => {
           await pg.close();
         }
         expect((await copied(1)).find((p) => p.uuid === x)?.properties).toMatchObject({ v: 1, a: 1, b: 2 });
+        expect((await copied(1)).find((p) => p.uuid === z)?.properties).toMatchObject({ v: 1, c: 3 });
       } finally {
         await other.close();
+      }
+    });
+
+    test('a person made here whose first write PostgreSQL refused is written by the next flush', async () => {
+      await apply(1, [ev('$pageview', 'first', { set: { n: 1 } })]);
+      await persons().flush();
+      const pg = await openPg(opened.metaStore!);
+      try {
+        persons().processEvent(1, ev('$pageview', 'newcomer', { set: { n: 2 } }));
+        await pg.run('ALTER TABLE persons RENAME TO persons_away');
+        await expect(persons().flush()).rejects.toThrow();
+        await pg.run('ALTER TABLE persons_away RENAME TO persons');
+        await persons().flush();
+        const rows = await pg.query<{ distinct_id: string; n: number }>(
+          "SELECT d.distinct_id, (p.properties->>'n')::int AS n FROM person_distinct_ids d JOIN persons p ON p.uuid = d.person_uuid WHERE d.team_id = 1 ORDER BY d.distinct_id",
+        );
+        expect(rows).toEqual([
+          { distinct_id: 'first', n: 1 },
+          { distinct_id: 'newcomer', n: 2 },
+        ]);
+      } finally {
+        await pg.close();
+      }
+    });
+
+    test('a merge into a person another process deleted meanwhile leaves no distinct id pointing at nobody', async () => {
+      await apply(1, [ev('$pageview', 'dx', { set: { n: 1 } }), ev('$pageview', 'dy', { set: { n: 2 } })]);
+      await persons().flush();
+      const y = persons().findByDistinctId(1, 'dy')!.uuid;
+      // dx's person merged into dy's here, pending; dy's person erased elsewhere, its notice not read.
+      persons().processEvent(1, ev('$identify', 'dy', { anonDistinctId: 'dx' }));
+      const pg = await openPg(opened.metaStore!);
+      try {
+        await pg.run('DELETE FROM person_distinct_ids WHERE person_uuid = $1::uuid', [y]);
+        await pg.run('DELETE FROM persons WHERE uuid = $1::uuid', [y]);
+        await persons().flush();
+        expect(await pg.query('SELECT distinct_id FROM person_distinct_ids WHERE team_id = 1')).toEqual([]);
+        expect(await pg.query('SELECT count(*)::int AS n FROM persons WHERE team_id = 1')).toEqual([{ n: 0 }]);
+      } finally {
+        await pg.close();
       }
     });
 

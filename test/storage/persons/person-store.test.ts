@@ -115,6 +115,42 @@ describe('person store with a home: changes missed while a project loads', () =>
   });
 });
 
+describe('person store with a home: a person deleted elsewhere', () => {
+  test('takes out of the copy the distinct ids linked to them here that the home never took', async () => {
+    const uuid = '01890000-0000-7000-8000-000000000002';
+    let listener!: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void;
+    const home: PersonHome = {
+      async load(_teamId, into) {
+        into.persons([{ id: 1, uuid, properties: {}, isIdentified: false, createdAt: 1_700_000_000_000 }]);
+        into.distinctIds([{ distinctId: 'known', personUuid: uuid }]);
+        into.groups([]);
+      },
+      // The home takes no link to a person it no longer holds (person-home.ts): here, none at all.
+      write: async () => undefined,
+      deleteTeam: async () => undefined,
+      takeId: () => 2,
+      needsIds: () => false,
+      reserveIds: async () => undefined,
+      onChange: (l) => (listener = l),
+      // Gone: neither the person nor their ids.
+      loadSome: async () => ({ persons: [], distinctIds: [], groups: [] }),
+    };
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$identify', 'later', { anonDistinctId: 'known' }));
+    await store.flush();
+    const ids = () => db.query<{ distinct_id: string }>('SELECT distinct_id FROM person_distinct_ids WHERE team_id = 1 ORDER BY distinct_id');
+    expect(await ids()).toEqual([{ distinct_id: 'known' }, { distinct_id: 'later' }]);
+    // The notice names the person and the ids the other process deleted, not the link made here.
+    listener(1, { persons: [uuid], distinctIds: ['known'] });
+    for (let i = 0; i < 100 && store.findByUuid(1, uuid); i++) await Bun.sleep(10);
+    await store.flush();
+    expect(store.findByDistinctId(1, 'later')).toBeNull();
+    expect(await ids()).toEqual([]);
+    expect(await db.query('SELECT count(*)::INTEGER AS n FROM persons WHERE team_id = 1')).toEqual([{ n: 0 }]);
+  });
+});
+
 /** The store's in-memory and stored results must equal the pure reducer's (the reference meaning). */
 describe('person store', () => {
   test('matches the reference reducer in memory and after a flush and reload', async () => {
