@@ -295,11 +295,12 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         await replaceDistinctIds(c, ids, all);
         await replaceGroups(c, groups);
       });
-      // What the copy lacks (all of it on an empty DATA_DIR) comes last, appended a part a
-      // commit: a load cut short leaves a copy the next one reads back and completes.
-      for (const part of chunks(notCopied, STAGED_ROWS)) await appendPersonsPart(c, part, teamId, all);
-      for (const part of chunks(idsNotCopied, STAGED_ROWS)) await appendDistinctIdsPart(c, part, teamId, t);
     });
+    // What the copy lacks (all of it on an empty DATA_DIR) comes last, appended a part a commit,
+    // the writer lent a part at a time (other projects' flushes and the event loads go on
+    // between): a load cut short leaves a copy the next one reads back and completes.
+    for (const part of chunks(notCopied, STAGED_ROWS)) await db.withWriter((c) => appendPersonsPart(c, part, teamId, all));
+    for (const part of chunks(idsNotCopied, STAGED_ROWS)) await db.withWriter((c) => appendDistinctIdsPart(c, part, teamId, t));
   }
 
   /**
