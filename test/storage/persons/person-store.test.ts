@@ -71,6 +71,20 @@ describe('person store: a project deleted while it loads', () => {
   });
 });
 
+/**
+ * A home that writes nothing, hands out id 2, and answers a notice's read with nothing (every
+ * person named is gone); `onChange` gets the store's listener. A test adds its own `load`.
+ */
+const quietHome = (onChange: PersonHome['onChange']): Omit<PersonHome, 'load'> => ({
+  write: async () => undefined,
+  deleteTeam: async () => undefined,
+  takeId: () => 2,
+  needsIds: () => false,
+  reserveIds: async () => undefined,
+  onChange,
+  loadSome: async () => ({ persons: [], distinctIds: [], groups: [] }),
+});
+
 describe('person store with a home: changes missed while a project loads', () => {
   test('the project the load read before them is dropped once it ends, and read again when next needed', async () => {
     let plan = 'free';
@@ -90,13 +104,7 @@ describe('person store with a home: changes missed while a project loads', () =>
         reading();
         await gate;
       },
-      write: async () => undefined,
-      deleteTeam: async () => undefined,
-      takeId: () => 2,
-      needsIds: () => false,
-      reserveIds: async () => undefined,
-      onChange: (l) => (listener = l),
-      loadSome: async () => ({ persons: [], distinctIds: [], groups: [] }),
+      ...quietHome((l) => (listener = l)),
     };
     const store = createPersonStore(db, home);
     const loading = store.ensureLoaded(1);
@@ -125,15 +133,9 @@ describe('person store with a home: a person deleted elsewhere', () => {
         into.distinctIds([{ distinctId: 'known', personUuid: uuid }]);
         into.groups([]);
       },
-      // The home takes no link to a person it no longer holds (person-home.ts): here, none at all.
-      write: async () => undefined,
-      deleteTeam: async () => undefined,
-      takeId: () => 2,
-      needsIds: () => false,
-      reserveIds: async () => undefined,
-      onChange: (l) => (listener = l),
-      // Gone: neither the person nor their ids.
-      loadSome: async () => ({ persons: [], distinctIds: [], groups: [] }),
+      // The home takes no link to a person it no longer holds (person-home.ts), and gone: neither
+      // the person nor their ids.
+      ...quietHome((l) => (listener = l)),
     };
     const store = createPersonStore(db, home);
     await store.ensureLoaded(1);
