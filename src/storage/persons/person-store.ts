@@ -508,10 +508,16 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
    * CopyBehind when the home took `pending` and a later write failed.
    */
   async function writeChanges(pending: Pending, behind: Pending) {
-    if (home) await home.write(changesOf(pending));
-    const copy = nothingPending();
-    keepPending(copy, pending);
-    keepPending(copy, behind);
+    // Built only for an engine beside DuckDB (none by default).
+    const changes = home || mirror ? changesOf(pending) : null;
+    if (home) await home.write(changes!);
+    // Usually nothing is behind: the flush's own changes, as the home took them, serve the copy and the mirror.
+    let copy = pending;
+    if (pendingSize(behind)) {
+      copy = nothingPending();
+      keepPending(copy, pending);
+      keepPending(copy, behind);
+    }
     try {
       await db.withWriter((c) =>
         inTransaction(c, async () => {
@@ -526,7 +532,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
           if (t) await mirror.seed(teamId, () => everyPerson(teamId, t));
           unseeded.delete(teamId);
         }
-        await mirror.write(changesOf(copy));
+        await mirror.write(copy === pending ? changes! : changesOf(copy));
       }
     } catch (error) {
       throw home ? new CopyBehind(error) : error;
