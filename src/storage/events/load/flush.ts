@@ -126,7 +126,7 @@ export async function loadSegments(db: Database, files: readonly string[], water
   const written = await db.withWriter(async (c) => {
     const filter = (await countDuplicates(c, source, options.prior, options.root)) > 0;
     const select = `SELECT ${linesToEventSelect(options.checkedJson)}, CAST(make_timestamp(ts_ms * 1000) AS DATE) AS _day FROM ${dedupedSource(source, options.prior, options.root, filter)} ORDER BY team_id, ts_ms DESC`;
-    const files = await writeParquet(c, options.root, select, `l${watermark}`, options.now);
+    const files = await writeParquet(c, options.root, select, `l${watermark}`, options.now, onlyPartition(options.propertyKeys));
     // Rows dropped as repeats may have had keys no kept row has: such files are listed from their rows.
     return filter || !options.propertyKeys ? files : withKeys(files, options.propertyKeys);
   });
@@ -135,6 +135,15 @@ export async function loadSegments(db: Database, files: readonly string[], water
     await tx.run(setApplied(watermark));
   });
   return { inserted: written.reduce((n, f) => n + f.rows, 0), files: written };
+}
+
+/** The one team-day of a load's rows, when processing gave their keys and they are all of one (the usual load of a one-project server). */
+function onlyPartition(keys: PropertyKeysByDay | undefined): { teamId: number; day: string } | undefined {
+  if (!keys || keys.size !== 1) return undefined;
+  const [[teamId, days]] = keys;
+  if (days.size !== 1) return undefined;
+  const [[day]] = days;
+  return { teamId, day: new Date(day * DAY_MS).toISOString().slice(0, 10) };
 }
 
 /** The files with the keys processing gave for their team-day (a file of a team-day it has none for is left to be listed). */

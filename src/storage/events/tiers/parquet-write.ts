@@ -57,8 +57,24 @@ let fileSeq = 0;
  * partitioned Parquet, and move the files into place, each sorted newest first (`sortFile`).
  * `tag` makes the names unique. The files are not registered: the caller does that in its own
  * transaction.
+ *
+ * `expected`: the one team-day the caller knows the rows to be of (a load whose processing gave
+ * them). They are then written as one file, without the partitioned write, which costs a quarter
+ * more CPU a row for the same rows and order (see bench/NOTES.md); the file's team and time range
+ * are checked, and rows of any other team-day send the write down the partitioned path after all.
  */
-export async function writeParquet(c: DuckDBConnection, root: string, select: string, tag: string, now: () => number): Promise<ParquetFile[]> {
+export async function writeParquet(
+  c: DuckDBConnection,
+  root: string,
+  select: string,
+  tag: string,
+  now: () => number,
+  expected?: { teamId: number; day: string },
+): Promise<ParquetFile[]> {
+  if (expected) {
+    const one = await writeOnePartition(c, root, select, expected, tag, now);
+    if (one) return one;
+  }
   const tmp = join(root, `${TMP_PREFIX}${tag}`);
   await rm(tmp, { recursive: true, force: true });
   await mkdir(root, { recursive: true });
@@ -77,6 +93,35 @@ export async function writeParquet(c: DuckDBConnection, root: string, select: st
     await rm(tmp, { recursive: true, force: true });
   }
 }
+
+/**
+ * `writeParquet`'s rows as one file of `part` (a one-file COPY with an ORDER BY keeps the order),
+ * placed; null when a row turned out to be of another team-day (nothing placed then).
+ */
+async function writeOnePartition(
+  c: DuckDBConnection,
+  root: string,
+  select: string,
+  part: { teamId: number; day: string },
+  tag: string,
+  now: () => number,
+): Promise<ParquetFile[] | null> {
+  if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
+  const tmp = join(root, `${TMP_PREFIX}${tag}-${fileSeq++}.parquet`);
+  await mkdir(root, { recursive: true });
+  try {
+    await c.run(`COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`);
+    const written = await listWritten(c, tmp, false, true);
+    const dayStart = Date.parse(`${part.day}T00:00:00Z`);
+    const inPart = (w: Written) => Number(w.teamLo) === part.teamId && Number(w.teamHi) === part.teamId && Number(w.lo) >= dayStart && Number(w.hi) < dayStart + DAY_MS;
+    if (!written.every(inPart)) return null;
+    return await placeFiles(root, tag, now, written.map((w) => ({ ...w, ...part })));
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+const DAY_MS = 86_400_000;
 
 /**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, as the partitioned files have them; all
@@ -136,22 +181,27 @@ interface Written {
   rows: bigint;
   lo: bigint;
   hi: bigint;
+  /** The least and greatest `team_id` of the file's rows (asked with `teams`). */
+  teamLo?: bigint;
+  teamHi?: bigint;
   /** Whether the rows are newest first (asked with `checkOrder`; otherwise true). */
   sorted: boolean;
 }
 
 /**
  * The files a COPY wrote (a path or a glob) with their rows and time range; none when every row
- * was a duplicate. `checkOrder`: whether each file's rows are newest first (`NEWEST_FIRST`).
+ * was a duplicate. `checkOrder`: whether each file's rows are newest first (`NEWEST_FIRST`);
+ * `teams`: the least and greatest project of each (not with `checkOrder`).
  */
-async function listWritten(c: DuckDBConnection, files: string, checkOrder = false): Promise<Written[]> {
+async function listWritten(c: DuckDBConnection, files: string, checkOrder = false, teams = false): Promise<Written[]> {
   const read = `read_parquet(${sqlString(files)}, filename = true, hive_partitioning = false${checkOrder ? ', file_row_number = true' : ''})`;
   const source = checkOrder ? withTimeBefore(read) : read;
   const sorted = checkOrder ? NEWEST_FIRST : 'true';
+  const teamRange = teams ? ', min(team_id) AS teamLo, max(team_id) AS teamHi' : '';
   try {
     return (
       await c.runAndReadAll(
-        `SELECT filename, count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi, ${sorted} AS sorted FROM ${source} GROUP BY filename ORDER BY filename`,
+        `SELECT filename, count(*) AS rows, epoch_ms(min(timestamp)) AS lo, epoch_ms(max(timestamp)) AS hi${teamRange}, ${sorted} AS sorted FROM ${source} GROUP BY filename ORDER BY filename`,
       )
     ).getRowObjectsJS() as unknown as Written[];
   } catch (error) {
