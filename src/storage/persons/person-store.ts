@@ -146,6 +146,9 @@ function personRow(p: Person, teamId: number): string {
 export function createPersonStore(db: Database, home?: PersonHome, mirror?: PersonMirror): PersonStore {
   const teams = new Map<number, TeamPersons>();
   const loading = new Map<number, Promise<void>>();
+  // Projects being deleted: a load asked for meanwhile waits for the deletion to end (started
+  // during it, it would read rows the deletion has yet to remove, and keep them in memory).
+  const deleting = new Map<number, Promise<void>>();
   // Changed since the last flush.
   let dirty = nothingPending();
   // Written to the home by a flush whose write of DuckDB's copy or of the mirror then failed:
@@ -599,6 +602,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   return {
     ensureLoaded(teamId) {
       if (teams.has(teamId)) return home?.needsIds() ? home.reserveIds() : Promise.resolve();
+      const deletion = deleting.get(teamId);
+      if (deletion) return deletion.catch(() => undefined).then(() => this.ensureLoaded(teamId));
       let p = loading.get(teamId);
       if (!p) {
         p = load(teamId).finally(() => loading.delete(teamId));
@@ -705,24 +710,30 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       return p;
     },
 
-    async deleteTeam(teamId) {
-      // A load under way ends first: finishing after the deletes below, it would put the
-      // project back in memory and its rows back in DuckDB's copy.
-      await loading.get(teamId)?.catch(() => undefined);
-      await this.flush().catch(() => undefined);
-      teams.delete(teamId);
-      unseeded.delete(teamId);
-      dropTeam(dirty, teamId);
-      dropTeam(copyBehind, teamId);
-      await home?.deleteTeam(teamId);
-      await mirror?.deleteTeam(teamId);
-      await db.transaction(async (tx) => {
-        await tx.run('DELETE FROM person_distinct_ids WHERE team_id = ?', [teamId]);
-        await tx.run('DELETE FROM persons WHERE team_id = ?', [teamId]);
-        await tx.run('DELETE FROM groups WHERE team_id = ?', [teamId]);
-        // An erasure cut short has nothing left to do once its project is gone.
-        await tx.run('DELETE FROM person_erasures WHERE team_id = ?', [teamId]);
-      });
+    deleteTeam(teamId) {
+      const under = deleting.get(teamId);
+      if (under) return under;
+      const run = (async () => {
+        // A load under way ends first: finishing after the deletes below, it would put the
+        // project back in memory and its rows back in DuckDB's copy.
+        await loading.get(teamId)?.catch(() => undefined);
+        await this.flush().catch(() => undefined);
+        teams.delete(teamId);
+        unseeded.delete(teamId);
+        dropTeam(dirty, teamId);
+        dropTeam(copyBehind, teamId);
+        await home?.deleteTeam(teamId);
+        await mirror?.deleteTeam(teamId);
+        await db.transaction(async (tx) => {
+          await tx.run('DELETE FROM person_distinct_ids WHERE team_id = ?', [teamId]);
+          await tx.run('DELETE FROM persons WHERE team_id = ?', [teamId]);
+          await tx.run('DELETE FROM groups WHERE team_id = ?', [teamId]);
+          // An erasure cut short has nothing left to do once its project is gone.
+          await tx.run('DELETE FROM person_erasures WHERE team_id = ?', [teamId]);
+        });
+      })().finally(() => deleting.delete(teamId));
+      deleting.set(teamId, run);
+      return run;
     },
   };
 }

@@ -38,7 +38,7 @@ const SEQUENCE: PersonEvent[] = [
   ev('$set', 'user-1', { unset: ['plan'] }),
 ];
 
-describe('person store: a project deleted while it loads', () => {
+describe('person store: a project deleted while it loads, or loaded while it is deleted', () => {
   test('the load ends first: the project is not put back in memory, nor its rows in the tables', async () => {
     const before = createPersonStore(db);
     await before.ensureLoaded(7);
@@ -68,6 +68,40 @@ describe('person store: a project deleted while it loads', () => {
     expect(await db.query('SELECT (SELECT count(*) FROM persons WHERE team_id = 7)::INTEGER AS persons, (SELECT count(*) FROM person_distinct_ids WHERE team_id = 7)::INTEGER AS ids')).toEqual([{ persons: 0, ids: 0 }]);
     await store.ensureLoaded(7);
     expect(store.findByDistinctId(7, 'loaded')).toBeNull();
+  });
+
+  test('a load asked for while the deletion runs waits for it: the deleted persons are not read back into memory', async () => {
+    const before = createPersonStore(db);
+    await before.ensureLoaded(7);
+    before.processEvent(7, ev('$pageview', 'loaded', { set: { n: 1 } }));
+    await before.flush();
+    // The deletion stops at the mirror (before DuckDB's rows go) until released.
+    let stopped!: () => void;
+    const atMirror = new Promise<void>((r) => (stopped = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const mirror: PersonMirror = {
+      write: async () => undefined,
+      erase: async () => undefined,
+      deleteTeam: async () => {
+        stopped();
+        await gate;
+      },
+      seed: async () => undefined,
+    };
+    const store = createPersonStore(db, undefined, mirror);
+    await store.ensureLoaded(7);
+    const deleting = store.deleteTeam(7);
+    await atMirror;
+    let loaded = false;
+    const loading = store.ensureLoaded(7).then(() => (loaded = true));
+    for (let i = 0; i < 20; i++) await Bun.sleep(1);
+    expect(loaded).toBe(false);
+    release();
+    await Promise.all([deleting, loading]);
+    expect(store.isLoaded(7)).toBe(true);
+    expect(store.findByDistinctId(7, 'loaded')).toBeNull();
+    expect(store.listPersons(7, () => true, { offset: 0, limit: 10 }).count).toBe(0);
   });
 });
 
