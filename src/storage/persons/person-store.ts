@@ -159,6 +159,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   let flushing: Promise<void> | null = null;
   // Projects loaded while the mirror could not be seeded (see seedMirror).
   const unseeded = new Set<number>();
+  // Projects to read again whole after the next flush (a `rereadAround` failed).
+  const reread = new Set<number>();
 
   const team = (teamId: number): TeamPersons => {
     const t = teams.get(teamId);
@@ -367,8 +369,12 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
 
   async function patchFromHome(teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) {
     if (teamId === null || keys === null) {
-      // Only a project nothing of which waits for the next flush is dropped.
-      for (const id of teamId === null ? [...teams.keys()] : [teamId]) if (!hasPending(id)) teams.delete(id);
+      // A project nothing of which waits for the next flush is dropped, and loaded again when
+      // next needed; one with changes waiting is read again whole around them.
+      const ids = teamId === null ? [...teams.keys()] : [teamId];
+      for (const id of ids) if (!hasPending(id)) teams.delete(id);
+      // One that fails is read again after the next flush (`reread`); the others go on.
+      for (const id of ids) if (teams.has(id)) await rereadAround(id).catch(() => undefined);
       return;
     }
     if (!teams.has(teamId)) return;
@@ -425,6 +431,85 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       // Memory holds them already: the copy is written at the next flush.
       keepPending(copyBehind, { persons: touchedPersons, distinctIds: touchedIds, groups: new Map(), created: new Set() });
       throw error;
+    }
+  }
+
+  /**
+   * A project read again whole from the home, keeping this process's changes not flushed yet
+   * (the keys `dirty` names): every other person, distinct id and group becomes what the home
+   * holds, and what the home no longer holds goes (a person made here and not written yet
+   * stays). For changes missed while changes of the project's own wait: dropping the project
+   * would lose them, and keeping it as it was kept other processes' changes out for good (and
+   * its next writes of those persons put their older state back). Runs in a refresh's turn;
+   * events processed meanwhile change memory and `dirty` as usual, and are kept. DuckDB's copy
+   * is then brought to memory as a load brings it. If it fails, the project is read again after
+   * the next flush.
+   */
+  async function rereadAround(teamId: number) {
+    const t = teams.get(teamId)!;
+    const homePersons = new Set<string>();
+    const homeIds = new Set<string>();
+    const homeGroups = new Set<string>();
+    const idKey = (d: string) => `${teamId}\u0000${d}`;
+    const relink = (distinctId: string, owner: Person | null) => {
+      const previous = t.byDistinctId.get(distinctId) ?? null;
+      if (previous === owner) return;
+      if (previous) previous.distinctIds = previous.distinctIds.filter((d) => d !== distinctId);
+      if (owner) {
+        owner.distinctIds.push(distinctId);
+        t.byDistinctId.set(distinctId, owner);
+      } else t.byDistinctId.delete(distinctId);
+    };
+    try {
+      await home!.load(teamId, {
+        persons: (rows) => {
+          for (const r of rows) {
+            homePersons.add(r.uuid);
+            if (dirty.persons.has(r.uuid)) continue;
+            const held = t.persons.get(r.uuid);
+            if (held) Object.assign(held, { id: r.id, properties: r.properties, isIdentified: r.isIdentified, createdAt: r.createdAt });
+            else t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
+          }
+        },
+        distinctIds: (rows) => {
+          for (const r of rows) {
+            homeIds.add(r.distinctId);
+            if (!dirty.distinctIds.has(idKey(r.distinctId))) relink(r.distinctId, t.persons.get(r.personUuid) ?? null);
+          }
+        },
+        groups: (rows) => {
+          for (const g of rows) {
+            const key = groupKey(g.groupType, g.groupKey);
+            homeGroups.add(key);
+            if (!dirty.groups.has(`${teamId}\u0000${key}`)) addGroup(t, g);
+          }
+        },
+      });
+      if (teams.get(teamId) !== t || deleting.has(teamId)) return;
+      // A person the home no longer holds was deleted or merged away elsewhere: gone here too,
+      // whatever this process changed of them since (as a notice naming them does), unless made
+      // here and not written yet.
+      for (const [uuid, p] of t.persons) {
+        if (homePersons.has(uuid) || dirty.created.has(uuid)) continue;
+        t.persons.delete(uuid);
+        dirty.persons.delete(uuid);
+        for (const d of p.distinctIds) if (t.byDistinctId.get(d) === p) t.byDistinctId.delete(d);
+      }
+      for (const d of [...t.byDistinctId.keys()]) if (!homeIds.has(d) && !dirty.distinctIds.has(idKey(d))) relink(d, null);
+      for (const key of [...t.groups.keys()]) if (!homeGroups.has(key) && !dirty.groups.has(`${teamId}\u0000${key}`)) t.groups.delete(key);
+      await syncCopy(teamId, t);
+      reread.delete(teamId);
+    } catch (error) {
+      reread.add(teamId);
+      throw error;
+    }
+  }
+
+  /** The projects whose `rereadAround` failed, read again (a flush succeeded: the home answers again). */
+  function retryRereads() {
+    for (const id of [...reread]) {
+      reread.delete(id);
+      void refresh(id, null).catch(() => undefined);
     }
   }
 
@@ -648,12 +733,18 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       // Waits for the flush under way, then writes what is pending (or waits for the flush
       // another caller started for it): a second caller never returns before its changes are written.
       if (flushing) return flushing.catch(() => undefined).then(() => this.flush());
-      if (!pendingSize(dirty) && !pendingSize(copyBehind) && !unseeded.size) return Promise.resolve();
+      if (!pendingSize(dirty) && !pendingSize(copyBehind) && !unseeded.size) {
+        if (reread.size) retryRereads();
+        return Promise.resolve();
+      }
       const pending = dirty;
       const behind = copyBehind;
       dirty = nothingPending();
       copyBehind = nothingPending();
       flushing = writeChanges(pending, behind)
+        .then(() => {
+          if (reread.size) retryRereads();
+        })
         .catch((error) => {
           // Keep what failed, under anything changed since: for the home too unless it took it.
           keepPending(error instanceof CopyBehind ? copyBehind : dirty, pending);
@@ -720,6 +811,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         await this.flush().catch(() => undefined);
         teams.delete(teamId);
         unseeded.delete(teamId);
+        reread.delete(teamId);
         dropTeam(dirty, teamId);
         dropTeam(copyBehind, teamId);
         await home?.deleteTeam(teamId);

@@ -157,6 +157,112 @@ describe('person store with a home: changes missed while a project loads', () =>
   });
 });
 
+describe('person store with a home: changes missed while changes of the project wait', () => {
+  test('the project is read again whole around them: others\' changes come in, this process\'s pending ones stay, and the copy follows', async () => {
+    const uuid = (n: number) => `01890000-0000-7000-8000-00000000000${n}`;
+    type Row = { id: number; uuid: string; properties: Record<string, unknown>; isIdentified: boolean; createdAt: number };
+    const person = (n: number, properties: Record<string, unknown>): Row => ({ id: n, uuid: uuid(n), properties, isIdentified: false, createdAt: 1_700_000_000_000 + n });
+    // What the home holds: persons 1–3, with one distinct id each.
+    let persons = [person(1, { plan: 'free' }), person(2, { plan: 'free' }), person(3, { plan: 'free' })];
+    let ids = [
+      { distinctId: 'changed-elsewhere', personUuid: uuid(1) },
+      { distinctId: 'deleted-elsewhere', personUuid: uuid(2) },
+      { distinctId: 'changed-both', personUuid: uuid(3) },
+    ];
+    let listener!: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void;
+    let loads = 0;
+    const home: PersonHome = {
+      async load(_teamId, into) {
+        loads++;
+        into.persons(persons.map((p) => ({ ...p, properties: { ...p.properties } })));
+        into.distinctIds(ids.map((d) => ({ ...d })));
+        into.groups([]);
+      },
+      ...quietHome((l) => (listener = l)),
+      // The flush this test never lets succeed: the changes stay pending.
+      write: async () => {
+        throw new Error('home unreachable');
+      },
+    };
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    // This process's own changes, not written yet: persons 2 and 3's plans, and a person it made.
+    store.processEvent(1, ev('$set', 'changed-both', { set: { plan: 'mine' } }));
+    store.processEvent(1, ev('$set', 'deleted-elsewhere', { set: { plan: 'mine too' } }));
+    store.processEvent(1, ev('$pageview', 'made-here', { set: { plan: 'new' } }));
+    expect(store.pendingChanges()).toBeGreaterThan(0);
+    // Another process changes persons 1 and 3, deletes person 2, and makes person 4; the notices are lost.
+    persons = [person(1, { plan: 'pro' }), person(3, { plan: 'theirs' }), person(4, { plan: 'trial' })];
+    ids = [
+      { distinctId: 'changed-elsewhere', personUuid: uuid(1) },
+      { distinctId: 'changed-both', personUuid: uuid(3) },
+      { distinctId: 'made-elsewhere', personUuid: uuid(4) },
+    ];
+    listener(null, null);
+    for (let i = 0; i < 200 && loads < 2; i++) await Bun.sleep(5);
+    // Its turn ends before a flush may start: a flush asked for now runs after it.
+    await store.flush().catch(() => undefined);
+    expect(loads).toBe(2);
+    expect(store.isLoaded(1)).toBe(true);
+    const plans = Object.fromEntries(['changed-elsewhere', 'deleted-elsewhere', 'changed-both', 'made-here', 'made-elsewhere'].map((d) => [d, store.findByDistinctId(1, d)?.properties.plan ?? null]));
+    expect(plans).toEqual({ 'changed-elsewhere': 'pro', 'deleted-elsewhere': null, 'changed-both': 'mine', 'made-here': 'new', 'made-elsewhere': 'trial' });
+    expect(store.findByUuid(1, uuid(2))).toBeNull();
+    // DuckDB's copy holds what memory holds (the pending changes included: the copy is brought to memory).
+    const copied = await db.query<{ distinct_id: string; plan: string }>(
+      "SELECT d.distinct_id, json_extract_string(p.properties, '$.plan') AS plan FROM person_distinct_ids d JOIN persons p ON p.uuid = d.person_uuid WHERE d.team_id = 1 ORDER BY d.distinct_id",
+    );
+    expect(copied).toEqual([
+      { distinct_id: 'changed-both', plan: 'mine' },
+      { distinct_id: 'changed-elsewhere', plan: 'pro' },
+      { distinct_id: 'made-elsewhere', plan: 'trial' },
+      { distinct_id: 'made-here', plan: 'new' },
+    ]);
+  });
+});
+
+describe('person store with a home: a project read again whole that the home could not answer', () => {
+  test('is read again once a flush succeeds', async () => {
+    const uuid = '01890000-0000-7000-8000-000000000001';
+    let plan = 'free';
+    let listener!: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void;
+    let loads = 0;
+    let down = false;
+    let writable = false;
+    const home: PersonHome = {
+      async load(_teamId, into) {
+        loads++;
+        if (down) throw new Error('home unreachable');
+        into.persons([{ id: 1, uuid, properties: { plan }, isIdentified: false, createdAt: 1_700_000_000_000 }]);
+        into.distinctIds([{ distinctId: 'someone', personUuid: uuid }]);
+        into.groups([]);
+      },
+      ...quietHome((l) => (listener = l)),
+      write: async () => {
+        if (!writable) throw new Error('home unreachable');
+      },
+    };
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'made-here', { set: { n: 1 } }));
+    // Another process changes the person; the notice is lost, and the home is down for the read.
+    plan = 'pro';
+    down = true;
+    listener(null, null);
+    for (let i = 0; i < 200 && loads < 2; i++) await Bun.sleep(5);
+    await store.flush().catch(() => undefined);
+    expect(loads).toBe(2);
+    expect(store.findByDistinctId(1, 'someone')?.properties).toEqual({ plan: 'free' });
+    // The home is back: the flush writes this process's changes, and the project is read again.
+    down = false;
+    writable = true;
+    await store.flush();
+    for (let i = 0; i < 200 && store.isLoaded(1); i++) await Bun.sleep(5);
+    await store.ensureLoaded(1);
+    expect(loads).toBe(3);
+    expect(store.findByDistinctId(1, 'someone')?.properties).toEqual({ plan: 'pro' });
+  });
+});
+
 describe('person store with a home: a person deleted elsewhere', () => {
   test('takes out of the copy the distinct ids linked to them here that the home never took', async () => {
     const uuid = '01890000-0000-7000-8000-000000000002';
