@@ -72,8 +72,12 @@ export async function writeParquet(
   expected?: { teamId: number; day: string },
 ): Promise<ParquetFile[]> {
   if (expected) {
-    const one = await writeOnePartition(c, root, select, expected, tag, now);
-    if (one) return one;
+    try {
+      const file = await writeParquetFile(c, root, select, expected, tag, now, { checkPartition: true });
+      return file ? [file] : [];
+    } catch (error) {
+      if (!(error instanceof NotOnePartition)) throw error;
+    }
   }
   const tmp = join(root, `${TMP_PREFIX}${tag}`);
   await rm(tmp, { recursive: true, force: true });
@@ -94,34 +98,15 @@ export async function writeParquet(
   }
 }
 
-/**
- * `writeParquet`'s rows as one file of `part` (a one-file COPY with an ORDER BY keeps the order),
- * placed; null when a row turned out to be of another team-day (nothing placed then).
- */
-async function writeOnePartition(
-  c: DuckDBConnection,
-  root: string,
-  select: string,
-  part: { teamId: number; day: string },
-  tag: string,
-  now: () => number,
-): Promise<ParquetFile[] | null> {
-  if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
-  const tmp = join(root, `${TMP_PREFIX}${tag}-${fileSeq++}.parquet`);
-  await mkdir(root, { recursive: true });
-  try {
-    await c.run(`COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`);
-    const written = await listWritten(c, tmp, false, true);
-    const dayStart = Date.parse(`${part.day}T00:00:00Z`);
-    const inPart = (w: Written) => Number(w.teamLo) === part.teamId && Number(w.teamHi) === part.teamId && Number(w.lo) >= dayStart && Number(w.hi) < dayStart + DAY_MS;
-    if (!written.every(inPart)) return null;
-    return await placeFiles(root, tag, now, written.map((w) => ({ ...w, ...part })));
-  } finally {
-    await rm(tmp, { force: true });
-  }
-}
+/** Rows of another team-day than the one a one-file write was told (`writeParquetFile`'s `checkPartition`). */
+class NotOnePartition extends Error {}
 
 const DAY_MS = 86_400_000;
+
+const inPartition = (w: Written, part: { teamId: number; day: string }): boolean => {
+  const dayStart = Date.parse(`${part.day}T00:00:00Z`);
+  return Number(w.teamLo) === part.teamId && Number(w.teamHi) === part.teamId && Number(w.lo) >= dayStart && Number(w.hi) < dayStart + DAY_MS;
+};
 
 /**
  * Write the rows of `select` (EVENT_COLUMNS plus `_day`, as the partitioned files have them; all
@@ -141,16 +126,19 @@ export async function writeParquetFile(
     params?: readonly string[];
     /** The file is to be registered as sorted: checked, and sorted if the plan did not keep the order. */
     newestFirst?: boolean;
+    /** Whether the rows are all of `part` is checked from the file: NotOnePartition (nothing placed) when not. Not with `newestFirst`. */
+    checkPartition?: boolean;
   } = {},
 ): Promise<ParquetFile | null> {
-  const { params = [], newestFirst = false } = options;
+  const { params = [], newestFirst = false, checkPartition = false } = options;
   if (!Number.isSafeInteger(part.teamId) || !/^\d{4}-\d{2}-\d{2}$/.test(part.day)) throw new Error('unexpected partition');
   const tmp = join(root, `${TMP_PREFIX}${tag}-${fileSeq++}.parquet`);
   let sortedCopy: string | null = null;
   await mkdir(root, { recursive: true });
   try {
     await c.run(`COPY (${asStored(select)}) TO ${sqlString(tmp)} (FORMAT parquet, ${PARQUET_WRITE_OPTIONS()})`, [...params]);
-    const written = await listWritten(c, tmp, newestFirst);
+    const written = await listWritten(c, tmp, newestFirst, checkPartition);
+    if (checkPartition && !written.every((w) => inPartition(w, part))) throw new NotOnePartition();
     for (const w of written) if (!w.sorted) sortedCopy = w.filename = await sortFile(c, w.filename);
     const [file] = await placeFiles(root, tag, now, written.map((w) => ({ ...w, ...part })));
     return file ?? null;
