@@ -38,6 +38,28 @@ const SEQUENCE: PersonEvent[] = [
   ev('$set', 'user-1', { unset: ['plan'] }),
 ];
 
+/**
+ * A mirror that does nothing, except that `step` (a load's seed, or a deletion's) stops until
+ * `release`: `reached` resolves when it is called.
+ */
+function gatedMirror(step: 'seed' | 'deleteTeam') {
+  let reach!: () => void;
+  const reached = new Promise<void>((r) => (reach = r));
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const stop = async () => {
+    reach();
+    await gate;
+  };
+  const mirror: PersonMirror = {
+    write: async () => undefined,
+    erase: async () => undefined,
+    deleteTeam: step === 'deleteTeam' ? stop : async () => undefined,
+    seed: step === 'seed' ? stop : async () => undefined,
+  };
+  return { mirror, reached, release: () => release() };
+}
+
 describe('person store: a project deleted while it loads, or loaded while it is deleted', () => {
   test('the load ends first: the project is not put back in memory, nor its rows in the tables', async () => {
     const before = createPersonStore(db);
@@ -45,22 +67,10 @@ describe('person store: a project deleted while it loads, or loaded while it is 
     before.processEvent(7, ev('$pageview', 'loaded', { set: { n: 1 } }));
     await before.flush();
     // A load that stops at its last step (the mirror's seed) until released.
-    let seeding!: () => void;
-    const seeded = new Promise<void>((r) => (seeding = r));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const mirror: PersonMirror = {
-      write: async () => undefined,
-      erase: async () => undefined,
-      deleteTeam: async () => undefined,
-      seed: async () => {
-        seeding();
-        await gate;
-      },
-    };
+    const { mirror, reached, release } = gatedMirror('seed');
     const store = createPersonStore(db, undefined, mirror);
     const loading = store.ensureLoaded(7);
-    await seeded;
+    await reached;
     const deleting = store.deleteTeam(7);
     release();
     await Promise.all([loading, deleting]);
@@ -76,23 +86,11 @@ describe('person store: a project deleted while it loads, or loaded while it is 
     before.processEvent(7, ev('$pageview', 'loaded', { set: { n: 1 } }));
     await before.flush();
     // The deletion stops at the mirror (before DuckDB's rows go) until released.
-    let stopped!: () => void;
-    const atMirror = new Promise<void>((r) => (stopped = r));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const mirror: PersonMirror = {
-      write: async () => undefined,
-      erase: async () => undefined,
-      deleteTeam: async () => {
-        stopped();
-        await gate;
-      },
-      seed: async () => undefined,
-    };
+    const { mirror, reached, release } = gatedMirror('deleteTeam');
     const store = createPersonStore(db, undefined, mirror);
     await store.ensureLoaded(7);
     const deleting = store.deleteTeam(7);
-    await atMirror;
+    await reached;
     let loaded = false;
     const loading = store.ensureLoaded(7).then(() => (loaded = true));
     for (let i = 0; i < 20; i++) await Bun.sleep(1);
