@@ -161,6 +161,9 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   const unseeded = new Set<number>();
   // Projects to read again whole after the next flush (a `rereadAround` failed).
   const reread = new Set<number>();
+  // Persons being deleted here (deletePerson), out of memory before the home has deleted them:
+  // what the home still holds of them is not read back meanwhile (a notice, a project read again).
+  const erasing = new Map<string, number>();
 
   const team = (teamId: number): TeamPersons => {
     const t = teams.get(teamId);
@@ -315,8 +318,12 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
    * each id and uuid one person) fails as a whole; those rows are deleted and the part is written
    * as a flush writes it.
    */
-  async function appendPersonsPart(c: DuckDBConnection, uuids: string[], teamId: number, from: Map<number, TeamPersons>) {
+  async function appendPersonsPart(c: DuckDBConnection, part: string[], teamId: number, from: Map<number, TeamPersons>) {
     const t = from.get(teamId)!;
+    // A project read again while events go on (rereadAround) may have lost one since the part
+    // was listed (a merge): its change waits for the next flush, which writes the copy.
+    const uuids = part.filter((uuid) => t.persons.has(uuid));
+    if (uuids.length === 0) return;
     try {
       await c.run(INSERT_PERSONS, [`[${uuids.map((uuid) => personRow(t.persons.get(uuid)!, teamId)).join(',')}]`]);
     } catch {
@@ -332,7 +339,10 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
    * copy's rows of the project were all read before: none can be in the way (nothing writes the
    * project's rows before its load is done).
    */
-  async function appendDistinctIdsPart(c: DuckDBConnection, distinctIds: string[], teamId: number, t: TeamPersons) {
+  async function appendDistinctIdsPart(c: DuckDBConnection, part: string[], teamId: number, t: TeamPersons) {
+    // As for persons: one unlinked since the part was listed waits for the next flush.
+    const distinctIds = part.filter((d) => t.byDistinctId.has(d));
+    if (distinctIds.length === 0) return;
     const rows = distinctIds.map((distinctId) => `{"team_id":${teamId},"distinct_id":${JSON.stringify(distinctId)},"person_uuid":${JSON.stringify(t.byDistinctId.get(distinctId)!.uuid)}}`);
     await c.run(INSERT_DISTINCT_IDS, [wellFormedJson(`[${rows.join(',')}]`)]);
   }
@@ -400,7 +410,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
           t.byDistinctId.delete(d);
           touchedIds.set(`${teamId}\u0000${d}`, { teamId, distinctId: d });
         }
-      } else if (dirty.persons.has(uuid)) continue;
+      } else if (dirty.persons.has(uuid) || erasing.has(uuid)) continue;
       else if (held) Object.assign(held, { id: row.id, properties: row.properties, isIdentified: row.isIdentified, createdAt: row.createdAt });
       else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
       touchedPersons.set(uuid, teamId);
@@ -465,7 +475,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         persons: (rows) => {
           for (const r of rows) {
             homePersons.add(r.uuid);
-            if (dirty.persons.has(r.uuid)) continue;
+            if (dirty.persons.has(r.uuid) || erasing.has(r.uuid)) continue;
             const held = t.persons.get(r.uuid);
             if (held) Object.assign(held, { id: r.id, properties: r.properties, isIdentified: r.isIdentified, createdAt: r.createdAt });
             else t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
@@ -765,40 +775,47 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       const t = team(teamId);
       const p = t.persons.get(uuid) ?? null;
       const ids = [...new Set([...distinctIds, ...(p?.distinctIds ?? [])])];
-      if (p) {
-        // Out of memory: no event processed from here on finds the person, and no flush
-        // started from here on writes them back.
-        t.persons.delete(uuid);
-        for (const d of p.distinctIds) if (t.byDistinctId.get(d) === p) t.byDistinctId.delete(d);
-        dirty.persons.delete(uuid);
-        for (const d of p.distinctIds) dirty.distinctIds.delete(`${teamId}\u0000${d}`);
+      erasing.set(uuid, (erasing.get(uuid) ?? 0) + 1);
+      try {
+        if (p) {
+          // Out of memory: no event processed from here on finds the person, and no flush
+          // started from here on writes them back.
+          t.persons.delete(uuid);
+          for (const d of p.distinctIds) if (t.byDistinctId.get(d) === p) t.byDistinctId.delete(d);
+          dirty.persons.delete(uuid);
+          for (const d of p.distinctIds) dirty.distinctIds.delete(`${teamId}\u0000${d}`);
+        }
+        // A flush that read them before is committed before the delete below, not after it.
+        await this.flush();
+        // The home first (it is what a restart loads); a distinct id a live person has taken since
+        // is written as theirs, not deleted.
+        const gone: PersonChanges = {
+          persons: [{ teamId, uuid, person: null }],
+          distinctIds: ids.map((distinctId) => ({ teamId, distinctId, personUuid: t.byDistinctId.get(distinctId)?.uuid ?? null })),
+          groups: [],
+        };
+        await home?.write(gone);
+        // Before DuckDB's rows go: a failure here fails the erasure, whose job runs it again.
+        if (mirror) {
+          await mirror.write(gone);
+          await mirror.erase(teamId, uuid);
+        }
+        // By uuid, and their distinct ids still pointing at a person that is gone (one merged into
+        // them meanwhile); never a distinct id a live person has taken since (events after this).
+        await db.transaction(async (tx) => {
+          await tx.run(
+            `DELETE FROM person_distinct_ids WHERE team_id = ? AND (person_uuid = TRY_CAST(? AS UUID) OR (distinct_id IN (SELECT unnest(from_json(CAST(? AS JSON), '["VARCHAR"]')))
+             AND person_uuid NOT IN (SELECT uuid FROM persons WHERE team_id = ?)))`,
+            [teamId, uuid, JSON.stringify(ids), teamId],
+          );
+          await tx.run('DELETE FROM persons WHERE team_id = ? AND uuid = TRY_CAST(? AS UUID)', [teamId, uuid]);
+        });
+        return p;
+      } finally {
+        const left = (erasing.get(uuid) ?? 1) - 1;
+        if (left > 0) erasing.set(uuid, left);
+        else erasing.delete(uuid);
       }
-      // A flush that read them before is committed before the delete below, not after it.
-      await this.flush();
-      // The home first (it is what a restart loads); a distinct id a live person has taken since
-      // is written as theirs, not deleted.
-      const gone: PersonChanges = {
-        persons: [{ teamId, uuid, person: null }],
-        distinctIds: ids.map((distinctId) => ({ teamId, distinctId, personUuid: t.byDistinctId.get(distinctId)?.uuid ?? null })),
-        groups: [],
-      };
-      await home?.write(gone);
-      // Before DuckDB's rows go: a failure here fails the erasure, whose job runs it again.
-      if (mirror) {
-        await mirror.write(gone);
-        await mirror.erase(teamId, uuid);
-      }
-      // By uuid, and their distinct ids still pointing at a person that is gone (one merged into
-      // them meanwhile); never a distinct id a live person has taken since (events after this).
-      await db.transaction(async (tx) => {
-        await tx.run(
-          `DELETE FROM person_distinct_ids WHERE team_id = ? AND (person_uuid = TRY_CAST(? AS UUID) OR (distinct_id IN (SELECT unnest(from_json(CAST(? AS JSON), '["VARCHAR"]')))
-           AND person_uuid NOT IN (SELECT uuid FROM persons WHERE team_id = ?)))`,
-          [teamId, uuid, JSON.stringify(ids), teamId],
-        );
-        await tx.run('DELETE FROM persons WHERE team_id = ? AND uuid = TRY_CAST(? AS UUID)', [teamId, uuid]);
-      });
-      return p;
     },
 
     deleteTeam(teamId) {

@@ -261,6 +261,149 @@ describe('person store with a home: a project read again whole that the home cou
   });
 });
 
+/**
+ * A home kept in memory: `write` applies the changes (a gate may stop it first), `load` streams
+ * what it holds, a page of persons and then one of distinct ids, each after a turn of the event
+ * loop (so events can be processed in between, as with PostgreSQL).
+ */
+function memoryHome(onChange: PersonHome['onChange']) {
+  const persons = new Map<string, { id: number; uuid: string; properties: Record<string, unknown>; isIdentified: boolean; createdAt: number }>();
+  const ids = new Map<string, string>();
+  const state = { loads: 0, writeGate: null as Promise<void> | null, writing: null as (() => void) | null };
+  let nextId = 100;
+  const home: PersonHome = {
+    ...quietHome(onChange),
+    takeId: () => nextId++,
+    async load(_teamId, into) {
+      state.loads++;
+      await Bun.sleep(1);
+      into.persons([...persons.values()].map((p) => ({ ...p, properties: { ...p.properties } })));
+      await Bun.sleep(1);
+      into.distinctIds([...ids].map(([distinctId, personUuid]) => ({ distinctId, personUuid })));
+      into.groups([]);
+    },
+    async loadSome(_teamId, uuids, distinctIds) {
+      await Bun.sleep(1);
+      const wanted = new Set([...uuids, ...distinctIds.map((d) => ids.get(d)).filter((u): u is string => u !== undefined)]);
+      return {
+        persons: [...persons.values()].filter((p) => wanted.has(p.uuid)).map((p) => ({ ...p, properties: { ...p.properties } })),
+        distinctIds: distinctIds.flatMap((d) => (ids.has(d) ? [{ distinctId: d, personUuid: ids.get(d)! }] : [])),
+        groups: [],
+      };
+    },
+    async write(changes) {
+      state.writing?.();
+      if (state.writeGate) await state.writeGate;
+      for (const { uuid, person } of changes.persons) {
+        if (person) persons.set(uuid, { id: person.id, uuid, properties: { ...person.properties }, isIdentified: person.isIdentified, createdAt: person.createdAt });
+        else persons.delete(uuid);
+      }
+      for (const { distinctId, personUuid } of changes.distinctIds) {
+        if (personUuid) ids.set(distinctId, personUuid);
+        else ids.delete(distinctId);
+      }
+    },
+  };
+  return { home, persons, ids, state };
+}
+
+describe('person store with a home: a project read again whole while events and erasures go on', () => {
+  let listener!: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void;
+  const copiedIds = () =>
+    db.query<{ distinct_id: string; person_uuid: string }>('SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = 1 ORDER BY distinct_id');
+
+  test('a person made here and merged away while the copy is brought to memory: the read ends, and the next flush puts the copy right', async () => {
+    const { home, state } = memoryHome((l) => (listener = l));
+    // DuckDB's writer, stopped once when armed, until released.
+    let armed = false;
+    let reach!: () => void;
+    const reached = new Promise<void>((r) => (reach = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const gated: Database = {
+      ...db,
+      withWriter: async (fn) => {
+        if (armed) {
+          armed = false;
+          reach();
+          await gate;
+        }
+        return db.withWriter(fn);
+      },
+    };
+    const store = createPersonStore(gated, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'b', { set: { plan: 'pro' } }));
+    await store.flush();
+    // Made here and not written yet (the home is stopped): DuckDB's copy lacks it.
+    let stopped!: () => void;
+    state.writeGate = new Promise<void>((r) => (stopped = r));
+    store.processEvent(1, ev('$pageview', 'a', { set: { seen: true } }));
+    const a = store.findByDistinctId(1, 'a')!.uuid;
+    const b = store.findByDistinctId(1, 'b')!.uuid;
+    armed = true;
+    listener(null, null);
+    await reached;
+    // The copy's sync stopped at its first write, with the person of 'a' listed as missing: it is merged into 'b'.
+    store.processEvent(1, ev('$identify', 'b', { anonDistinctId: 'a' }));
+    release();
+    stopped();
+    state.writeGate = null;
+    await store.flush();
+    await store.flush();
+    expect(state.loads).toBe(2);
+    expect(store.findByDistinctId(1, 'a')?.uuid).toBe(b);
+    expect(store.findByUuid(1, a)).toBeNull();
+    expect(await copiedIds()).toEqual([
+      { distinct_id: 'a', person_uuid: b },
+      { distinct_id: 'b', person_uuid: b },
+    ]);
+    expect(await db.query<{ n: number }>('SELECT count(*)::INTEGER AS n FROM persons WHERE team_id = 1')).toEqual([{ n: 1 }]);
+  });
+
+  test.each([
+    ['the whole project read again (changes missed)', false],
+    ['a notice naming them', true],
+  ])('a person being deleted here is not read back from the home before it has deleted them: %s', async (_, keyed) => {
+    const { home, state } = memoryHome((l) => (listener = l));
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'erased', { set: { email: 'e@example.com' } }));
+    store.processEvent(1, ev('$pageview', 'kept', { set: { n: 1 } }));
+    await store.flush();
+    const erased = store.findByDistinctId(1, 'erased')!.uuid;
+    // The deletion stops at the home's write (the home still holds the person).
+    let writing!: () => void;
+    const atHome = new Promise<void>((r) => (writing = r));
+    let release!: () => void;
+    state.writing = () => writing();
+    const deleting = (async () => {
+      await store.flush();
+      return store.deletePerson(1, erased);
+    })();
+    // Its two flushes write nothing; its own write of the deletion is the first to reach the home.
+    state.writeGate = new Promise<void>((r) => (release = r));
+    await atHome;
+    // A change of the project waits, and changes are missed: the project is read again whole.
+    store.processEvent(1, ev('$set', 'kept', { set: { n: 2 } }));
+    if (keyed) listener(1, { persons: [erased], distinctIds: ['erased'] });
+    else listener(null, null);
+    for (let i = 0; i < 200 && !keyed && state.loads < 2; i++) await Bun.sleep(5);
+    await Bun.sleep(20);
+    expect(state.loads).toBe(keyed ? 1 : 2);
+    expect(store.findByDistinctId(1, 'erased')).toBeNull();
+    expect(store.findByUuid(1, erased)).toBeNull();
+    state.writing = null;
+    state.writeGate = null;
+    release();
+    await deleting;
+    await store.flush();
+    expect(store.findByDistinctId(1, 'erased')).toBeNull();
+    expect(store.findByDistinctId(1, 'kept')?.properties.n).toBe(2);
+    expect(await copiedIds()).toEqual([{ distinct_id: 'kept', person_uuid: store.findByDistinctId(1, 'kept')!.uuid }]);
+  });
+});
+
 describe('person store with a home: a person deleted elsewhere', () => {
   test('takes out of the copy the distinct ids linked to them here that the home never took', async () => {
     const uuid = '01890000-0000-7000-8000-000000000002';
