@@ -525,8 +525,11 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
 
   home?.onChange((teamId, keys) => {
     refresh(teamId, keys).catch(() => {
-      // Not read again: the project is dropped (unless changes of its wait), and loaded whole when next needed.
-      if (teamId !== null && !hasPending(teamId)) teams.delete(teamId);
+      // Not read again: the project is dropped (unless changes of its wait: then it is read again
+      // whole after the next flush), and loaded whole when next needed.
+      if (teamId === null) return;
+      if (!hasPending(teamId)) teams.delete(teamId);
+      else if (teams.has(teamId)) reread.add(teamId);
     });
   });
 

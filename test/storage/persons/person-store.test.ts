@@ -361,6 +361,36 @@ describe('person store with a home: a project read again whole while events and 
     expect(await db.query<{ n: number }>('SELECT count(*)::INTEGER AS n FROM persons WHERE team_id = 1')).toEqual([{ n: 1 }]);
   });
 
+  test('a notice whose read fails while changes of the project wait: the project is read again whole after the next flush', async () => {
+    const { home, state, persons } = memoryHome((l) => (listener = l));
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'someone', { set: { plan: 'free' } }));
+    await store.flush();
+    const uuid = store.findByDistinctId(1, 'someone')!.uuid;
+    // Another process changes the person; this one has a change of the project waiting (the home is stopped).
+    persons.get(uuid)!.properties = { plan: 'pro' };
+    let resume!: () => void;
+    state.writeGate = new Promise<void>((r) => (resume = r));
+    store.processEvent(1, ev('$pageview', 'other', { set: { n: 1 } }));
+    const failing = home.loadSome;
+    home.loadSome = async () => {
+      throw new Error('home unreachable');
+    };
+    listener(1, { persons: [uuid], distinctIds: [] });
+    await Bun.sleep(20);
+    home.loadSome = failing;
+    expect(store.findByDistinctId(1, 'someone')?.properties.plan).toBe('free');
+    state.writeGate = null;
+    resume();
+    await store.flush();
+    // Nothing waits any more: the project is dropped, and read whole when next needed.
+    for (let i = 0; i < 200 && store.isLoaded(1); i++) await Bun.sleep(5);
+    await store.ensureLoaded(1);
+    expect(state.loads).toBe(2);
+    expect(store.findByDistinctId(1, 'someone')?.properties.plan).toBe('pro');
+  });
+
   test.each([
     ['the whole project read again (changes missed)', false],
     ['a notice naming them', true],
