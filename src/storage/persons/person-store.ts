@@ -23,6 +23,18 @@ function joinLoadedId(t: TeamPersons, distinctId: string, personUuid: string): v
   t.byDistinctId.set(distinctId, p);
 }
 
+/** A distinct id moved to `owner` in memory (null: unlinked), both persons' lists kept in step; whether it moved. */
+function relinkId(t: TeamPersons, distinctId: string, owner: Person | null): boolean {
+  const previous = t.byDistinctId.get(distinctId) ?? null;
+  if (previous === owner) return false;
+  if (previous) previous.distinctIds = previous.distinctIds.filter((d) => d !== distinctId);
+  if (owner) {
+    owner.distinctIds.push(distinctId);
+    t.byDistinctId.set(distinctId, owner);
+  } else t.byDistinctId.delete(distinctId);
+  return true;
+}
+
 function addGroup(t: TeamPersons, g: Group): void {
   t.groupTypes.set(g.groupType, g.groupTypeIndex);
   t.groups.set(groupKey(g.groupType, g.groupKey), g);
@@ -419,15 +431,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     for (const distinctId of new Set([...keys.distinctIds, ...owners.keys()])) {
       const key = `${teamId}\u0000${distinctId}`;
       if (dirty.distinctIds.has(key)) continue;
-      const owner = t.persons.get(owners.get(distinctId) ?? '') ?? null;
-      const previous = t.byDistinctId.get(distinctId) ?? null;
-      if (previous !== owner) {
-        if (previous) previous.distinctIds = previous.distinctIds.filter((d) => d !== distinctId);
-        if (owner) {
-          owner.distinctIds.push(distinctId);
-          t.byDistinctId.set(distinctId, owner);
-        } else t.byDistinctId.delete(distinctId);
-      }
+      relinkId(t, distinctId, t.persons.get(owners.get(distinctId) ?? '') ?? null);
       touchedIds.set(key, { teamId, distinctId });
     }
     try {
@@ -461,15 +465,6 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const homeIds = new Set<string>();
     const homeGroups = new Set<string>();
     const idKey = (d: string) => `${teamId}\u0000${d}`;
-    const relink = (distinctId: string, owner: Person | null) => {
-      const previous = t.byDistinctId.get(distinctId) ?? null;
-      if (previous === owner) return;
-      if (previous) previous.distinctIds = previous.distinctIds.filter((d) => d !== distinctId);
-      if (owner) {
-        owner.distinctIds.push(distinctId);
-        t.byDistinctId.set(distinctId, owner);
-      } else t.byDistinctId.delete(distinctId);
-    };
     try {
       await home!.load(teamId, {
         persons: (rows) => {
@@ -484,7 +479,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         distinctIds: (rows) => {
           for (const r of rows) {
             homeIds.add(r.distinctId);
-            if (!dirty.distinctIds.has(idKey(r.distinctId))) relink(r.distinctId, t.persons.get(r.personUuid) ?? null);
+            if (!dirty.distinctIds.has(idKey(r.distinctId))) relinkId(t, r.distinctId, t.persons.get(r.personUuid) ?? null);
           }
         },
         groups: (rows) => {
@@ -505,7 +500,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         dirty.persons.delete(uuid);
         for (const d of p.distinctIds) if (t.byDistinctId.get(d) === p) t.byDistinctId.delete(d);
       }
-      for (const d of [...t.byDistinctId.keys()]) if (!homeIds.has(d) && !dirty.distinctIds.has(idKey(d))) relink(d, null);
+      for (const d of [...t.byDistinctId.keys()]) if (!homeIds.has(d) && !dirty.distinctIds.has(idKey(d))) relinkId(t, d, null);
       for (const key of [...t.groups.keys()]) if (!homeGroups.has(key) && !dirty.groups.has(`${teamId}\u0000${key}`)) t.groups.delete(key);
       await syncCopy(teamId, t);
       reread.delete(teamId);
@@ -589,11 +584,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   }
 
   function linkDistinctId(teamId: number, t: TeamPersons, p: Person, distinctId: string) {
-    const previous = t.byDistinctId.get(distinctId);
-    if (previous === p) return;
-    if (previous) previous.distinctIds = previous.distinctIds.filter((d) => d !== distinctId);
-    p.distinctIds.push(distinctId);
-    t.byDistinctId.set(distinctId, p);
+    if (!relinkId(t, distinctId, p)) return;
     dirty.distinctIds.set(`${teamId}\u0000${distinctId}`, { teamId, distinctId });
   }
 
