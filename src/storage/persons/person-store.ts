@@ -176,6 +176,20 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   // Persons being deleted here (deletePerson), out of memory before the home has deleted them:
   // what the home still holds of them is not read back meanwhile (a notice, a project read again).
   const erasing = new Map<string, number>();
+  // Reads of the home under way (a load, a project read again, a notice's read), each with the
+  // persons whose deletion here ended while it ran: its snapshot may be older than the home's
+  // delete, and the person must not come back from it (this process gets no notice of its own
+  // delete to take them out again).
+  const homeReads = new Set<Set<string>>();
+  async function readingHome<T>(read: (erasedMeanwhile: ReadonlySet<string>) => Promise<T>): Promise<T> {
+    const erased = new Set<string>();
+    homeReads.add(erased);
+    try {
+      return await read(erased);
+    } finally {
+      homeReads.delete(erased);
+    }
+  }
 
   const team = (teamId: number): TeamPersons => {
     const t = teams.get(teamId);
@@ -223,9 +237,10 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
 
   async function loadFromHome(teamId: number, from: PersonHome) {
     const t: TeamPersons = { persons: new Map(), byDistinctId: new Map(), groups: new Map(), groupTypes: new Map() };
-    await from.load(teamId, {
+    // A person being deleted here, or deleted while the load ran, is not read back.
+    await readingHome((erased) => from.load(teamId, {
       persons: (rows) => {
-        for (const r of rows) t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
+        for (const r of rows) if (!erasing.has(r.uuid) && !erased.has(r.uuid)) t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
       },
       distinctIds: (rows) => {
         for (const r of rows) joinLoadedId(t, r.distinctId, r.personUuid);
@@ -233,7 +248,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       groups: (rows) => {
         for (const g of rows) addGroup(t, g);
       },
-    });
+    }));
     if (from.needsIds()) await from.reserveIds();
     await syncCopy(teamId, t);
     await seedMirror(teamId, t);
@@ -400,7 +415,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       return;
     }
     if (!teams.has(teamId)) return;
-    const rows = await home!.loadSome(teamId, keys.persons, keys.distinctIds);
+    const [rows, erased] = await readingHome(async (erased) => [await home!.loadSome(teamId, keys.persons, keys.distinctIds), erased] as const);
     const t = teams.get(teamId);
     if (!t) return;
     const fresh = new Map(rows.persons.map((r) => [r.uuid, r]));
@@ -416,13 +431,16 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         if (!held) continue;
         t.persons.delete(uuid);
         // Their distinct ids too, in the copy as well: one this process linked to them since is
-        // in no notice (the home did not take the link).
+        // in no notice (the home did not take the link). One waiting to be written as theirs
+        // takes the home's state (below, when the notice names it: the person they were merged
+        // into): written as unlinked, it would undo that merge's move at the home.
         for (const d of held.distinctIds) {
           if (t.byDistinctId.get(d) !== held) continue;
           t.byDistinctId.delete(d);
+          dirty.distinctIds.delete(`${teamId}\u0000${d}`);
           touchedIds.set(`${teamId}\u0000${d}`, { teamId, distinctId: d });
         }
-      } else if (dirty.persons.has(uuid) || erasing.has(uuid)) continue;
+      } else if (dirty.persons.has(uuid) || erasing.has(uuid) || erased.has(uuid)) continue;
       else if (held) Object.assign(held, { id: row.id, properties: row.properties, isIdentified: row.isIdentified, createdAt: row.createdAt });
       else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
       touchedPersons.set(uuid, teamId);
@@ -464,13 +482,15 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const homePersons = new Set<string>();
     const homeIds = new Set<string>();
     const homeGroups = new Set<string>();
+    // The home's owners of the distinct ids that wait to be written (kept as this process has them, unless their person goes).
+    const homeOwners = new Map<string, string>();
     const idKey = (d: string) => `${teamId}\u0000${d}`;
     try {
-      await home!.load(teamId, {
+      await readingHome((erased) => home!.load(teamId, {
         persons: (rows) => {
           for (const r of rows) {
             homePersons.add(r.uuid);
-            if (dirty.persons.has(r.uuid) || erasing.has(r.uuid)) continue;
+            if (dirty.persons.has(r.uuid) || erasing.has(r.uuid) || erased.has(r.uuid)) continue;
             const held = t.persons.get(r.uuid);
             if (held) Object.assign(held, { id: r.id, properties: r.properties, isIdentified: r.isIdentified, createdAt: r.createdAt });
             else t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
@@ -480,6 +500,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
           for (const r of rows) {
             homeIds.add(r.distinctId);
             if (!dirty.distinctIds.has(idKey(r.distinctId))) relinkId(t, r.distinctId, t.persons.get(r.personUuid) ?? null);
+            else homeOwners.set(r.distinctId, r.personUuid);
           }
         },
         groups: (rows) => {
@@ -489,16 +510,21 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
             if (!dirty.groups.has(`${teamId}\u0000${key}`)) addGroup(t, g);
           }
         },
-      });
+      }));
       if (teams.get(teamId) !== t || deleting.has(teamId)) return;
       // A person the home no longer holds was deleted or merged away elsewhere: gone here too,
       // whatever this process changed of them since (as a notice naming them does), unless made
-      // here and not written yet.
+      // here and not written yet. Their distinct ids waiting to be written take the home's
+      // state (the person they were merged into): written as unlinked, they would undo the move.
       for (const [uuid, p] of t.persons) {
         if (homePersons.has(uuid) || dirty.created.has(uuid)) continue;
         t.persons.delete(uuid);
         dirty.persons.delete(uuid);
-        for (const d of p.distinctIds) if (t.byDistinctId.get(d) === p) t.byDistinctId.delete(d);
+        for (const d of [...p.distinctIds]) {
+          if (t.byDistinctId.get(d) !== p) continue;
+          dirty.distinctIds.delete(idKey(d));
+          relinkId(t, d, t.persons.get(homeOwners.get(d) ?? '') ?? null);
+        }
       }
       for (const d of [...t.byDistinctId.keys()]) if (!homeIds.has(d) && !dirty.distinctIds.has(idKey(d))) relinkId(t, d, null);
       for (const key of [...t.groups.keys()]) if (!homeGroups.has(key) && !dirty.groups.has(`${teamId}\u0000${key}`)) t.groups.delete(key);
@@ -770,6 +796,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       const p = t.persons.get(uuid) ?? null;
       const ids = [...new Set([...distinctIds, ...(p?.distinctIds ?? [])])];
       erasing.set(uuid, (erasing.get(uuid) ?? 0) + 1);
+      let deletedAtHome = false;
       try {
         if (p) {
           // Out of memory: no event processed from here on finds the person, and no flush
@@ -789,6 +816,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
           groups: [],
         };
         await home?.write(gone);
+        deletedAtHome = true;
         // Before DuckDB's rows go: a failure here fails the erasure, whose job runs it again.
         if (mirror) {
           await mirror.write(gone);
@@ -806,6 +834,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         });
         return p;
       } finally {
+        // Reads of the home begun before its delete committed may still deliver the person.
+        if (deletedAtHome) for (const erased of homeReads) erased.add(uuid);
         const left = (erasing.get(uuid) ?? 1) - 1;
         if (left > 0) erasing.set(uuid, left);
         else erasing.delete(uuid);

@@ -264,32 +264,52 @@ describe('person store with a home: a project read again whole that the home cou
 /**
  * A home kept in memory: `write` applies the changes (a gate may stop it first), `load` streams
  * what it holds, a page of persons and then one of distinct ids, each after a turn of the event
- * loop (so events can be processed in between, as with PostgreSQL).
+ * loop (so events can be processed in between, as with PostgreSQL). With a `readGate`, a read
+ * takes what it will deliver as it starts (a snapshot, as a PostgreSQL statement's), calls
+ * `reading`, and waits for the gate before it delivers.
  */
 function memoryHome(onChange: PersonHome['onChange']) {
   const persons = new Map<string, { id: number; uuid: string; properties: Record<string, unknown>; isIdentified: boolean; createdAt: number }>();
   const ids = new Map<string, string>();
-  const state = { loads: 0, writeGate: null as Promise<void> | null, writing: null as (() => void) | null };
+  const state = {
+    loads: 0,
+    writeGate: null as Promise<void> | null,
+    writing: null as (() => void) | null,
+    readGate: null as Promise<void> | null,
+    reading: null as (() => void) | null,
+  };
   let nextId = 100;
+  const personRows = (wanted?: Set<string>) =>
+    [...persons.values()].filter((p) => !wanted || wanted.has(p.uuid)).map((p) => ({ ...p, properties: { ...p.properties } }));
+  const idRows = () => [...ids].map(([distinctId, personUuid]) => ({ distinctId, personUuid }));
+  const someRows = (uuids: readonly string[], distinctIds: readonly string[]) => ({
+    persons: personRows(new Set([...uuids, ...distinctIds.map((d) => ids.get(d)).filter((u): u is string => u !== undefined)])),
+    distinctIds: distinctIds.flatMap((d) => (ids.has(d) ? [{ distinctId: d, personUuid: ids.get(d)! }] : [])),
+    groups: [],
+  });
+  const snapshotThenGate = async <T>(take: () => T): Promise<T | null> => {
+    if (!state.readGate) return null;
+    const taken = take();
+    state.reading?.();
+    await state.readGate;
+    return taken;
+  };
   const home: PersonHome = {
     ...quietHome(onChange),
     takeId: () => nextId++,
     async load(_teamId, into) {
       state.loads++;
+      const snapshot = await snapshotThenGate(() => ({ persons: personRows(), ids: idRows() }));
       await Bun.sleep(1);
-      into.persons([...persons.values()].map((p) => ({ ...p, properties: { ...p.properties } })));
+      into.persons(snapshot?.persons ?? personRows());
       await Bun.sleep(1);
-      into.distinctIds([...ids].map(([distinctId, personUuid]) => ({ distinctId, personUuid })));
+      into.distinctIds(snapshot?.ids ?? idRows());
       into.groups([]);
     },
     async loadSome(_teamId, uuids, distinctIds) {
+      const snapshot = await snapshotThenGate(() => someRows(uuids, distinctIds));
       await Bun.sleep(1);
-      const wanted = new Set([...uuids, ...distinctIds.map((d) => ids.get(d)).filter((u): u is string => u !== undefined)]);
-      return {
-        persons: [...persons.values()].filter((p) => wanted.has(p.uuid)).map((p) => ({ ...p, properties: { ...p.properties } })),
-        distinctIds: distinctIds.flatMap((d) => (ids.has(d) ? [{ distinctId: d, personUuid: ids.get(d)! }] : [])),
-        groups: [],
-      };
+      return snapshot ?? someRows(uuids, distinctIds);
     },
     async write(changes) {
       state.writing?.();
@@ -431,6 +451,123 @@ describe('person store with a home: a project read again whole while events and 
     expect(store.findByDistinctId(1, 'erased')).toBeNull();
     expect(store.findByDistinctId(1, 'kept')?.properties.n).toBe(2);
     expect(await copiedIds()).toEqual([{ distinct_id: 'kept', person_uuid: store.findByDistinctId(1, 'kept')!.uuid }]);
+  });
+});
+
+describe('person store with a home: reads of the home that a deletion here, or another process, overtakes', () => {
+  let listener!: (teamId: number | null, keys: { persons: string[]; distinctIds: string[] } | null) => void;
+  const copiedIds = () =>
+    db.query<{ distinct_id: string; person_uuid: string }>('SELECT distinct_id, person_uuid::VARCHAR AS person_uuid FROM person_distinct_ids WHERE team_id = 1 ORDER BY distinct_id');
+  const copiedPersons = () => db.query<{ uuid: string }>('SELECT uuid::VARCHAR AS uuid FROM persons WHERE team_id = 1 ORDER BY uuid');
+
+  /** A store over a memory home holding two persons ('erased' and 'kept'), and a deletion of the first stopped at the home's write. */
+  async function deletionAtHome() {
+    const made = memoryHome((l) => (listener = l));
+    const store = createPersonStore(db, made.home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'erased', { set: { email: 'e@example.com' } }));
+    store.processEvent(1, ev('$pageview', 'kept', { set: { n: 1 } }));
+    await store.flush();
+    const erased = store.findByDistinctId(1, 'erased')!.uuid;
+    let writing!: () => void;
+    const atHome = new Promise<void>((r) => (writing = r));
+    let release!: () => void;
+    made.state.writing = () => writing();
+    // Its two flushes write nothing: its own write of the deletion is the first to reach the home.
+    made.state.writeGate = new Promise<void>((r) => (release = r));
+    const deleting = store.deletePerson(1, erased);
+    await atHome;
+    const finish = async () => {
+      made.state.writing = null;
+      made.state.writeGate = null;
+      release();
+      await deleting;
+    };
+    return { ...made, store, erased, finish };
+  }
+
+  test.each([
+    ['the whole project read again (changes missed)', false],
+    ['a notice naming them', true],
+  ])('a read begun before the home deleted a person erased here, delivering after the erasure ended, does not bring them back: %s', async (_, keyed) => {
+    const { state, store, erased, finish } = await deletionAtHome();
+    // A change of the project waits, and a read of the home begins while the home still holds
+    // the person: it takes them, and stops before delivering.
+    store.processEvent(1, ev('$set', 'kept', { set: { n: 2 } }));
+    let reading!: () => void;
+    const readBegun = new Promise<void>((r) => (reading = r));
+    let deliver!: () => void;
+    state.reading = () => reading();
+    state.readGate = new Promise<void>((r) => (deliver = r));
+    if (keyed) listener(1, { persons: [erased], distinctIds: ['erased'] });
+    else listener(null, null);
+    await readBegun;
+    await finish();
+    state.reading = null;
+    state.readGate = null;
+    deliver();
+    // The flush waits for the read's turn.
+    await store.flush();
+    expect(state.loads).toBe(keyed ? 1 : 2);
+    expect(store.findByUuid(1, erased)).toBeNull();
+    expect(store.findByDistinctId(1, 'erased')).toBeNull();
+    const kept = store.findByDistinctId(1, 'kept')!;
+    expect(kept.properties.n).toBe(2);
+    expect(await copiedIds()).toEqual([{ distinct_id: 'kept', person_uuid: kept.uuid }]);
+    expect(await copiedPersons()).toEqual([{ uuid: kept.uuid }]);
+  });
+
+  test('a project dropped and loaded again while a person of it is being erased here: the load does not read them back', async () => {
+    const { state, store, erased, finish } = await deletionAtHome();
+    // Changes missed, none of the project's waiting: it is dropped, and loaded again at once
+    // (the home still holds the person).
+    listener(null, null);
+    for (let i = 0; i < 200 && store.isLoaded(1); i++) await Bun.sleep(5);
+    expect(store.isLoaded(1)).toBe(false);
+    await store.ensureLoaded(1);
+    expect(state.loads).toBe(2);
+    expect(store.findByUuid(1, erased)).toBeNull();
+    expect(store.findByDistinctId(1, 'erased')).toBeNull();
+    await finish();
+    await store.flush();
+    expect(store.findByUuid(1, erased)).toBeNull();
+    const kept = store.findByDistinctId(1, 'kept')!;
+    expect(await copiedIds()).toEqual([{ distinct_id: 'kept', person_uuid: kept.uuid }]);
+    expect(await copiedPersons()).toEqual([{ uuid: kept.uuid }]);
+  });
+
+  test.each([
+    ['the whole project read again (changes missed)', false],
+    ['a notice naming them', true],
+  ])("a distinct id linked here to a person another process then merges away takes the home's owner (written as unlinked, it undid the merge): %s", async (_, keyed) => {
+    const { home, persons, ids } = memoryHome((l) => (listener = l));
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'a', { set: { x: 1 } }));
+    store.processEvent(1, ev('$pageview', 'b', { set: { y: 1 } }));
+    await store.flush();
+    const p = store.findByDistinctId(1, 'a')!.uuid;
+    const q = store.findByDistinctId(1, 'b')!.uuid;
+    // Here 'c' is linked to the person of 'a', not written yet...
+    store.processEvent(1, ev('$identify', 'a', { anonDistinctId: 'c' }));
+    expect(store.findByDistinctId(1, 'c')?.uuid).toBe(p);
+    // ...while another process merges that person into the one of 'b', 'c' with them.
+    persons.delete(p);
+    ids.set('a', q);
+    ids.set('c', q);
+    if (keyed) listener(1, { persons: [p], distinctIds: ['a', 'c'] });
+    else listener(null, null);
+    for (let i = 0; i < 200 && store.findByUuid(1, p); i++) await Bun.sleep(5);
+    await store.flush();
+    expect(store.findByUuid(1, p)).toBeNull();
+    expect([...ids].sort()).toEqual([
+      ['a', q],
+      ['b', q],
+      ['c', q],
+    ]);
+    for (const d of ['a', 'b', 'c']) expect(store.findByDistinctId(1, d)?.uuid).toBe(q);
+    expect(await copiedIds()).toEqual(['a', 'b', 'c'].map((d) => ({ distinct_id: d, person_uuid: q })));
+    expect(await copiedPersons()).toEqual([{ uuid: q }]);
   });
 });
 
