@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Database } from '../../../../src/storage/db';
 import { writeParquet } from '../../../../src/storage/events/tiers/parquet-write';
 import { openBareDatabase } from '../helpers';
@@ -65,13 +66,29 @@ describe('writeParquet', () => {
     .map((e) => relative(root, join(e.parentPath, e.name)))
     .sort();
 
-  test('rows of the one team-day the caller expects go in one file, newest first, under that team-day', async () => {
+  /** The connection, with every statement it is given (a method's text argument) kept in `statements`. */
+  const recording = (c: DuckDBConnection, statements: string[]): DuckDBConnection =>
+    new Proxy(c, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (typeof args[0] === 'string') statements.push(args[0]);
+          return value.apply(target, args);
+        };
+      },
+    });
+  const partitioned = (statements: string[]) => statements.filter((s) => /PARTITION_BY/.test(s)).length;
+
+  test('rows of the one team-day the caller expects go in one file, newest first, under that team-day, without the partitioned write', async () => {
     opened = await openBareDatabase({ threads: 4 });
     const { db, dir } = opened;
     await db.run('SET partitioned_write_flush_threshold = 1024');
     const n = 40_000;
     const root = join(dir, 'parquet');
-    const files = await db.withWriter((c) => writeParquet(c, root, rowsSelect(n, false), 'w2', () => 1_000, { teamId: 1, day: '2024-05-01' }));
+    const statements: string[] = [];
+    const files = await db.withWriter((c) => writeParquet(recording(c, statements), root, rowsSelect(n, false), 'w2', () => 1_000, { teamId: 1, day: '2024-05-01' }));
+    expect(partitioned(statements)).toBe(0);
     expect(files).toHaveLength(1);
     const [f] = files;
     expect({ teamId: f.teamId, day: f.day, rows: f.rows, createdAt: f.createdAt }).toEqual({ teamId: 1, day: '2024-05-01', rows: n, createdAt: 1_000 });
@@ -94,7 +111,11 @@ describe('writeParquet', () => {
     const { db, dir } = opened;
     const n = 20_000;
     const root = join(dir, 'parquet');
-    const files = await db.withWriter((c) => writeParquet(c, root, rowsSelect(n, two as boolean, days1 as number), 'w3', () => 1_000, { teamId: 1, day: '2024-05-01' }));
+    const statements: string[] = [];
+    const files = await db.withWriter((c) =>
+      writeParquet(recording(c, statements), root, rowsSelect(n, two as boolean, days1 as number), 'w3', () => 1_000, { teamId: 1, day: '2024-05-01' }),
+    );
+    expect(partitioned(statements)).toBe(1);
     const expected = two ? ['1/2024-05-01', '2/2024-05-01', '2/2024-05-02'] : ['1/2024-05-01', '1/2024-05-02'];
     expect(files.map((f) => `${f.teamId}/${f.day}`).sort()).toEqual(expected);
     expect(filesUnder(root)).toEqual(files.map((f) => f.path).sort());
