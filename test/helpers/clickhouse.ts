@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeClickHouseHome } from '../../src/cli/cluster/engines';
 import { chdbPath } from './chdb';
+import { processWide, namesOfThisFile } from './process-wide';
 import { freePort, launchWatched } from './watchdog';
 
 /**
@@ -22,14 +23,15 @@ export const CLICKHOUSE_SKIP_REASON = `${SERVER_BIN} not found (apt-get install 
 if (!clickhouseServerAvailable) console.warn(`[tests] ${CLICKHOUSE_SKIP_REASON}`);
 
 let server: Promise<number> | null = null;
-let databases = 0;
+/** The process's 18.16 server, started by the first file that asks. */
+const serverPort = async () => Number(await processWide('clickhouse-port', async () => String(await startServer())));
 
 /** A new database name, unique in this run. */
-export const testDatabaseName = () => `hogbase_test_${process.pid}_${++databases}`;
+export const testDatabaseName = namesOfThisFile('hogbase_test');
 
 /** The run's 18.16 server's `clickhouse://` URL for a new database (created by the store on open). */
 export async function clickhouseServerUrl(): Promise<string> {
-  const port = await (server ??= startServer());
+  const port = await (server ??= serverPort());
   return `clickhouse://default@127.0.0.1:${port}/${testDatabaseName()}`;
 }
 
@@ -42,7 +44,7 @@ export interface ClickHouseServer {
 }
 
 export async function startClickHouseServer(): Promise<ClickHouseServer> {
-  const port = await (server ??= startServer());
+  const port = await (server ??= serverPort());
   const database = testDatabaseName();
   const send = async (sql: string, settings: Record<string, string>) => {
     const response = await fetch(`http://127.0.0.1:${port}/?${new URLSearchParams(settings)}`, { method: 'POST', body: sql });

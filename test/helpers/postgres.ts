@@ -4,6 +4,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQL } from 'bun';
+import { processWide, namesOfThisFile } from './process-wide';
 import { freePort, launchWatched } from './watchdog';
 
 /**
@@ -35,12 +36,18 @@ interface Server {
 }
 
 let server: Promise<Server> | null = null;
-let databases = 0;
+const databaseName = namesOfThisFile('hogbase_test');
+
+/** The process's server (started by the first file that asks), and a connection of this file's to it. */
+const connect = async (): Promise<Server> => {
+  const port = Number(await processWide('postgres-port', async () => String(await start())));
+  return { port, admin: new SQL(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1 }) };
+};
 
 /** A new, empty database on the run's server; its `postgres://` URL. */
 export async function createTestDatabase(): Promise<string> {
-  const { port, admin } = await (server ??= start());
-  const name = `hogbase_test_${process.pid}_${++databases}`;
+  const { port, admin } = await (server ??= connect());
+  const name = databaseName();
   await admin.unsafe(`CREATE DATABASE ${name}`);
   return `postgres://postgres@127.0.0.1:${port}/${name}`;
 }
@@ -63,7 +70,7 @@ function stopByPid(data: string) {
 /** The user the server runs as: PostgreSQL refuses root. */
 const serverUser = postgresUser;
 
-async function start(): Promise<Server> {
+async function start(): Promise<number> {
   if (!BIN) throw new Error(POSTGRES_SKIP_REASON);
   const user = serverUser();
   const dir = mkdtempSync(join(tmpdir(), 'hogbase-pg-'));
@@ -86,7 +93,8 @@ async function start(): Promise<Server> {
     while (Date.now() - started < 20_000) {
       try {
         await admin.unsafe('SELECT 1');
-        return { port, admin };
+        await admin.close();
+        return port;
       } catch {
         // A connection tried while the server starts is refused with a FATAL line of its own: not a failure.
         if (/FATAL: (?!\s*the database system is starting up)/.test(readLog(log))) break;

@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launchWatched } from './watchdog';
+
+/**
+ * One value for the whole test process, whichever file asks first: a server's port, chDB's data
+ * directory. `bun test --parallel` runs each file of a worker process in a fresh global, with its
+ * own module state and its own copy of the environment, so the values are kept in files of a
+ * directory named after the process (its id and start time: never another process's), removed
+ * by a watchdog once the process is gone, as the servers are stopped.
+ */
+const registry = join(tmpdir(), `hogbase-test-${process.pid}-${readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[19]}`);
+
+function entry(name: string): string {
+  if (!existsSync(registry)) {
+    mkdirSync(registry);
+    launchWatched({ name: 'registry', dir: registry, argv: ['sleep', '86400'], log: '/dev/null', signal: 'KILL' });
+  }
+  return join(registry, name);
+}
+
+/** The value made by the first caller of the process (the files of a process run one after another). */
+export async function processWide(name: string, make: () => Promise<string>): Promise<string> {
+  const path = entry(name);
+  if (existsSync(path)) return readFileSync(path, 'utf8');
+  const value = await make();
+  writeFileSync(path, value);
+  return value;
+}
+
+export function processWideSync(name: string, make: () => string): string {
+  const path = entry(name);
+  if (existsSync(path)) return readFileSync(path, 'utf8');
+  const value = make();
+  writeFileSync(path, value);
+  return value;
+}
+
+/**
+ * Names made on a shared server (databases) by this file: the process id and a tag of this
+ * file's own, so that the files of one process never take the same name.
+ */
+export const namesOfThisFile = (prefix: string): (() => string) => {
+  const tag = randomBytes(4).toString('hex');
+  let n = 0;
+  return () => `${prefix}_${process.pid}_${tag}_${++n}`;
+};
