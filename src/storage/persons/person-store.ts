@@ -415,12 +415,20 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       return;
     }
     if (!teams.has(teamId)) return;
-    const [rows, erased] = await readingHome(async (erased) => [await home!.loadSome(teamId, keys.persons, keys.distinctIds), erased] as const);
+    // The persons erased here while the read runs are collected until memory is patched.
+    await readingHome((erased) => patchKeys(teamId, keys, erased));
+  }
+
+  async function patchKeys(teamId: number, keys: { persons: string[]; distinctIds: string[] }, erased: ReadonlySet<string>) {
+    const rows = await home!.loadSome(teamId, keys.persons, keys.distinctIds);
     const t = teams.get(teamId);
     if (!t) return;
     const fresh = new Map(rows.persons.map((r) => [r.uuid, r]));
+    const owners = new Map(rows.distinctIds.map((r) => [r.distinctId, r.personUuid]));
     const touchedPersons = new Map<string, number>();
     const touchedIds = new Map<string, { teamId: number; distinctId: string }>();
+    // Distinct ids of persons gone elsewhere, unlinked here.
+    const orphaned = new Set<string>();
     for (const uuid of new Set([...keys.persons, ...fresh.keys()])) {
       const row = fresh.get(uuid);
       const held = t.persons.get(uuid);
@@ -431,13 +439,11 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         if (!held) continue;
         t.persons.delete(uuid);
         // Their distinct ids too, in the copy as well: one this process linked to them since is
-        // in no notice (the home did not take the link). One waiting to be written as theirs
-        // takes the home's state (below, when the notice names it: the person they were merged
-        // into): written as unlinked, it would undo that merge's move at the home.
+        // in no notice (the home did not take the link).
         for (const d of held.distinctIds) {
           if (t.byDistinctId.get(d) !== held) continue;
           t.byDistinctId.delete(d);
-          dirty.distinctIds.delete(`${teamId}\u0000${d}`);
+          orphaned.add(d);
           touchedIds.set(`${teamId}\u0000${d}`, { teamId, distinctId: d });
         }
       } else if (dirty.persons.has(uuid) || erasing.has(uuid) || erased.has(uuid)) continue;
@@ -445,11 +451,15 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
       touchedPersons.set(uuid, teamId);
     }
-    const owners = new Map(rows.distinctIds.map((r) => [r.distinctId, r.personUuid]));
     for (const distinctId of new Set([...keys.distinctIds, ...owners.keys()])) {
       const key = `${teamId}\u0000${distinctId}`;
-      if (dirty.distinctIds.has(key)) continue;
-      relinkId(t, distinctId, t.persons.get(owners.get(distinctId) ?? '') ?? null);
+      if (dirty.distinctIds.has(key) && !orphaned.has(distinctId)) continue;
+      const owner = t.persons.get(owners.get(distinctId) ?? '') ?? null;
+      relinkId(t, distinctId, owner);
+      // One waiting to be written as linked to a person gone elsewhere takes the home's owner
+      // when it has one (the person they were merged into): there is nothing of it left to write.
+      // Without, it is written unlinked, which deletes the home's row only if it points at nobody.
+      if (owner) dirty.distinctIds.delete(key);
       touchedIds.set(key, { teamId, distinctId });
     }
     try {
@@ -480,10 +490,9 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   async function rereadAround(teamId: number) {
     const t = teams.get(teamId)!;
     const homePersons = new Set<string>();
-    const homeIds = new Set<string>();
+    // Every distinct id the home holds, and its owner there.
+    const homeIds = new Map<string, string>();
     const homeGroups = new Set<string>();
-    // The home's owners of the distinct ids that wait to be written (kept as this process has them, unless their person goes).
-    const homeOwners = new Map<string, string>();
     const idKey = (d: string) => `${teamId}\u0000${d}`;
     try {
       await readingHome((erased) => home!.load(teamId, {
@@ -498,9 +507,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         },
         distinctIds: (rows) => {
           for (const r of rows) {
-            homeIds.add(r.distinctId);
+            homeIds.set(r.distinctId, r.personUuid);
             if (!dirty.distinctIds.has(idKey(r.distinctId))) relinkId(t, r.distinctId, t.persons.get(r.personUuid) ?? null);
-            else homeOwners.set(r.distinctId, r.personUuid);
           }
         },
         groups: (rows) => {
@@ -514,16 +522,18 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       if (teams.get(teamId) !== t || deleting.has(teamId)) return;
       // A person the home no longer holds was deleted or merged away elsewhere: gone here too,
       // whatever this process changed of them since (as a notice naming them does), unless made
-      // here and not written yet. Their distinct ids waiting to be written take the home's
-      // state (the person they were merged into): written as unlinked, they would undo the move.
+      // here and not written yet. Their distinct ids waiting to be written take the home's owner
+      // when it has one (the person they were merged into); without, they are written unlinked,
+      // which deletes the home's row only if it points at nobody.
       for (const [uuid, p] of t.persons) {
         if (homePersons.has(uuid) || dirty.created.has(uuid)) continue;
         t.persons.delete(uuid);
         dirty.persons.delete(uuid);
         for (const d of [...p.distinctIds]) {
           if (t.byDistinctId.get(d) !== p) continue;
-          dirty.distinctIds.delete(idKey(d));
-          relinkId(t, d, t.persons.get(homeOwners.get(d) ?? '') ?? null);
+          const owner = t.persons.get(homeIds.get(d) ?? '') ?? null;
+          relinkId(t, d, owner);
+          if (owner) dirty.distinctIds.delete(idKey(d));
         }
       }
       for (const d of [...t.byDistinctId.keys()]) if (!homeIds.has(d) && !dirty.distinctIds.has(idKey(d))) relinkId(t, d, null);

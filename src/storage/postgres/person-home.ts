@@ -99,8 +99,13 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
     for (const chunk of chunks(changes, ROWS_PER_STATEMENT)) {
       const rows = JSON.stringify(chunk.map((c) => ({ team_id: c.teamId, distinct_id: c.distinctId, person_uuid: c.personUuid })));
       const recordset = `json_to_recordset($1::text::json) AS x(team_id integer, distinct_id text, person_uuid uuid)`;
+      // An id is unlinked (or its link to a person deleted meanwhile is dropped, below) only where
+      // its row points at nobody: at a person this write, or another process, deleted. A row that
+      // points at a live person is another process's link made since this one's change (a merge
+      // that moved the id, a new link), and stays: deleting it would undo that change.
+      const ownerGone = 'NOT EXISTS (SELECT 1 FROM persons o WHERE o.uuid = d.person_uuid)';
       await tx.run(
-        `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id`,
+        `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id AND ${ownerGone}`,
         [rows],
       );
       // Only to a person whose row is there (written just before, or kept): a link to one deleted
@@ -113,7 +118,7 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
       );
       await tx.run(
         `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NOT NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id
-         AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = x.person_uuid)`,
+         AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = x.person_uuid) AND ${ownerGone}`,
         [rows],
       );
     }

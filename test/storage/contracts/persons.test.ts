@@ -327,6 +327,32 @@ forEachEngine('person store', (engine) => {
       }
     });
 
+    test("a link made here to a person another process deleted meanwhile, flushed before its notice is read, leaves the id with the live person the other process linked it to", async () => {
+      await apply(1, [ev('$pageview', 'dp', { set: { n: 1 } }), ev('$pageview', 'dq', { set: { n: 2 } })]);
+      await persons().flush();
+      const p = persons().findByDistinctId(1, 'dp')!.uuid;
+      const q = persons().findByDistinctId(1, 'dq')!.uuid;
+      // 'c' linked to dp's person here, pending; elsewhere 'c' was linked to dq's person and dp's
+      // person deleted (a merge into dq's), their notices not read yet.
+      persons().processEvent(1, ev('$identify', 'dp', { anonDistinctId: 'c' }));
+      expect(persons().findByDistinctId(1, 'c')?.uuid).toBe(p);
+      const pg = await openPg(opened.metaStore!);
+      try {
+        await pg.run("INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid) VALUES (1, 'c', $1::uuid)", [q]);
+        await pg.run('UPDATE person_distinct_ids SET person_uuid = $1::uuid WHERE person_uuid = $2::uuid', [q, p]);
+        await pg.run('DELETE FROM persons WHERE uuid = $1::uuid', [p]);
+        await persons().flush();
+        expect(await pg.query('SELECT distinct_id, person_uuid::text AS person_uuid FROM person_distinct_ids WHERE team_id = 1 ORDER BY distinct_id')).toEqual([
+          { distinct_id: 'c', person_uuid: q },
+          { distinct_id: 'dp', person_uuid: q },
+          { distinct_id: 'dq', person_uuid: q },
+        ]);
+        expect(await pg.query('SELECT uuid::text AS uuid FROM persons WHERE team_id = 1')).toEqual([{ uuid: q }]);
+      } finally {
+        await pg.close();
+      }
+    });
+
     test("another process's person changes reach this one's memory and its events-side copy", async () => {
       const other = await opened.another();
       try {

@@ -262,7 +262,7 @@ describe('person store with a home: a project read again whole that the home cou
 });
 
 /**
- * A home kept in memory: `write` applies the changes (a gate may stop it first), `load` streams
+ * A home kept in memory: `write` applies the changes as PostgreSQL's does (a gate may stop it first), `load` streams
  * what it holds, a page of persons and then one of distinct ids, each after a turn of the event
  * loop (so events can be processed in between, as with PostgreSQL). With a `readGate`, a read
  * takes what it will deliver as it starts (a snapshot, as a PostgreSQL statement's), calls
@@ -318,9 +318,11 @@ function memoryHome(onChange: PersonHome['onChange']) {
         if (person) persons.set(uuid, { id: person.id, uuid, properties: { ...person.properties }, isIdentified: person.isIdentified, createdAt: person.createdAt });
         else persons.delete(uuid);
       }
+      // As PostgreSQL's home writes them (person-home.ts): a link to a person it holds is taken;
+      // otherwise the id's row goes only if it points at nobody.
       for (const { distinctId, personUuid } of changes.distinctIds) {
-        if (personUuid) ids.set(distinctId, personUuid);
-        else ids.delete(distinctId);
+        if (personUuid && persons.has(personUuid)) ids.set(distinctId, personUuid);
+        else if (!persons.has(ids.get(distinctId) ?? '')) ids.delete(distinctId);
       }
     },
   };
@@ -548,6 +550,30 @@ describe('person store with a home: reads of the home that a deletion here, or a
     for (const d of ['a', 'b', 'c']) expect(store.findByDistinctId(1, d)?.uuid).toBe(q);
     expect(await copiedIds()).toEqual(['a', 'b', 'c'].map((d) => ({ distinct_id: d, person_uuid: q })));
     expect(await copiedPersons()).toEqual([{ uuid: q }]);
+  });
+  test("a distinct id linked here to a person another process then deletes, which the notice does not name, is written unlinked: the home's row of it, pointing at the person merged away here, goes", async () => {
+    const { home, persons, ids } = memoryHome((l) => (listener = l));
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'a', { set: { x: 1 } }));
+    store.processEvent(1, ev('$pageview', 'y', { set: { y: 1 } }));
+    await store.flush();
+    const p = store.findByDistinctId(1, 'a')!.uuid;
+    // Here the person of 'y' is merged into the one of 'a', not written yet...
+    store.processEvent(1, ev('$identify', 'a', { anonDistinctId: 'y' }));
+    expect(store.findByDistinctId(1, 'y')?.uuid).toBe(p);
+    // ...while another process deletes the person of 'a'; its notice names them and 'a' only.
+    persons.delete(p);
+    ids.delete('a');
+    listener(1, { persons: [p], distinctIds: ['a'] });
+    for (let i = 0; i < 200 && store.findByUuid(1, p); i++) await Bun.sleep(5);
+    await store.flush();
+    expect(store.findByUuid(1, p)).toBeNull();
+    expect(store.findByDistinctId(1, 'y')).toBeNull();
+    expect([...persons.keys()]).toEqual([]);
+    expect([...ids]).toEqual([]);
+    expect(await copiedIds()).toEqual([]);
+    expect(await copiedPersons()).toEqual([]);
   });
 });
 
