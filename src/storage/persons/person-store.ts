@@ -420,7 +420,11 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   }
 
   async function patchKeys(teamId: number, keys: { persons: string[]; distinctIds: string[] }, erased: ReadonlySet<string>) {
-    const rows = await home!.loadSome(teamId, keys.persons, keys.distinctIds);
+    // The distinct ids held by the persons named too: one of a person gone elsewhere goes where
+    // the home has it now, which a notice of an erasure does not name.
+    const before = teams.get(teamId);
+    const asked = [...new Set([...keys.distinctIds, ...keys.persons.flatMap((uuid) => before?.persons.get(uuid)?.distinctIds ?? [])])];
+    const rows = await home!.loadSome(teamId, keys.persons, asked);
     const t = teams.get(teamId);
     if (!t) return;
     const fresh = new Map(rows.persons.map((r) => [r.uuid, r]));
@@ -451,10 +455,12 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
       touchedPersons.set(uuid, teamId);
     }
-    for (const distinctId of new Set([...keys.distinctIds, ...owners.keys()])) {
+    for (const distinctId of new Set([...keys.distinctIds, ...owners.keys(), ...orphaned])) {
       const key = `${teamId}\u0000${distinctId}`;
       if (dirty.distinctIds.has(key) && !orphaned.has(distinctId)) continue;
-      const owner = t.persons.get(owners.get(distinctId) ?? '') ?? null;
+      // An owner the home holds (a row pointing at a person it no longer has points at nobody).
+      const ownerUuid = owners.get(distinctId);
+      const owner = ownerUuid !== undefined && fresh.has(ownerUuid) ? (t.persons.get(ownerUuid) ?? null) : null;
       relinkId(t, distinctId, owner);
       // One waiting to be written as linked to a person gone elsewhere takes the home's owner
       // when it has one (the person they were merged into): there is nothing of it left to write.
@@ -531,7 +537,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         dirty.persons.delete(uuid);
         for (const d of [...p.distinctIds]) {
           if (t.byDistinctId.get(d) !== p) continue;
-          const owner = t.persons.get(homeIds.get(d) ?? '') ?? null;
+          const ownerUuid = homeIds.get(d);
+          const owner = ownerUuid !== undefined && homePersons.has(ownerUuid) ? (t.persons.get(ownerUuid) ?? null) : null;
           relinkId(t, d, owner);
           if (owner) dirty.distinctIds.delete(idKey(d));
         }

@@ -551,6 +551,34 @@ describe('person store with a home: reads of the home that a deletion here, or a
     expect(await copiedIds()).toEqual(['a', 'b', 'c'].map((d) => ({ distinct_id: d, person_uuid: q })));
     expect(await copiedPersons()).toEqual([{ uuid: q }]);
   });
+  test("a distinct id linked here to a person another process erases, which another process linked to a live person meanwhile: the erasure's notice (not naming the id) leaves it with that person, here as at the home", async () => {
+    const { home, persons, ids } = memoryHome((l) => (listener = l));
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'dp', { set: { x: 1 } }));
+    store.processEvent(1, ev('$pageview', 'dq', { set: { y: 1 } }));
+    await store.flush();
+    const p = store.findByDistinctId(1, 'dp')!.uuid;
+    const q = store.findByDistinctId(1, 'dq')!.uuid;
+    // Here 'c' is linked to the person of 'dp', not written yet...
+    store.processEvent(1, ev('$identify', 'dp', { anonDistinctId: 'c' }));
+    // ...while elsewhere 'c' is linked to the person of 'dq' (its notice skipped here: 'c' waits
+    // to be written), and the person of 'dp' is erased, its notice naming them and 'dp'.
+    ids.set('c', q);
+    persons.delete(p);
+    ids.delete('dp');
+    listener(1, { persons: [p], distinctIds: ['dp'] });
+    for (let i = 0; i < 200 && store.findByUuid(1, p); i++) await Bun.sleep(5);
+    await store.flush();
+    expect(store.findByUuid(1, p)).toBeNull();
+    expect(store.findByDistinctId(1, 'c')?.uuid).toBe(q);
+    expect([...ids].sort()).toEqual([
+      ['c', q],
+      ['dq', q],
+    ]);
+    expect(await copiedIds()).toEqual(['c', 'dq'].map((d) => ({ distinct_id: d, person_uuid: q })));
+  });
+
   test("a distinct id linked here to a person another process then deletes, which the notice does not name, is written unlinked: the home's row of it, pointing at the person merged away here, goes", async () => {
     const { home, persons, ids } = memoryHome((l) => (listener = l));
     const store = createPersonStore(db, home);
