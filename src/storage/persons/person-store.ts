@@ -180,15 +180,29 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   // persons whose deletion here ended while it ran: its snapshot may be older than the home's
   // delete, and the person must not come back from it (this process gets no notice of its own
   // delete to take them out again).
+  // `read` is given `erasedHere`: whether a person it delivers is being erased here, or was
+  // while it ran (either way it is skipped).
   const homeReads = new Set<Set<string>>();
-  async function readingHome<T>(read: (erasedMeanwhile: ReadonlySet<string>) => Promise<T>): Promise<T> {
+  async function readingHome<T>(read: (erasedHere: (uuid: string) => boolean) => Promise<T>): Promise<T> {
     const erased = new Set<string>();
     homeReads.add(erased);
     try {
-      return await read(erased);
+      return await read((uuid) => erasing.has(uuid) || erased.has(uuid));
     } finally {
       homeReads.delete(erased);
     }
+  }
+
+  /**
+   * A distinct id of a person gone elsewhere (a notice, a project read again) goes to the owner
+   * the home gives it, when the home still holds that person; a change of it waiting here is then
+   * dropped (nothing of it is left to write). Without, it is unlinked, and a change waiting is
+   * written so: the home deletes its row only where the row points at nobody (person-home.ts).
+   */
+  function takeHomeOwner(t: TeamPersons, teamId: number, distinctId: string, ownerUuid: string | undefined, homeHolds: (uuid: string) => boolean): void {
+    const owner = ownerUuid !== undefined && homeHolds(ownerUuid) ? (t.persons.get(ownerUuid) ?? null) : null;
+    relinkId(t, distinctId, owner);
+    if (owner) dirty.distinctIds.delete(`${teamId}\u0000${distinctId}`);
   }
 
   const team = (teamId: number): TeamPersons => {
@@ -238,9 +252,9 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   async function loadFromHome(teamId: number, from: PersonHome) {
     const t: TeamPersons = { persons: new Map(), byDistinctId: new Map(), groups: new Map(), groupTypes: new Map() };
     // A person being deleted here, or deleted while the load ran, is not read back.
-    await readingHome((erased) => from.load(teamId, {
+    await readingHome((erasedHere) => from.load(teamId, {
       persons: (rows) => {
-        for (const r of rows) if (!erasing.has(r.uuid) && !erased.has(r.uuid)) t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
+        for (const r of rows) if (!erasedHere(r.uuid)) t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
       },
       distinctIds: (rows) => {
         for (const r of rows) joinLoadedId(t, r.distinctId, r.personUuid);
@@ -416,10 +430,10 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     }
     if (!teams.has(teamId)) return;
     // The persons erased here while the read runs are collected until memory is patched.
-    await readingHome((erased) => patchKeys(teamId, keys, erased));
+    await readingHome((erasedHere) => patchKeys(teamId, keys, erasedHere));
   }
 
-  async function patchKeys(teamId: number, keys: { persons: string[]; distinctIds: string[] }, erased: ReadonlySet<string>) {
+  async function patchKeys(teamId: number, keys: { persons: string[]; distinctIds: string[] }, erasedHere: (uuid: string) => boolean) {
     // The distinct ids held by the persons named too: one of a person gone elsewhere goes where
     // the home has it now, which a notice of an erasure does not name.
     const before = teams.get(teamId);
@@ -450,7 +464,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
           orphaned.add(d);
           touchedIds.set(`${teamId}\u0000${d}`, { teamId, distinctId: d });
         }
-      } else if (dirty.persons.has(uuid) || erasing.has(uuid) || erased.has(uuid)) continue;
+      } else if (dirty.persons.has(uuid) || erasedHere(uuid)) continue;
       else if (held) Object.assign(held, { id: row.id, properties: row.properties, isIdentified: row.isIdentified, createdAt: row.createdAt });
       else t.persons.set(uuid, { ...row, teamId, distinctIds: [] });
       touchedPersons.set(uuid, teamId);
@@ -458,14 +472,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     for (const distinctId of new Set([...keys.distinctIds, ...owners.keys(), ...orphaned])) {
       const key = `${teamId}\u0000${distinctId}`;
       if (dirty.distinctIds.has(key) && !orphaned.has(distinctId)) continue;
-      // An owner the home holds (a row pointing at a person it no longer has points at nobody).
-      const ownerUuid = owners.get(distinctId);
-      const owner = ownerUuid !== undefined && fresh.has(ownerUuid) ? (t.persons.get(ownerUuid) ?? null) : null;
-      relinkId(t, distinctId, owner);
-      // One waiting to be written as linked to a person gone elsewhere takes the home's owner
-      // when it has one (the person they were merged into): there is nothing of it left to write.
-      // Without, it is written unlinked, which deletes the home's row only if it points at nobody.
-      if (owner) dirty.distinctIds.delete(key);
+      takeHomeOwner(t, teamId, distinctId, owners.get(distinctId), (uuid) => fresh.has(uuid));
       touchedIds.set(key, { teamId, distinctId });
     }
     try {
@@ -501,11 +508,11 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const homeGroups = new Set<string>();
     const idKey = (d: string) => `${teamId}\u0000${d}`;
     try {
-      await readingHome((erased) => home!.load(teamId, {
+      await readingHome((erasedHere) => home!.load(teamId, {
         persons: (rows) => {
           for (const r of rows) {
             homePersons.add(r.uuid);
-            if (dirty.persons.has(r.uuid) || erasing.has(r.uuid) || erased.has(r.uuid)) continue;
+            if (dirty.persons.has(r.uuid) || erasedHere(r.uuid)) continue;
             const held = t.persons.get(r.uuid);
             if (held) Object.assign(held, { id: r.id, properties: r.properties, isIdentified: r.isIdentified, createdAt: r.createdAt });
             else t.persons.set(r.uuid, { ...r, teamId, distinctIds: [] });
@@ -528,20 +535,12 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       if (teams.get(teamId) !== t || deleting.has(teamId)) return;
       // A person the home no longer holds was deleted or merged away elsewhere: gone here too,
       // whatever this process changed of them since (as a notice naming them does), unless made
-      // here and not written yet. Their distinct ids waiting to be written take the home's owner
-      // when it has one (the person they were merged into); without, they are written unlinked,
-      // which deletes the home's row only if it points at nobody.
+      // here and not written yet; their distinct ids go where the home has them.
       for (const [uuid, p] of t.persons) {
         if (homePersons.has(uuid) || dirty.created.has(uuid)) continue;
         t.persons.delete(uuid);
         dirty.persons.delete(uuid);
-        for (const d of [...p.distinctIds]) {
-          if (t.byDistinctId.get(d) !== p) continue;
-          const ownerUuid = homeIds.get(d);
-          const owner = ownerUuid !== undefined && homePersons.has(ownerUuid) ? (t.persons.get(ownerUuid) ?? null) : null;
-          relinkId(t, d, owner);
-          if (owner) dirty.distinctIds.delete(idKey(d));
-        }
+        for (const d of [...p.distinctIds]) if (t.byDistinctId.get(d) === p) takeHomeOwner(t, teamId, d, homeIds.get(d), (owner) => homePersons.has(owner));
       }
       for (const d of [...t.byDistinctId.keys()]) if (!homeIds.has(d) && !dirty.distinctIds.has(idKey(d))) relinkId(t, d, null);
       for (const key of [...t.groups.keys()]) if (!homeGroups.has(key) && !dirty.groups.has(`${teamId}\u0000${key}`)) t.groups.delete(key);
