@@ -11,7 +11,9 @@ import { launchWatched } from './watchdog';
  * directory named after the process (its id and start time: never another process's), removed
  * by a watchdog once the process is gone, as the servers are stopped.
  */
-const registry = join(tmpdir(), `hogbase-test-${process.pid}-${readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[19]}`);
+const stat = readFileSync('/proc/self/stat', 'utf8');
+// Fields after the command name (which may hold ") "): the start time is the 20th of them.
+const registry = join(tmpdir(), `hogbase-test-${process.pid}-${stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[19]}`);
 
 function entry(name: string): string {
   if (!existsSync(registry)) {
@@ -21,21 +23,22 @@ function entry(name: string): string {
   return join(registry, name);
 }
 
+const held = (name: string): string | null => {
+  const path = entry(name);
+  return existsSync(path) ? readFileSync(path, 'utf8') : null;
+};
+const keep = (name: string, value: string): string => {
+  writeFileSync(entry(name), value);
+  return value;
+};
+
 /** The value made by the first caller of the process (the files of a process run one after another). */
 export async function processWide(name: string, make: () => Promise<string>): Promise<string> {
-  const path = entry(name);
-  if (existsSync(path)) return readFileSync(path, 'utf8');
-  const value = await make();
-  writeFileSync(path, value);
-  return value;
+  return held(name) ?? keep(name, await make());
 }
 
 export function processWideSync(name: string, make: () => string): string {
-  const path = entry(name);
-  if (existsSync(path)) return readFileSync(path, 'utf8');
-  const value = make();
-  writeFileSync(path, value);
-  return value;
+  return held(name) ?? keep(name, make());
 }
 
 /**
