@@ -534,21 +534,24 @@ describe('person store with a home: reads of the home that a deletion here, or a
     const goneHere = async (uuid: string) => {
       for (let i = 0; i < 200 && store.findByUuid(1, uuid); i++) await Bun.sleep(5);
     };
-    return { ...made, store, p, q, goneHere };
+    /** Another process merges p into q, 'c' with them; this one reads it (a notice naming them, or the whole project again). */
+    const mergedElsewhere = async (keyed: boolean) => {
+      made.persons.delete(p);
+      made.ids.set('a', q);
+      made.ids.set('c', q);
+      if (keyed) listener(1, { persons: [p], distinctIds: ['a', 'c'] });
+      else listener(null, null);
+      await goneHere(p);
+    };
+    return { ...made, store, p, q, goneHere, mergedElsewhere };
   }
 
   test.each([
     ['the whole project read again (changes missed)', false],
     ['a notice naming them', true],
   ])("a distinct id linked here to a person another process then merges away takes the home's owner (written as unlinked, it undid the merge): %s", async (_, keyed) => {
-    const { persons, ids, store, p, q, goneHere } = await pendingLinkToP();
-    // Another process merges p into q, 'c' with them.
-    persons.delete(p);
-    ids.set('a', q);
-    ids.set('c', q);
-    if (keyed) listener(1, { persons: [p], distinctIds: ['a', 'c'] });
-    else listener(null, null);
-    await goneHere(p);
+    const { ids, store, p, q, mergedElsewhere } = await pendingLinkToP();
+    await mergedElsewhere(keyed as boolean);
     await store.flush();
     expect(store.findByUuid(1, p)).toBeNull();
     expect([...ids].sort()).toEqual([
@@ -565,13 +568,8 @@ describe('person store with a home: reads of the home that a deletion here, or a
     ['the whole project read again (changes missed)', false],
     ['a notice naming them', true],
   ])("that id, once with the home's owner, no longer waits to be written: a later change of it elsewhere is taken, not overwritten by the stale link: %s", async (_, keyed) => {
-    const { persons, ids, store, p, q, goneHere } = await pendingLinkToP();
-    persons.delete(p);
-    ids.set('a', q);
-    ids.set('c', q);
-    if (keyed) listener(1, { persons: [p], distinctIds: ['a', 'c'] });
-    else listener(null, null);
-    await goneHere(p);
+    const { persons, ids, store, mergedElsewhere } = await pendingLinkToP();
+    await mergedElsewhere(keyed as boolean);
     // Another process then moves 'c' to a new person r, before this one flushes.
     const r = '00000000-0000-4000-8000-0000000000ee';
     persons.set(r, { id: 90, uuid: r, properties: { z: 1 }, isIdentified: true, createdAt: 1_700_000_000_000 });
