@@ -46,6 +46,20 @@ run(title('PostgreSQL migrations'), () => {
     expect(await pg.query('SELECT name FROM organizations')).toEqual([{ name: 'kept' }]);
   });
 
+  test("a database from before distinct ids went with their person: its links to nobody are dropped, the rest kept, and a person's delete then takes its links", async () => {
+    const pg = await connect(await createTestDatabase());
+    await migratePostgres(pg, postgresMigrations.filter((m) => m.version < 260));
+    const [alive, gone] = ['0188a1b2-0000-7000-8000-0000000000a1', '0188a1b2-0000-7000-8000-0000000000a2'];
+    await pg.run(`INSERT INTO persons (id, uuid, team_id, properties, created_at) VALUES (1, $1::uuid, 1, '{}', now())`, [alive]);
+    await pg.run(`INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid) VALUES (1, 'kept', $1::uuid), (1, 'dangling', $2::uuid)`, [alive, gone]);
+    expect(await migratePostgres(pg)).toEqual(versions.filter((v) => v.version >= 260).map((v) => v.version));
+    const links = () => pg.query('SELECT distinct_id, person_uuid::text AS person_uuid FROM person_distinct_ids ORDER BY distinct_id');
+    expect(await links()).toEqual([{ distinct_id: 'kept', person_uuid: alive }]);
+    await expect(pg.run(`INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid) VALUES (1, 'again', $1::uuid)`, [gone])).rejects.toThrow(/foreign key/);
+    await pg.run('DELETE FROM persons WHERE uuid = $1::uuid', [alive]);
+    expect(await links()).toEqual([]);
+  });
+
   test('processes migrating one database together apply each migration once', async () => {
     const url = await createTestDatabase();
     const [a, b, c] = await Promise.all([connect(url), connect(url), connect(url)]);

@@ -96,29 +96,21 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
   }
 
   async function writeDistinctIds(tx: PgTx, changes: PersonChanges['distinctIds']) {
-    for (const chunk of chunks(changes, ROWS_PER_STATEMENT)) {
+    // A link is written only to a person whose row is there (written just before, or kept); it
+    // is locked first, so a delete of it under way in another process is waited for and then
+    // seen (`FOR KEY SHARE`: a statement's snapshot alone would miss it, and the foreign key
+    // would then fail the whole write). Unlinks need no statement: the rows of a person deleted
+    // (here, or elsewhere) went with it (the foreign key's cascade), and a row that points at a
+    // live person is another process's link made since this one's change (a merge that moved
+    // the id, a new link), which deleting would undo.
+    const linked = changes.filter((c) => c.personUuid !== null);
+    for (const chunk of chunks(linked, ROWS_PER_STATEMENT)) {
       const rows = JSON.stringify(chunk.map((c) => ({ team_id: c.teamId, distinct_id: c.distinctId, person_uuid: c.personUuid })));
-      const recordset = `json_to_recordset($1::text::json) AS x(team_id integer, distinct_id text, person_uuid uuid)`;
-      // An id is unlinked (or its link to a person deleted meanwhile is dropped, below) only where
-      // its row points at nobody: at a person this write, or another process, deleted. A row that
-      // points at a live person is another process's link made since this one's change (a merge
-      // that moved the id, a new link), and stays: deleting it would undo that change.
-      const ownerGone = 'NOT EXISTS (SELECT 1 FROM persons o WHERE o.uuid = d.person_uuid)';
       await tx.run(
-        `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id AND ${ownerGone}`,
-        [rows],
-      );
-      // Only to a person whose row is there (written just before, or kept): a link to one deleted
-      // meanwhile (by another process) unlinks the id instead, so no row points at nobody.
-      await tx.run(
-        `INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid) SELECT team_id, distinct_id, person_uuid FROM ${recordset}
-         WHERE x.person_uuid IS NOT NULL AND EXISTS (SELECT 1 FROM persons p WHERE p.uuid = x.person_uuid)
+        `INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid)
+         SELECT team_id, distinct_id, person_uuid FROM json_to_recordset($1::text::json) AS x(team_id integer, distinct_id text, person_uuid uuid)
+         WHERE EXISTS (SELECT 1 FROM persons p WHERE p.uuid = x.person_uuid FOR KEY SHARE)
          ON CONFLICT (team_id, distinct_id) DO UPDATE SET person_uuid = excluded.person_uuid`,
-        [rows],
-      );
-      await tx.run(
-        `DELETE FROM person_distinct_ids d USING ${recordset} WHERE x.person_uuid IS NOT NULL AND d.team_id = x.team_id AND d.distinct_id = x.distinct_id
-         AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = x.person_uuid) AND ${ownerGone}`,
         [rows],
       );
     }

@@ -240,4 +240,18 @@ export const postgresMigrations: Migration[] = [
       )`,
     ],
   },
+  {
+    version: 260,
+    name: 'a distinct id goes with its person',
+    statements: [
+      // Server processes write links and delete persons concurrently: a check made by each write
+      // (does the person still exist?) reads its own snapshot, and two of them committing at once
+      // could leave a link to a person deleted meanwhile. The foreign key makes PostgreSQL hold
+      // that rule itself: a person's delete takes its links with it, and a link waits for a
+      // delete under way (person-home.ts locks the person it links to first).
+      `DELETE FROM person_distinct_ids d WHERE NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = d.person_uuid)`,
+      `CREATE INDEX person_distinct_ids_person ON person_distinct_ids (person_uuid)`,
+      `ALTER TABLE person_distinct_ids ADD CONSTRAINT person_distinct_ids_person_fk FOREIGN KEY (person_uuid) REFERENCES persons (uuid) ON DELETE CASCADE`,
+    ],
+  },
 ];

@@ -353,6 +353,42 @@ forEachEngine('person store', (engine) => {
       }
     });
 
+    test("a link made here to a person whose delete in another process is under way waits for that delete and is not written (no id is left pointing at nobody)", async () => {
+      // Identified already: linking 'c' below leaves p's row as it is, so the flush writes the link alone.
+      await apply(1, [ev('$pageview', 'dp', { set: { n: 1 } }), ev('$identify', 'dp', { anonDistinctId: 'z' })]);
+      await persons().flush();
+      const p = persons().findByDistinctId(1, 'dp')!.uuid;
+      persons().processEvent(1, ev('$identify', 'dp', { anonDistinctId: 'c' }));
+      expect(persons().findByDistinctId(1, 'c')?.uuid).toBe(p);
+      const pg = await openPg(opened.metaStore!);
+      try {
+        // Another process erases p: its transaction holds the person's row until it commits.
+        let commit!: () => void;
+        const held = new Promise<void>((resolve) => (commit = resolve));
+        let deleted!: () => void;
+        const deleting = new Promise<void>((resolve) => (deleted = resolve));
+        const erasure = pg.transaction(async (tx) => {
+          await tx.run('DELETE FROM persons WHERE uuid = $1::uuid', [p]);
+          deleted();
+          await held;
+        });
+        await deleting;
+        let flushed = false;
+        const flush = persons().flush().finally(() => (flushed = true));
+        await Bun.sleep(300);
+        commit();
+        await erasure;
+        await flush;
+        expect(flushed).toBe(true);
+        expect(
+          await pg.query('SELECT d.distinct_id FROM person_distinct_ids d WHERE d.team_id = 1 AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = d.person_uuid)'),
+        ).toEqual([]);
+        expect(await pg.query('SELECT distinct_id FROM person_distinct_ids WHERE team_id = 1')).toEqual([]);
+      } finally {
+        await pg.close();
+      }
+    });
+
     test("another process's person changes reach this one's memory and its events-side copy", async () => {
       const other = await opened.another();
       try {

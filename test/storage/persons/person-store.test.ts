@@ -316,14 +316,15 @@ function memoryHome(onChange: PersonHome['onChange']) {
       if (state.writeGate) await state.writeGate;
       for (const { uuid, person } of changes.persons) {
         if (person) persons.set(uuid, { id: person.id, uuid, properties: { ...person.properties }, isIdentified: person.isIdentified, createdAt: person.createdAt });
-        else persons.delete(uuid);
+        else {
+          // A person's distinct ids go with it (PostgreSQL's foreign key, schema version 260).
+          persons.delete(uuid);
+          for (const [distinctId, owner] of ids) if (owner === uuid) ids.delete(distinctId);
+        }
       }
       // As PostgreSQL's home writes them (person-home.ts): a link to a person it holds is taken;
-      // otherwise the id's row goes only if it points at nobody.
-      for (const { distinctId, personUuid } of changes.distinctIds) {
-        if (personUuid && persons.has(personUuid)) ids.set(distinctId, personUuid);
-        else if (!persons.has(ids.get(distinctId) ?? '')) ids.delete(distinctId);
-      }
+      // an unlink writes nothing (the rows of persons deleted went with them).
+      for (const { distinctId, personUuid } of changes.distinctIds) if (personUuid && persons.has(personUuid)) ids.set(distinctId, personUuid);
     },
   };
   return { home, persons, ids, state };
