@@ -298,7 +298,10 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const gone = new Map<string, number>();
     const persons = new Map<string, number>();
     const ids = new Map<string, { teamId: number; distinctId: string }>();
-    const notCopied = new Set(t.persons.keys());
+    // A person made here whose id is still provisional (below 0: the home's reserve ran out) is
+    // left to the flush that writes it, which gives it the home's id first: appended now, its row
+    // would keep the provisional one (the flush's write of the copy updates a row it finds, id aside).
+    const notCopied = new Set([...t.persons].flatMap(([uuid, p]) => (p.id < 0 ? [] : [uuid])));
     await db.queryChunks<PersonRow>(
       PERSON_ROWS,
       [teamId],

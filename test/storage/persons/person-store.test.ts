@@ -268,7 +268,7 @@ describe('person store with a home: a project read again whole that the home cou
  * takes what it will deliver as it starts (a snapshot, as a PostgreSQL statement's), calls
  * `reading`, and waits for the gate before it delivers.
  */
-function memoryHome(onChange: PersonHome['onChange']) {
+function memoryHome(onChange: PersonHome['onChange'], options: { provisionalIds?: boolean } = {}) {
   const persons = new Map<string, { id: number; uuid: string; properties: Record<string, unknown>; isIdentified: boolean; createdAt: number }>();
   const ids = new Map<string, string>();
   const state = {
@@ -279,6 +279,8 @@ function memoryHome(onChange: PersonHome['onChange']) {
     reading: null as (() => void) | null,
   };
   let nextId = 100;
+  // With `provisionalIds`, every id handed out is provisional (below 0), as PostgreSQL's home gives when its reserve runs out; `write` gives them real ones.
+  let provisional = 0;
   const personRows = (wanted?: Set<string>) =>
     [...persons.values()].filter((p) => !wanted || wanted.has(p.uuid)).map((p) => ({ ...p, properties: { ...p.properties } }));
   const idRows = () => [...ids].map(([distinctId, personUuid]) => ({ distinctId, personUuid }));
@@ -296,7 +298,7 @@ function memoryHome(onChange: PersonHome['onChange']) {
   };
   const home: PersonHome = {
     ...quietHome(onChange),
-    takeId: () => nextId++,
+    takeId: () => (options.provisionalIds ? --provisional : nextId++),
     async load(_teamId, into) {
       state.loads++;
       const snapshot = await snapshotThenGate(() => ({ persons: personRows(), ids: idRows() }));
@@ -315,6 +317,7 @@ function memoryHome(onChange: PersonHome['onChange']) {
       state.writing?.();
       if (state.writeGate) await state.writeGate;
       for (const { uuid, person } of changes.persons) {
+        if (person && person.id < 0) person.id = nextId++;
         if (person) persons.set(uuid, { id: person.id, uuid, properties: { ...person.properties }, isIdentified: person.isIdentified, createdAt: person.createdAt });
         else {
           // A person's distinct ids go with it (PostgreSQL's foreign key, schema version 260).
@@ -382,6 +385,43 @@ describe('person store with a home: a project read again whole while events and 
       { distinct_id: 'b', person_uuid: b },
     ]);
     expect(await db.query<{ n: number }>('SELECT count(*)::INTEGER AS n FROM persons WHERE team_id = 1')).toEqual([{ n: 1 }]);
+  });
+
+  test('a project read again whole while a person made here waits for its first write: the copy gets the person from that write, with the id the home gave, never the provisional one', async () => {
+    const { home, state, persons } = memoryHome((l) => (listener = l), { provisionalIds: true });
+    const store = createPersonStore(db, home);
+    await store.ensureLoaded(1);
+    store.processEvent(1, ev('$pageview', 'kept', { set: { n: 1 } }));
+    await store.flush();
+    store.processEvent(1, ev('$pageview', 'newcomer', { set: { n: 2 } }));
+    const made = store.findByDistinctId(1, 'newcomer')!;
+    expect(made.id).toBeLessThan(0);
+    listener(null, null);
+    for (let i = 0; i < 200 && state.loads < 2; i++) await Bun.sleep(5);
+    expect(state.loads).toBe(2);
+    // The next flush starts once the reread (and its sync of the copy) is done; it is held as it reaches the home.
+    let reached!: () => void;
+    const writing = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    state.writing = reached;
+    state.writeGate = new Promise<void>((r) => (release = r));
+    const flushed = store.flush();
+    await writing;
+    const copy = () => db.query<{ id: number; uuid: string }>('SELECT id::INTEGER AS id, uuid::VARCHAR AS uuid FROM persons WHERE team_id = 1 ORDER BY id');
+    // The newcomer is not in the copy before its write (the reread's sync left it to the flush), nor any provisional id.
+    expect((await copy()).map((r) => r.uuid)).toEqual([store.findByDistinctId(1, 'kept')!.uuid]);
+    state.writing = null;
+    state.writeGate = null;
+    release();
+    await flushed;
+    const real = persons.get(made.uuid)!.id;
+    expect(real).toBeGreaterThan(0);
+    expect(store.findByDistinctId(1, 'newcomer')!.id).toBe(real);
+    expect(await copy()).toEqual([...persons.values()].map((p) => ({ id: p.id, uuid: p.uuid })).sort((a, b) => a.id - b.id));
+    expect(await copiedIds()).toEqual([
+      { distinct_id: 'kept', person_uuid: store.findByDistinctId(1, 'kept')!.uuid },
+      { distinct_id: 'newcomer', person_uuid: made.uuid },
+    ]);
   });
 
   test('a notice whose read fails while changes of the project wait: the project is read again whole after the next flush', async () => {
