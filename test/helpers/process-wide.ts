@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchWatched } from './watchdog';
@@ -50,3 +51,10 @@ export const namesOfThisFile = (prefix: string): (() => string) => {
   let n = 0;
   return () => `${prefix}_${process.pid}_${tag}_${++n}`;
 };
+
+/**
+ * A new directory for a test's files (a server's data, a backup), inside this process's
+ * directory: the watchdog removes it with the rest once the process is gone, whether or not the
+ * test that made it cleaned up (many leave a stopped server's data to be read after it).
+ */
+export const processTempDir = (prefix: string): Promise<string> => mkdtemp(entry(prefix));

@@ -1,7 +1,6 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Subprocess } from 'bun';
+import { processTempDir } from './process-wide';
 
 export const ROOT = resolve(import.meta.dir, '../..');
 export const TEST_KEYS = {
@@ -20,7 +19,7 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
-export const newDataDir = () => mkdtemp(join(tmpdir(), 'analytics-server-'));
+export const newDataDir = () => processTempDir('analytics-server-');
 
 /**
  * Start the real server (`bun src/index.ts`, or `command`, e.g. the README's `npm start`) on a

@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { createApp } from '../../src/app';
 import { bootstrap } from '../../src/bootstrap';
 import { loadConfig, type Config } from '../../src/config';
@@ -12,6 +10,7 @@ import { withPipeline } from '../../src/pipeline';
 import { clickhouseServerUrl } from './clickhouse';
 import { eventsProfile } from './duckdb-only';
 import { createTestDatabase } from './postgres';
+import { processTempDir } from './process-wide';
 
 export const BASE = 'http://test.local';
 
@@ -60,7 +59,7 @@ export type TestStorageOptions = Pick<StorageOptions, 'eventReads' | 'eventsStor
 export async function createTestApp(
   env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}, storageOptions: TestStorageOptions = {},
 ): Promise<TestApp> {
-  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), null, await profileEnv(env), now, logger, store, storageOptions);
+  return openTestApp(await processTempDir('analytics-test-'), null, await profileEnv(env), now, logger, store, storageOptions);
 }
 
 /**
@@ -69,7 +68,7 @@ export async function createTestApp(
  */
 export async function createSharingTestApp(t: TestApp, env: Record<string, string> = {}, now: () => Date = () => new Date()): Promise<TestApp> {
   if (!t.deps.config.META_STORE) throw new Error('only apps with a META_STORE share their management data');
-  return openTestApp(await mkdtemp(join(tmpdir(), 'analytics-test-')), t.account, { ...env, META_STORE: t.deps.config.META_STORE }, now, silentLogger, {});
+  return openTestApp(await processTempDir('analytics-test-'), t.account, { ...env, META_STORE: t.deps.config.META_STORE }, now, silentLogger, {});
 }
 
 /** The same data directory opened again, as a restarted server would (`t` is closed first, its data kept; a ClickHouse given in `storageOptions` stays open). */
