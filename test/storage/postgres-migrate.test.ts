@@ -60,6 +60,33 @@ run(title('PostgreSQL migrations'), () => {
     expect(await links()).toEqual([]);
   });
 
+  test('a database from before group types were numbered by the home: each type keeps its index, and of two types numbered alike one takes a free index, its groups with it', async () => {
+    const pg = await connect(await createTestDatabase());
+    await migratePostgres(pg, postgresMigrations.filter((m) => m.version < 261));
+    const group = (team: number, type: string, index: number, key: string) =>
+      pg.run(`INSERT INTO groups (team_id, group_type, group_type_index, group_key, properties, created_at) VALUES ($1, $2, $3, $4, '{}', now())`, [team, type, index, key]);
+    // Project 1: 'company' and 'team' both numbered 0 by two processes; 'project' 1. Project 2 apart.
+    await group(1, 'company', 0, 'acme');
+    await group(1, 'company', 0, 'globex');
+    await group(1, 'team', 0, 'core');
+    await group(1, 'project', 1, 'p');
+    await group(2, 'team', 0, 'other');
+    expect(await migratePostgres(pg)).toEqual(versions.filter((v) => v.version >= 261).map((v) => v.version));
+    expect(await pg.query('SELECT team_id, group_type, group_type_index FROM group_type_mapping ORDER BY team_id, group_type_index')).toEqual([
+      { team_id: 1, group_type: 'company', group_type_index: 0 },
+      { team_id: 1, group_type: 'project', group_type_index: 1 },
+      { team_id: 1, group_type: 'team', group_type_index: 2 },
+      { team_id: 2, group_type: 'team', group_type_index: 0 },
+    ]);
+    expect(await pg.query('SELECT team_id, group_key, group_type_index FROM groups ORDER BY team_id, group_key')).toEqual([
+      { team_id: 1, group_key: 'acme', group_type_index: 0 },
+      { team_id: 1, group_key: 'core', group_type_index: 2 },
+      { team_id: 1, group_key: 'globex', group_type_index: 0 },
+      { team_id: 1, group_key: 'p', group_type_index: 1 },
+      { team_id: 2, group_key: 'other', group_type_index: 0 },
+    ]);
+  });
+
   test('processes migrating one database together apply each migration once', async () => {
     const url = await createTestDatabase();
     const [a, b, c] = await Promise.all([connect(url), connect(url), connect(url)]);

@@ -615,7 +615,9 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       case 'upsert_group': {
         let index = t.groupTypes.get(op.groupType);
         if (index === undefined) {
-          index = t.groupTypes.size;
+          // The lowest index no type holds here (with a home, the home may give another: writeChanges).
+          const taken = new Set(t.groupTypes.values());
+          for (index = 0; taken.has(index); ) index++;
           t.groupTypes.set(op.groupType, index);
         }
         const k = groupKey(op.groupType, op.groupKey);
@@ -647,7 +649,11 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   async function writeChanges(pending: Pending, behind: Pending) {
     // Built only for an engine beside DuckDB (none by default).
     const changes = home || mirror ? changesOf(pending) : null;
-    if (home) await home.write(changes!);
+    if (home) {
+      await home.write(changes!);
+      // The home numbers group types for every process (two may have given one index to two types).
+      for (const { teamId, group } of changes!.groups) teams.get(teamId)?.groupTypes.set(group.groupType, group.groupTypeIndex);
+    }
     // Usually nothing is behind: the flush's own changes, as the home took them, serve the copy and the mirror.
     let copy = pending;
     if (pendingSize(behind)) {

@@ -84,6 +84,7 @@ export interface PersonChanges {
    */
   persons: Array<{ teamId: number; uuid: string; person: Person | null; created?: boolean }>;
   distinctIds: Array<{ teamId: number; distinctId: string; personUuid: string | null }>;
+  /** The groups as they are in memory: a home's `write` gives each its type's index as the home numbers the project's types. */
   groups: Array<{ teamId: number; group: Group }>;
 }
 

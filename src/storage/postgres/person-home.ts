@@ -23,6 +23,8 @@ function changedKeys(written: PersonChanges): Map<number, { persons: string[]; d
 }
 
 const ROWS_PER_STATEMENT = 5_000;
+/** Any constant shared by every hogbase process: with a project's id, held while its group types are given indexes. */
+const GROUP_TYPES_LOCK = 0x67727470; // 'grtp'
 const FIRST_BLOCK = 64;
 const LARGEST_BLOCK = 10_000;
 
@@ -116,14 +118,54 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
     }
   }
 
+  /**
+   * Each group's type index as the home gives it (`group_type_mapping`): a type new to the home
+   * gets the index this process gave it when no other type holds it there, else the lowest free
+   * one. Processes see a new type apart and each numbers it from what it holds, so two could give
+   * one index to two types; the home settles it, under a lock of the project's types, and the
+   * groups written (memory's own objects) take the home's index, as a provisional person id
+   * takes its real one.
+   */
+  async function settleGroupTypes(tx: PgTx, changes: PersonChanges['groups']) {
+    const wanted = new Map<number, Map<string, number>>();
+    for (const { teamId, group } of changes) {
+      let types = wanted.get(teamId);
+      if (!types) wanted.set(teamId, (types = new Map()));
+      if (!types.has(group.groupType)) types.set(group.groupType, group.groupTypeIndex);
+    }
+    for (const [teamId, types] of wanted) {
+      let held = await groupTypesOf(tx, teamId);
+      if ([...types.keys()].some((type) => !held.has(type))) {
+        await tx.run('SELECT pg_advisory_xact_lock($1, $2)', [GROUP_TYPES_LOCK, teamId]);
+        held = await groupTypesOf(tx, teamId);
+        const taken = new Set(held.values());
+        for (const [type, mine] of types) {
+          if (held.has(type)) continue;
+          let index = mine;
+          if (taken.has(index)) for (index = 0; taken.has(index); ) index++;
+          taken.add(index);
+          held.set(type, index);
+          await tx.run('INSERT INTO group_type_mapping (team_id, group_type, group_type_index) VALUES ($1, $2, $3)', [teamId, type, index]);
+        }
+      }
+      for (const { teamId: t, group } of changes) if (t === teamId) group.groupTypeIndex = held.get(group.groupType)!;
+    }
+  }
+
+  async function groupTypesOf(tx: PgTx, teamId: number): Promise<Map<string, number>> {
+    const rows = await tx.query<{ group_type: string; group_type_index: number }>('SELECT group_type, group_type_index FROM group_type_mapping WHERE team_id = $1', [teamId]);
+    return new Map(rows.map((r) => [r.group_type, Number(r.group_type_index)]));
+  }
+
   async function writeGroups(tx: PgTx, changes: PersonChanges['groups']) {
+    if (changes.length) await settleGroupTypes(tx, changes);
     for (const chunk of chunks(changes, ROWS_PER_STATEMENT)) {
       const rows = chunk.map(({ teamId, group }) => ({ team_id: teamId, group_type: group.groupType, group_type_index: group.groupTypeIndex, group_key: group.groupKey, properties: group.properties }));
       await tx.run(
         `INSERT INTO groups (team_id, group_type, group_type_index, group_key, properties, created_at)
          SELECT team_id, group_type, group_type_index, group_key, properties, now()
          FROM json_to_recordset($1::text::json) AS x(team_id integer, group_type text, group_type_index integer, group_key text, properties json)
-         ON CONFLICT (team_id, group_type, group_key) DO UPDATE SET properties = excluded.properties`,
+         ON CONFLICT (team_id, group_type, group_key) DO UPDATE SET properties = excluded.properties, group_type_index = excluded.group_type_index`,
         [JSON.stringify(rows)],
       );
     }
@@ -172,7 +214,7 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
 
     async deleteTeam(teamId) {
       await pg.transaction(async (tx) => {
-        for (const table of ['person_distinct_ids', 'persons', 'groups']) await tx.run(`DELETE FROM ${table} WHERE team_id = $1`, [teamId]);
+        for (const table of ['person_distinct_ids', 'persons', 'groups', 'group_type_mapping']) await tx.run(`DELETE FROM ${table} WHERE team_id = $1`, [teamId]);
         await changes.publish(tx, { kind: 'persons', teamId });
       });
     },

@@ -254,4 +254,32 @@ export const postgresMigrations: Migration[] = [
       `ALTER TABLE person_distinct_ids ADD CONSTRAINT person_distinct_ids_person_fk FOREIGN KEY (person_uuid) REFERENCES persons (uuid) ON DELETE CASCADE`,
     ],
   },
+  {
+    version: 261,
+    name: 'group types numbered by the home',
+    statements: [
+      // PostHog's GroupTypeMapping: one index a type and one type an index, per project. Processes
+      // give a new type its index apart (person-home.ts settles it here).
+      `CREATE TABLE group_type_mapping (
+        team_id integer NOT NULL,
+        group_type text NOT NULL,
+        group_type_index integer NOT NULL,
+        PRIMARY KEY (team_id, group_type),
+        UNIQUE (team_id, group_type_index)
+      )`,
+      // From the groups there are: each type keeps its index, unless another type holds it too
+      // (two processes numbered two types alike): the first by name keeps it, and the others
+      // take indexes after the highest, their groups with them.
+      `INSERT INTO group_type_mapping (team_id, group_type, group_type_index)
+       SELECT DISTINCT ON (team_id, wanted) team_id, group_type, wanted
+       FROM (SELECT team_id, group_type, min(group_type_index) AS wanted FROM groups GROUP BY team_id, group_type) t
+       ORDER BY team_id, wanted, group_type`,
+      `INSERT INTO group_type_mapping (team_id, group_type, group_type_index)
+       SELECT t.team_id, t.group_type, (SELECT max(m.group_type_index) FROM group_type_mapping m WHERE m.team_id = t.team_id) + row_number() OVER (PARTITION BY t.team_id ORDER BY t.wanted, t.group_type)
+       FROM (SELECT team_id, group_type, min(group_type_index) AS wanted FROM groups GROUP BY team_id, group_type) t
+       WHERE NOT EXISTS (SELECT 1 FROM group_type_mapping m WHERE m.team_id = t.team_id AND m.group_type = t.group_type)`,
+      `UPDATE groups g SET group_type_index = m.group_type_index FROM group_type_mapping m
+       WHERE m.team_id = g.team_id AND m.group_type = g.group_type AND g.group_type_index <> m.group_type_index`,
+    ],
+  },
 ];

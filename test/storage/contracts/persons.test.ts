@@ -172,6 +172,39 @@ forEachEngine('person store', (engine) => {
       expect(await opened.db.query('SELECT group_key, properties FROM groups WHERE team_id = 1')).toEqual([{ group_key: 'acme', properties: '{"size":2}' }]);
     });
 
+    test('two processes each meeting a new group type: the home gives each type its own index, and each process and its copy take it', async () => {
+      await persons().ensureLoaded(1);
+      const other = await opened.another();
+      try {
+        const theirs = other.stores.persons;
+        await theirs.ensureLoaded(1);
+        // Each numbers its new type 0, not knowing the other's.
+        persons().processEvent(1, ev('$groupidentify', 'u', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 1 } } }));
+        theirs.processEvent(1, ev('$groupidentify', 'v', { properties: { $group_type: 'team', $group_key: 'core', $group_set: { name: 'Core' } } }));
+        expect([persons().groupTypeMapping(1), theirs.groupTypeMapping(1)]).toEqual([{ company: 0 }, { team: 0 }]);
+        await persons().flush();
+        await theirs.flush();
+        expect(theirs.groupTypeMapping(1)).toEqual({ team: 1 });
+        expect(theirs.findGroup(1, 'team', 'core')?.groupTypeIndex).toBe(1);
+        expect(await other.db.query('SELECT group_type, group_type_index FROM groups WHERE team_id = 1')).toEqual([{ group_type: 'team', group_type_index: 1 }]);
+      } finally {
+        await other.close();
+      }
+      const pg = await openPg(opened.metaStore!);
+      try {
+        expect(await pg.query('SELECT group_type, group_type_index, group_key FROM groups WHERE team_id = 1 ORDER BY group_type_index')).toEqual([
+          { group_type: 'company', group_type_index: 0, group_key: 'acme' },
+          { group_type: 'team', group_type_index: 1, group_key: 'core' },
+        ]);
+      } finally {
+        await pg.close();
+      }
+      // A process loading the project afresh holds the home's numbering.
+      opened = await opened.reopen({ sameFiles: true });
+      await persons().ensureLoaded(1);
+      expect(persons().groupTypeMapping(1)).toEqual({ company: 0, team: 1 });
+    });
+
     test('a restart on its DuckDB files leaves the rows of the copy that hold what the home holds: a group keeps its row and created_at', async () => {
       await apply(1, [
         ev('$groupidentify', 'u', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 1 } } }),
