@@ -41,6 +41,26 @@ function addGroup(t: TeamPersons, g: Group): void {
 }
 
 /**
+ * Group type indexes as the home gives them (`fromHome`: type → index). A type numbered here and
+ * not written yet that holds one of those indexes moves to the lowest index free here (its write
+ * then takes the home's): one index never names two types in this process's mapping.
+ */
+function takeHomeGroupTypes(t: TeamPersons, fromHome: ReadonlyMap<string, number>): void {
+  for (const [type, index] of fromHome) t.groupTypes.set(type, index);
+  const taken = new Set(fromHome.values());
+  for (const [type, index] of t.groupTypes) {
+    if (fromHome.has(type) || !taken.has(index)) {
+      taken.add(index);
+      continue;
+    }
+    let free = 0;
+    while (taken.has(free) || [...t.groupTypes.values()].includes(free)) free++;
+    t.groupTypes.set(type, free);
+    taken.add(free);
+  }
+}
+
+/**
  * Rows from one JSON parameter, parsed by DuckDB's from_json on its own threads (an appender
  * would cost the main thread a call per value and a synchronous close; see bench/NOTES.md).
  */
@@ -197,7 +217,8 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
    * A distinct id of a person gone elsewhere (a notice, a project read again) goes to the owner
    * the home gives it, when the home still holds that person; a change of it waiting here is then
    * dropped (nothing of it is left to write). Without, it is unlinked, and a change waiting is
-   * written so: the home deletes its row only where the row points at nobody (person-home.ts).
+   * written so: an unlink writes nothing at the home (the rows of a person deleted there went with
+   * it, and a row pointing at a live person is another process's later link: person-home.ts).
    */
   function takeHomeOwner(t: TeamPersons, teamId: number, distinctId: string, ownerUuid: string | undefined, homeHolds: (uuid: string) => boolean): void {
     const owner = ownerUuid !== undefined && homeHolds(ownerUuid) ? (t.persons.get(ownerUuid) ?? null) : null;
@@ -509,6 +530,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     // Every distinct id the home holds, and its owner there.
     const homeIds = new Map<string, string>();
     const homeGroups = new Set<string>();
+    const homeTypes = new Map<string, number>();
     const idKey = (d: string) => `${teamId}\u0000${d}`;
     try {
       await readingHome((erasedHere) => home!.load(teamId, {
@@ -531,6 +553,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
           for (const g of rows) {
             const key = groupKey(g.groupType, g.groupKey);
             homeGroups.add(key);
+            homeTypes.set(g.groupType, g.groupTypeIndex);
             if (!dirty.groups.has(`${teamId}\u0000${key}`)) addGroup(t, g);
           }
         },
@@ -547,6 +570,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       }
       for (const d of [...t.byDistinctId.keys()]) if (!homeIds.has(d) && !dirty.distinctIds.has(idKey(d))) relinkId(t, d, null);
       for (const key of [...t.groups.keys()]) if (!homeGroups.has(key) && !dirty.groups.has(`${teamId}\u0000${key}`)) t.groups.delete(key);
+      takeHomeGroupTypes(t, homeTypes);
       await syncCopy(teamId, t);
       reread.delete(teamId);
     } catch (error) {
@@ -652,7 +676,16 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     if (home) {
       await home.write(changes!);
       // The home numbers group types for every process (two may have given one index to two types).
-      for (const { teamId, group } of changes!.groups) teams.get(teamId)?.groupTypes.set(group.groupType, group.groupTypeIndex);
+      const settled = new Map<number, Map<string, number>>();
+      for (const { teamId, group } of changes!.groups) {
+        let types = settled.get(teamId);
+        if (!types) settled.set(teamId, (types = new Map()));
+        types.set(group.groupType, group.groupTypeIndex);
+      }
+      for (const [teamId, types] of settled) {
+        const t = teams.get(teamId);
+        if (t) takeHomeGroupTypes(t, types);
+      }
     }
     // Usually nothing is behind: the flush's own changes, as the home took them, serve the copy and the mirror.
     let copy = pending;

@@ -44,7 +44,7 @@ export interface PersonStore {
    * at the next flush); null when the project has no such person.
    */
   setProperties(teamId: number, uuid: string, set: Record<string, unknown>): Person | null;
-  /** Group type name → index (PostHog's `group_type_index`, 0–4, in order of first use). */
+  /** Group type name → index (PostHog's `group_type_index`: the lowest free when a type is first met; with a home, as the home numbers them). */
   groupTypeMapping(teamId: number): Record<string, number>;
   findGroup(teamId: number, groupType: string, groupKey: string): Group | null;
   /** Persist every pending change (single-flight). */

@@ -133,7 +133,8 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
       if (!types) wanted.set(teamId, (types = new Map()));
       if (!types.has(group.groupType)) types.set(group.groupType, group.groupTypeIndex);
     }
-    for (const [teamId, types] of wanted) {
+    // Projects in one order in every process: two locking the same two wait, never deadlock.
+    for (const [teamId, types] of [...wanted].sort((a, b) => a[0] - b[0])) {
       let held = await groupTypesOf(tx, teamId);
       if ([...types.keys()].some((type) => !held.has(type))) {
         await tx.run('SELECT pg_advisory_xact_lock($1, $2)', [GROUP_TYPES_LOCK, teamId]);

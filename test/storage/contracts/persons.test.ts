@@ -173,7 +173,9 @@ forEachEngine('person store', (engine) => {
     });
 
     test('two processes each meeting a new group type: the home gives each type its own index, and each process and its copy take it', async () => {
-      await persons().ensureLoaded(1);
+      // The persons sending the groups' events exist before: their flushes below change no person, so no notice reaches the other process meanwhile.
+      await apply(1, [ev('$pageview', 'u'), ev('$pageview', 'v')]);
+      await persons().flush();
       const other = await opened.another();
       try {
         const theirs = other.stores.persons;
@@ -183,10 +185,19 @@ forEachEngine('person store', (engine) => {
         theirs.processEvent(1, ev('$groupidentify', 'v', { properties: { $group_type: 'team', $group_key: 'core', $group_set: { name: 'Core' } } }));
         expect([persons().groupTypeMapping(1), theirs.groupTypeMapping(1)]).toEqual([{ company: 0 }, { team: 0 }]);
         await persons().flush();
-        await theirs.flush();
-        expect(theirs.groupTypeMapping(1)).toEqual({ team: 1 });
+        // A third type met while the other's flush runs takes index 1 there, which the home gives 'team'.
+        const flushing = theirs.flush();
+        theirs.processEvent(1, ev('$groupidentify', 'v', { properties: { $group_type: 'project', $group_key: 'p', $group_set: {} } }));
+        await flushing;
         expect(theirs.findGroup(1, 'team', 'core')?.groupTypeIndex).toBe(1);
-        expect(await other.db.query('SELECT group_type, group_type_index FROM groups WHERE team_id = 1')).toEqual([{ group_type: 'team', group_type_index: 1 }]);
+        // One index never names two types: the one not written yet moves to an index free there.
+        expect(theirs.groupTypeMapping(1)).toEqual({ team: 1, project: 0 });
+        await theirs.flush();
+        expect(theirs.groupTypeMapping(1)).toEqual({ team: 1, project: 2 });
+        expect(await other.db.query('SELECT group_type, group_type_index FROM groups WHERE team_id = 1 ORDER BY group_type_index')).toEqual([
+          { group_type: 'team', group_type_index: 1 },
+          { group_type: 'project', group_type_index: 2 },
+        ]);
       } finally {
         await other.close();
       }
@@ -195,6 +206,7 @@ forEachEngine('person store', (engine) => {
         expect(await pg.query('SELECT group_type, group_type_index, group_key FROM groups WHERE team_id = 1 ORDER BY group_type_index')).toEqual([
           { group_type: 'company', group_type_index: 0, group_key: 'acme' },
           { group_type: 'team', group_type_index: 1, group_key: 'core' },
+          { group_type: 'project', group_type_index: 2, group_key: 'p' },
         ]);
       } finally {
         await pg.close();
@@ -202,7 +214,7 @@ forEachEngine('person store', (engine) => {
       // A process loading the project afresh holds the home's numbering.
       opened = await opened.reopen({ sameFiles: true });
       await persons().ensureLoaded(1);
-      expect(persons().groupTypeMapping(1)).toEqual({ company: 0, team: 1 });
+      expect(persons().groupTypeMapping(1)).toEqual({ company: 0, team: 1, project: 2 });
     });
 
     test('a restart on its DuckDB files leaves the rows of the copy that hold what the home holds: a group keeps its row and created_at', async () => {
@@ -406,13 +418,15 @@ forEachEngine('person store', (engine) => {
           await held;
         });
         await deleting;
-        let flushed = false;
-        const flush = persons().flush().finally(() => (flushed = true));
-        await Bun.sleep(300);
+        const flush = persons().flush();
+        // The flush's link waits for the delete's lock (without FOR KEY SHARE its snapshot would not see the delete at all).
+        const waitsForLock = async () => (await pg.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n > 0;
+        let waited = false;
+        for (let i = 0; i < 400 && !(waited = await waitsForLock()); i++) await Bun.sleep(25);
         commit();
         await erasure;
         await flush;
-        expect(flushed).toBe(true);
+        expect(waited).toBe(true);
         expect(
           await pg.query('SELECT d.distinct_id FROM person_distinct_ids d WHERE d.team_id = 1 AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = d.person_uuid)'),
         ).toEqual([]);
