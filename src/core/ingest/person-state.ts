@@ -4,7 +4,7 @@
  * the tests run identify/alias sequences against, and a per-batch overlay: plan an event against
  * `lookupIn(state)`, apply its operations, plan the next one.
  */
-import { setOwn, type PersonLookup, type PersonOperation, type PersonRecord } from './person-updates';
+import { MAX_GROUP_TYPES, setOwn, type PersonLookup, type PersonOperation, type PersonRecord } from './person-updates';
 
 type Properties = Record<string, unknown>;
 
@@ -75,6 +75,7 @@ function applyOperation(state: PersonState, op: PersonOperation): void {
       return;
     }
     case 'upsert_group': {
+      if (!Object.hasOwn(state.groups, op.groupType) && Object.keys(state.groups).length >= MAX_GROUP_TYPES) return;
       const ofType = { ...(Object.hasOwn(state.groups, op.groupType) ? state.groups[op.groupType] : {}) };
       setOwn(ofType, op.groupKey, { ...(Object.hasOwn(ofType, op.groupKey) ? ofType[op.groupKey] : {}), ...op.properties });
       setOwn(state.groups, op.groupType, ofType);

@@ -40,8 +40,11 @@ export type PersonOperation =
   | { type: 'update_person'; personId: string; properties: Properties; isIdentified: boolean }
   /** Move every distinct id of `fromPersonId` to `intoPersonId`, delete `fromPersonId`, then set the rest on `intoPersonId`. */
   | { type: 'merge_persons'; fromPersonId: string; intoPersonId: string; properties: Properties; isIdentified: true; createdAt: number }
-  /** Shallow-merge `properties` into the group's properties, creating the group if needed. */
+  /** Shallow-merge `properties` into the group's properties, creating the group if needed (not when its type would be a project's sixth: MAX_GROUP_TYPES). */
   | { type: 'upsert_group'; groupType: string; groupKey: string; properties: Properties; createdAt: number };
+
+/** PostHog's group types a project: indexes 0–4 (`posthog_grouptypemapping`); a group of a type past them is not recorded. */
+export const MAX_GROUP_TYPES = 5;
 
 export interface IngestionWarning {
   type: 'cannot_merge_with_illegal_distinct_id' | 'cannot_merge_already_identified';

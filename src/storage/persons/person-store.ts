@@ -1,6 +1,6 @@
 import { storableJson, wellFormed, wellFormedJson } from '../../core/ingest/well-formed';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
+import { MAX_GROUP_TYPES, planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
 import { chunks } from '../chunks';
 import { inTransaction, type Database } from '../db';
@@ -642,6 +642,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
           // The lowest index no type holds here (with a home, the home may give another: writeChanges).
           const taken = new Set(t.groupTypes.values());
           for (index = 0; taken.has(index); ) index++;
+          if (index >= MAX_GROUP_TYPES) return;
           t.groupTypes.set(op.groupType, index);
         }
         const k = groupKey(op.groupType, op.groupKey);

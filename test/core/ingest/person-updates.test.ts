@@ -83,6 +83,12 @@ describe('planPersonUpdates: plain events', () => {
     const state = stateWith(['p', ['user'], {}, false, T0]);
     expect(plan(event({ event: '$groupidentify', properties: { $group_type: 'company' } }), state).operations).toEqual([]);
   });
+
+  test("a project's groups of a sixth type are not recorded (PostHog's five group types); more groups of its first five are", () => {
+    const upsert = (groupType: string, groupKey: string) => ({ type: 'upsert_group' as const, groupType, groupKey, properties: { groupKey }, createdAt: T1 });
+    const state = applyPersonOperations(emptyPersonState(), [...['a', 'b', 'c', 'd', 'e', 'f'].map((type) => upsert(type, 'k')), upsert('e', 'k2')]);
+    expect(state.groups).toEqual({ a: { k: { groupKey: 'k' } }, b: { k: { groupKey: 'k' } }, c: { k: { groupKey: 'k' } }, d: { k: { groupKey: 'k' } }, e: { k: { groupKey: 'k' }, k2: { groupKey: 'k2' } } });
+  });
 });
 
 describe('planPersonUpdates: $identify and $create_alias', () => {

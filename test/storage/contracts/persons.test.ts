@@ -121,6 +121,22 @@ forEachEngine('person store', (engine) => {
     );
   }, 60_000);
 
+  test("a project's sixth group type is not recorded (PostHog's five, indexes 0–4); its first five are, across a restart", async () => {
+    await persons().ensureLoaded(1);
+    const types = ['company', 'team', 'project', 'region', 'plan', 'sixth'];
+    for (const type of types) persons().processEvent(1, ev('$groupidentify', 'u', { properties: { $group_type: type, $group_key: 'k', $group_set: { type } } }));
+    const five = { company: 0, team: 1, project: 2, region: 3, plan: 4 };
+    expect(persons().groupTypeMapping(1)).toEqual(five);
+    expect(persons().findGroup(1, 'sixth', 'k')).toBeNull();
+    await persons().flush();
+    opened = await opened.reopen({ sameFiles: true });
+    await persons().ensureLoaded(1);
+    expect(persons().groupTypeMapping(1)).toEqual(five);
+    expect(await opened.db.query('SELECT group_type, group_type_index FROM groups WHERE team_id = 1 ORDER BY group_type_index')).toEqual(
+      Object.entries(five).map(([group_type, group_type_index]) => ({ group_type, group_type_index })),
+    );
+  });
+
   test('ids: positive and unique, kept across a restart, however many persons one batch makes', async () => {
     await persons().ensureLoaded(1);
     for (let i = 0; i < 600; i++) persons().processEvent(1, ev('e', `bulk-${i}`));
