@@ -38,10 +38,14 @@ interface Server {
 let server: Promise<Server> | null = null;
 const databaseName = namesOfThisFile('hogbase_test');
 
-/** The process's server (started by the first file that asks), and a connection of this file's to it. */
+/**
+ * The process's server (started by the first file that asks), and a connection of this file's to
+ * it, closed while idle (made again when next used): a worker process runs ~80 files, each of
+ * which kept its own open until the process ended.
+ */
 const connect = async (): Promise<Server> => {
   const port = Number(await processWide('postgres-port', async () => String(await start())));
-  return { port, admin: new SQL(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1 }) };
+  return { port, admin: new SQL(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1, idleTimeout: 2 }) };
 };
 
 /** A new, empty database on the run's server; its `postgres://` URL. */
