@@ -4,7 +4,7 @@ import { MAX_GROUP_TYPES, planPersonUpdates, type PersonLookup, type PersonOpera
 import { uuidv7 } from '../../ids';
 import { chunks } from '../chunks';
 import { inTransaction, type Database } from '../db';
-import type { Group, Person, PersonChanges, PersonHome, PersonMirror, PersonStore } from './types';
+import { NO_GROUP_TYPE_INDEX, type Group, type Person, type PersonChanges, type PersonHome, type PersonMirror, type PersonStore } from './types';
 
 interface TeamPersons {
   persons: Map<string, Person>;
@@ -679,6 +679,15 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
       // The home numbers group types for every process (two may have given one index to two types).
       const settled = new Map<number, Map<string, number>>();
       for (const { teamId, group } of changes!.groups) {
+        if (group.groupTypeIndex === NO_GROUP_TYPE_INDEX) {
+          // A type the home refused (the project's five were taken meanwhile): not recorded here either.
+          const t = teams.get(teamId);
+          const key = groupKey(group.groupType, group.groupKey);
+          if (t?.groups.get(key) === group) t.groups.delete(key);
+          if (t && ![...t.groups.values()].some((g) => g.groupType === group.groupType)) t.groupTypes.delete(group.groupType);
+          pending.groups.delete(`${teamId}\u0000${key}`);
+          continue;
+        }
         let types = settled.get(teamId);
         if (!types) settled.set(teamId, (types = new Map()));
         types.set(group.groupType, group.groupTypeIndex);
@@ -687,6 +696,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         const t = teams.get(teamId);
         if (t) takeHomeGroupTypes(t, types);
       }
+      changes!.groups = changes!.groups.filter(({ group }) => group.groupTypeIndex !== NO_GROUP_TYPE_INDEX);
     }
     // Usually nothing is behind: the flush's own changes, as the home took them, serve the copy and the mirror.
     let copy = pending;

@@ -84,9 +84,16 @@ export interface PersonChanges {
    */
   persons: Array<{ teamId: number; uuid: string; person: Person | null; created?: boolean }>;
   distinctIds: Array<{ teamId: number; distinctId: string; personUuid: string | null }>;
-  /** The groups as they are in memory: a home's `write` gives each its type's index as the home numbers the project's types. */
+  /**
+   * The groups as they are in memory: a home's `write` gives each its type's index as the home
+   * numbers the project's types, or NO_GROUP_TYPE_INDEX to one of a type the home has no index
+   * left for (the project's five are taken), which it does not write.
+   */
   groups: Array<{ teamId: number; group: Group }>;
 }
+
+/** A group's index when the home refused its type (see `PersonChanges.groups`). */
+export const NO_GROUP_TYPE_INDEX = -1;
 
 /**
  * Where persons are kept when another engine than DuckDB holds the management data

@@ -1,5 +1,6 @@
 import { chunks } from '../chunks';
-import type { PersonChanges, PersonHome } from '../persons/types';
+import { MAX_GROUP_TYPES } from '../../core/ingest/person-updates';
+import { NO_GROUP_TYPE_INDEX, type PersonChanges, type PersonHome } from '../persons/types';
 import type { Changes } from './changes';
 import { isUuid, type Pg, type PgTx } from './client';
 import { lockLiveProjects } from './live-projects';
@@ -143,13 +144,16 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
         for (const [type, mine] of types) {
           if (held.has(type)) continue;
           let index = mine;
-          if (taken.has(index)) for (index = 0; taken.has(index); ) index++;
+          if (index < 0 || taken.has(index) || index >= MAX_GROUP_TYPES) for (index = 0; taken.has(index); ) index++;
+          // The project has five types at the home already (two processes met new ones apart):
+          // as in PostHog, this type's groups are not recorded.
+          if (index >= MAX_GROUP_TYPES) continue;
           taken.add(index);
           held.set(type, index);
           await tx.run('INSERT INTO group_type_mapping (team_id, group_type, group_type_index) VALUES ($1, $2, $3)', [teamId, type, index]);
         }
       }
-      for (const { teamId: t, group } of changes) if (t === teamId) group.groupTypeIndex = held.get(group.groupType)!;
+      for (const { teamId: t, group } of changes) if (t === teamId) group.groupTypeIndex = held.get(group.groupType) ?? NO_GROUP_TYPE_INDEX;
     }
   }
 
@@ -160,7 +164,8 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
 
   async function writeGroups(tx: PgTx, changes: PersonChanges['groups']) {
     if (changes.length) await settleGroupTypes(tx, changes);
-    for (const chunk of chunks(changes, ROWS_PER_STATEMENT)) {
+    const recorded = changes.filter(({ group }) => group.groupTypeIndex !== NO_GROUP_TYPE_INDEX);
+    for (const chunk of chunks(recorded, ROWS_PER_STATEMENT)) {
       const rows = chunk.map(({ teamId, group }) => ({ team_id: teamId, group_type: group.groupType, group_type_index: group.groupTypeIndex, group_key: group.groupKey, properties: group.properties }));
       await tx.run(
         `INSERT INTO groups (team_id, group_type, group_type_index, group_key, properties, created_at)

@@ -233,6 +233,44 @@ forEachEngine('person store', (engine) => {
       expect(persons().groupTypeMapping(1)).toEqual({ company: 0, team: 1, project: 2 });
     });
 
+    test("two processes meeting new group types apart past the project's five: the home records five, and the type it has no index left for is recorded nowhere", async () => {
+      // The persons sending the groups' events exist before (no notice reaches the other process meanwhile).
+      await apply(1, [ev('$pageview', 'u'), ev('$pageview', 'v')]);
+      await persons().flush();
+      const other = await opened.another();
+      try {
+        const theirs = other.stores.persons;
+        await theirs.ensureLoaded(1);
+        const meet = (store: typeof theirs, distinctId: string, type: string) =>
+          store.processEvent(1, ev('$groupidentify', distinctId, { properties: { $group_type: type, $group_key: 'k', $group_set: { type } } }));
+        for (const type of ['a', 'b', 'c']) meet(persons(), 'u', type);
+        for (const type of ['d', 'e', 'f']) meet(theirs, 'v', type);
+        await persons().flush();
+        await theirs.flush();
+        expect(theirs.groupTypeMapping(1)).toEqual({ d: 3, e: 4 });
+        expect(theirs.findGroup(1, 'f', 'k')).toBeNull();
+        expect(await other.db.query('SELECT group_type, group_type_index FROM groups WHERE team_id = 1 ORDER BY group_type_index')).toEqual([
+          { group_type: 'd', group_type_index: 3 },
+          { group_type: 'e', group_type_index: 4 },
+        ]);
+        // Met again later: still not recorded.
+        meet(theirs, 'v', 'f');
+        await theirs.flush();
+        expect(theirs.findGroup(1, 'f', 'k')).toBeNull();
+      } finally {
+        await other.close();
+      }
+      const pg = await openPg(opened.metaStore!);
+      try {
+        expect(await pg.query('SELECT group_type, group_type_index FROM group_type_mapping WHERE team_id = 1 ORDER BY group_type_index')).toEqual(
+          ['a', 'b', 'c', 'd', 'e'].map((group_type, group_type_index) => ({ group_type, group_type_index })),
+        );
+        expect(await pg.query("SELECT count(*)::int AS n FROM groups WHERE team_id = 1 AND group_type = 'f'")).toEqual([{ n: 0 }]);
+      } finally {
+        await pg.close();
+      }
+    });
+
     test('a restart on its DuckDB files leaves the rows of the copy that hold what the home holds: a group keeps its row and created_at', async () => {
       await apply(1, [
         ev('$groupidentify', 'u', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 1 } } }),
