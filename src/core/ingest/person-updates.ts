@@ -46,6 +46,13 @@ export type PersonOperation =
 /** PostHog's group types a project: indexes 0–4 (`posthog_grouptypemapping`); a group of a type past them is not recorded. */
 export const MAX_GROUP_TYPES = 5;
 
+/** The lowest group type index none of `taken` is, or null when the project's five are all taken. */
+export function freeGroupTypeIndex(taken: Iterable<number>): number | null {
+  const held = new Set(taken);
+  for (let index = 0; index < MAX_GROUP_TYPES; index++) if (!held.has(index)) return index;
+  return null;
+}
+
 export interface IngestionWarning {
   type: 'cannot_merge_with_illegal_distinct_id' | 'cannot_merge_already_identified';
   details: Record<string, string>;

@@ -1,6 +1,6 @@
 import { storableJson, wellFormed, wellFormedJson } from '../../core/ingest/well-formed';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { MAX_GROUP_TYPES, planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
+import { freeGroupTypeIndex, planPersonUpdates, type PersonLookup, type PersonOperation, type PersonRecord } from '../../core/ingest/person-updates';
 import { uuidv7 } from '../../ids';
 import { chunks } from '../chunks';
 import { inTransaction, type Database } from '../db';
@@ -47,16 +47,13 @@ function addGroup(t: TeamPersons, g: Group): void {
  */
 function takeHomeGroupTypes(t: TeamPersons, fromHome: ReadonlyMap<string, number>): void {
   for (const [type, index] of fromHome) t.groupTypes.set(type, index);
-  const taken = new Set(fromHome.values());
+  const homeIndexes = new Set(fromHome.values());
   for (const [type, index] of t.groupTypes) {
-    if (fromHome.has(type) || !taken.has(index)) {
-      taken.add(index);
-      continue;
-    }
-    let free = 0;
-    while (taken.has(free) || [...t.groupTypes.values()].includes(free)) free++;
-    t.groupTypes.set(type, free);
-    taken.add(free);
+    if (fromHome.has(type) || !homeIndexes.has(index)) continue;
+    // None free (the home holds five): out of the mapping; its write is then refused (writeChanges).
+    const free = freeGroupTypeIndex(t.groupTypes.values());
+    if (free === null) t.groupTypes.delete(type);
+    else t.groupTypes.set(type, free);
   }
 }
 
@@ -640,9 +637,9 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
         let index = t.groupTypes.get(op.groupType);
         if (index === undefined) {
           // The lowest index no type holds here (with a home, the home may give another: writeChanges).
-          const taken = new Set(t.groupTypes.values());
-          for (index = 0; taken.has(index); ) index++;
-          if (index >= MAX_GROUP_TYPES) return;
+          const free = freeGroupTypeIndex(t.groupTypes.values());
+          if (free === null) return;
+          index = free;
           t.groupTypes.set(op.groupType, index);
         }
         const k = groupKey(op.groupType, op.groupKey);
@@ -668,6 +665,34 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
   });
 
   /**
+   * The group type indexes the home gave a flush's groups (it numbers them for every process: two
+   * may have given one index to two types) taken into memory; a group of a type the home refused
+   * (the project's five taken meanwhile) is recorded here no more, nor written to the copy. The
+   * groups the home recorded.
+   */
+  function takeHomeNumbering(written: PersonChanges['groups'], pending: Pending): PersonChanges['groups'] {
+    const settled = new Map<number, Map<string, number>>();
+    for (const { teamId, group } of written) {
+      const t = teams.get(teamId);
+      if (group.groupTypeIndex === NO_GROUP_TYPE_INDEX) {
+        const key = groupKey(group.groupType, group.groupKey);
+        if (t?.groups.get(key) === group) t.groups.delete(key);
+        if (t && ![...t.groups.values()].some((g) => g.groupType === group.groupType)) t.groupTypes.delete(group.groupType);
+        pending.groups.delete(`${teamId}\u0000${key}`);
+        continue;
+      }
+      let types = settled.get(teamId);
+      if (!types) settled.set(teamId, (types = new Map()));
+      types.set(group.groupType, group.groupTypeIndex);
+    }
+    for (const [teamId, types] of settled) {
+      const t = teams.get(teamId);
+      if (t) takeHomeGroupTypes(t, types);
+    }
+    return written.filter(({ group }) => group.groupTypeIndex !== NO_GROUP_TYPE_INDEX);
+  }
+
+  /**
    * `pending` to the home, then with `behind` to DuckDB's copy and the mirror. Rejects with
    * CopyBehind when the home took `pending` and a later write failed.
    */
@@ -676,27 +701,7 @@ export function createPersonStore(db: Database, home?: PersonHome, mirror?: Pers
     const changes = home || mirror ? changesOf(pending) : null;
     if (home) {
       await home.write(changes!);
-      // The home numbers group types for every process (two may have given one index to two types).
-      const settled = new Map<number, Map<string, number>>();
-      for (const { teamId, group } of changes!.groups) {
-        if (group.groupTypeIndex === NO_GROUP_TYPE_INDEX) {
-          // A type the home refused (the project's five were taken meanwhile): not recorded here either.
-          const t = teams.get(teamId);
-          const key = groupKey(group.groupType, group.groupKey);
-          if (t?.groups.get(key) === group) t.groups.delete(key);
-          if (t && ![...t.groups.values()].some((g) => g.groupType === group.groupType)) t.groupTypes.delete(group.groupType);
-          pending.groups.delete(`${teamId}\u0000${key}`);
-          continue;
-        }
-        let types = settled.get(teamId);
-        if (!types) settled.set(teamId, (types = new Map()));
-        types.set(group.groupType, group.groupTypeIndex);
-      }
-      for (const [teamId, types] of settled) {
-        const t = teams.get(teamId);
-        if (t) takeHomeGroupTypes(t, types);
-      }
-      changes!.groups = changes!.groups.filter(({ group }) => group.groupTypeIndex !== NO_GROUP_TYPE_INDEX);
+      changes!.groups = takeHomeNumbering(changes!.groups, pending);
     }
     // Usually nothing is behind: the flush's own changes, as the home took them, serve the copy and the mirror.
     let copy = pending;

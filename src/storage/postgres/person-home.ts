@@ -1,5 +1,5 @@
 import { chunks } from '../chunks';
-import { MAX_GROUP_TYPES } from '../../core/ingest/person-updates';
+import { freeGroupTypeIndex, MAX_GROUP_TYPES } from '../../core/ingest/person-updates';
 import { NO_GROUP_TYPE_INDEX, type PersonChanges, type PersonHome } from '../persons/types';
 import type { Changes } from './changes';
 import { isUuid, type Pg, type PgTx } from './client';
@@ -143,11 +143,11 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
         const taken = new Set(held.values());
         for (const [type, mine] of types) {
           if (held.has(type)) continue;
-          let index = mine;
-          if (index < 0 || taken.has(index) || index >= MAX_GROUP_TYPES) for (index = 0; taken.has(index); ) index++;
+          // The index this process gave it, unless the home has it taken (or a failed write left none).
+          const index = mine >= 0 && mine < MAX_GROUP_TYPES && !taken.has(mine) ? mine : freeGroupTypeIndex(taken);
           // The project has five types at the home already (two processes met new ones apart):
           // as in PostHog, this type's groups are not recorded.
-          if (index >= MAX_GROUP_TYPES) continue;
+          if (index === null) continue;
           taken.add(index);
           held.set(type, index);
           await tx.run('INSERT INTO group_type_mapping (team_id, group_type, group_type_index) VALUES ($1, $2, $3)', [teamId, type, index]);

@@ -188,24 +188,49 @@ forEachEngine('person store', (engine) => {
       expect(await opened.db.query('SELECT group_key, properties FROM groups WHERE team_id = 1')).toEqual([{ group_key: 'acme', properties: '{"size":2}' }]);
     });
 
-    test('two processes each meeting a new group type: the home gives each type its own index, and each process and its copy take it', async () => {
-      // The persons sending the groups' events exist before: their flushes below change no person, so no notice reaches the other process meanwhile.
+    /** A group of `type` (key `key`) met by `store`'s process, from `distinctId`. */
+    const meetGroup = (store: PersonStore, distinctId: string, type: string, key = 'k') =>
+      store.processEvent(1, ev('$groupidentify', distinctId, { properties: { $group_type: type, $group_key: key, $group_set: { type } } }));
+
+    /**
+     * `run` with another process on the same home, both with project 1 loaded. Its persons 'u'
+     * and 'v' are made first: the groups' flushes then change no person, so no notice starts a
+     * reread in the other process meanwhile.
+     */
+    async function besideAnother(run: (other: Opened) => Promise<void>) {
       await apply(1, [ev('$pageview', 'u'), ev('$pageview', 'v')]);
       await persons().flush();
       const other = await opened.another();
       try {
+        await other.stores.persons.ensureLoaded(1);
+        await run(other);
+      } finally {
+        await other.close();
+      }
+    }
+
+    const homeGroups = async () => {
+      const pg = await openPg(opened.metaStore!);
+      try {
+        return await pg.query<{ group_type: string; group_type_index: number }>('SELECT group_type, group_type_index FROM groups WHERE team_id = 1 ORDER BY group_type_index');
+      } finally {
+        await pg.close();
+      }
+    };
+
+    test('two processes each meeting a new group type: the home gives each type its own index, and each process and its copy take it', async () => {
+      await besideAnother(async (other) => {
         const theirs = other.stores.persons;
-        await theirs.ensureLoaded(1);
         // Each numbers its new type 0, not knowing the other's.
-        persons().processEvent(1, ev('$groupidentify', 'u', { properties: { $group_type: 'company', $group_key: 'acme', $group_set: { size: 1 } } }));
-        theirs.processEvent(1, ev('$groupidentify', 'v', { properties: { $group_type: 'team', $group_key: 'core', $group_set: { name: 'Core' } } }));
+        meetGroup(persons(), 'u', 'company');
+        meetGroup(theirs, 'v', 'team');
         expect([persons().groupTypeMapping(1), theirs.groupTypeMapping(1)]).toEqual([{ company: 0 }, { team: 0 }]);
         await persons().flush();
         // A third type met while the other's flush runs takes index 1 there, which the home gives 'team'.
         const flushing = theirs.flush();
-        theirs.processEvent(1, ev('$groupidentify', 'v', { properties: { $group_type: 'project', $group_key: 'p', $group_set: {} } }));
+        meetGroup(theirs, 'v', 'project');
         await flushing;
-        expect(theirs.findGroup(1, 'team', 'core')?.groupTypeIndex).toBe(1);
+        expect(theirs.findGroup(1, 'team', 'k')?.groupTypeIndex).toBe(1);
         // One index never names two types: the one not written yet moves to an index free there.
         expect(theirs.groupTypeMapping(1)).toEqual({ team: 1, project: 0 });
         await theirs.flush();
@@ -214,19 +239,8 @@ forEachEngine('person store', (engine) => {
           { group_type: 'team', group_type_index: 1 },
           { group_type: 'project', group_type_index: 2 },
         ]);
-      } finally {
-        await other.close();
-      }
-      const pg = await openPg(opened.metaStore!);
-      try {
-        expect(await pg.query('SELECT group_type, group_type_index, group_key FROM groups WHERE team_id = 1 ORDER BY group_type_index')).toEqual([
-          { group_type: 'company', group_type_index: 0, group_key: 'acme' },
-          { group_type: 'team', group_type_index: 1, group_key: 'core' },
-          { group_type: 'project', group_type_index: 2, group_key: 'p' },
-        ]);
-      } finally {
-        await pg.close();
-      }
+      });
+      expect(await homeGroups()).toEqual(['company', 'team', 'project'].map((group_type, group_type_index) => ({ group_type, group_type_index })));
       // A process loading the project afresh holds the home's numbering.
       opened = await opened.reopen({ sameFiles: true });
       await persons().ensureLoaded(1);
@@ -234,17 +248,10 @@ forEachEngine('person store', (engine) => {
     });
 
     test("two processes meeting new group types apart past the project's five: the home records five, and the type it has no index left for is recorded nowhere", async () => {
-      // The persons sending the groups' events exist before (no notice reaches the other process meanwhile).
-      await apply(1, [ev('$pageview', 'u'), ev('$pageview', 'v')]);
-      await persons().flush();
-      const other = await opened.another();
-      try {
+      await besideAnother(async (other) => {
         const theirs = other.stores.persons;
-        await theirs.ensureLoaded(1);
-        const meet = (store: typeof theirs, distinctId: string, type: string) =>
-          store.processEvent(1, ev('$groupidentify', distinctId, { properties: { $group_type: type, $group_key: 'k', $group_set: { type } } }));
-        for (const type of ['a', 'b', 'c']) meet(persons(), 'u', type);
-        for (const type of ['d', 'e', 'f']) meet(theirs, 'v', type);
+        for (const type of ['a', 'b', 'c']) meetGroup(persons(), 'u', type);
+        for (const type of ['d', 'e', 'f']) meetGroup(theirs, 'v', type);
         await persons().flush();
         await theirs.flush();
         expect(theirs.groupTypeMapping(1)).toEqual({ d: 3, e: 4 });
@@ -254,21 +261,11 @@ forEachEngine('person store', (engine) => {
           { group_type: 'e', group_type_index: 4 },
         ]);
         // Met again later: still not recorded.
-        meet(theirs, 'v', 'f');
+        meetGroup(theirs, 'v', 'f');
         await theirs.flush();
         expect(theirs.findGroup(1, 'f', 'k')).toBeNull();
-      } finally {
-        await other.close();
-      }
-      const pg = await openPg(opened.metaStore!);
-      try {
-        expect(await pg.query('SELECT group_type, group_type_index FROM group_type_mapping WHERE team_id = 1 ORDER BY group_type_index')).toEqual(
-          ['a', 'b', 'c', 'd', 'e'].map((group_type, group_type_index) => ({ group_type, group_type_index })),
-        );
-        expect(await pg.query("SELECT count(*)::int AS n FROM groups WHERE team_id = 1 AND group_type = 'f'")).toEqual([{ n: 0 }]);
-      } finally {
-        await pg.close();
-      }
+      });
+      expect(await homeGroups()).toEqual(['a', 'b', 'c', 'd', 'e'].map((group_type, group_type_index) => ({ group_type, group_type_index })));
     });
 
     test('a restart on its DuckDB files leaves the rows of the copy that hold what the home holds: a group keeps its row and created_at', async () => {
