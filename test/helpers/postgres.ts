@@ -111,3 +111,39 @@ async function start(): Promise<number> {
   }
   throw new Error(`PostgreSQL did not start: ${lastError}`);
 }
+
+type Statement = readonly [text: string, params?: readonly unknown[]];
+
+/**
+ * `victim` (a transaction on the database at `url`) made the victim of a deadlock. Another
+ * connection runs `first` in a transaction and holds what it locked; `victim` starts and, once a
+ * backend of the database waits for a lock (the victim, for what `first` holds, having taken
+ * what `second` wants), the other runs `second` and commits. PostgreSQL ends the cycle by
+ * failing the victim's transaction (it waited first; the other's check is set far later); a
+ * victim that runs again then waits for the other's commit. The victim's value, or the SQLSTATE
+ * it failed with.
+ */
+export async function asDeadlockVictim<T>(url: string, first: Statement, second: Statement, victim: () => Promise<T>): Promise<{ value: T | null; state: string | null }> {
+  const other = new SQL(url, { max: 2 });
+  const held = await other.reserve();
+  try {
+    await held.unsafe('BEGIN');
+    await held.unsafe("SET LOCAL deadlock_timeout = '20s'");
+    await held.unsafe(first[0], [...(first[1] ?? [])]);
+    const outcome = victim().then(
+      (value) => ({ value, state: null }),
+      (error: { errno?: unknown }) => ({ value: null, state: String(error?.errno ?? error) }),
+    );
+    const waiting = async () =>
+      ((await other.unsafe("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")) as Array<{ n: number }>)[0].n > 0;
+    let waited = false;
+    for (let i = 0; i < 400 && !(waited = await waiting()); i++) await Bun.sleep(25);
+    if (!waited) throw new Error('the victim never waited for a lock');
+    await held.unsafe(second[0], [...(second[1] ?? [])]);
+    await held.unsafe('COMMIT');
+    return await outcome;
+  } finally {
+    held.release();
+    await other.close();
+  }
+}

@@ -15,8 +15,12 @@ import type { Row, SqlParam, Tx } from '../db';
 export interface Pg {
   query<T = Row>(sql: string, params?: readonly SqlParam[] | readonly unknown[]): Promise<T[]>;
   run(sql: string, params?: readonly SqlParam[] | readonly unknown[]): Promise<void>;
-  /** Run `fn` in one transaction; rolls back when it throws. */
-  transaction<T>(fn: (tx: PgTx) => Promise<T>): Promise<T>;
+  /**
+   * Run `fn` in one transaction; rolls back when it throws. With `retryConflicts`, a transaction
+   * PostgreSQL broke off to end a deadlock or a serialization failure is run again from the start
+   * (`CONFLICT_ATTEMPTS` in all): `fn` must then keep nothing from an attempt that did not commit.
+   */
+  transaction<T>(fn: (tx: PgTx) => Promise<T>, options?: { retryConflicts?: boolean }): Promise<T>;
   /**
    * Receive the payloads NOTIFYed on `channel`. `onReconnect` runs when the listening connection
    * came back after a drop: notifications sent meanwhile are lost, so caches must be dropped.
@@ -45,8 +49,8 @@ export async function openPg(url: string): Promise<Pg> {
     run: async (text, params) => {
       await sql.unsafe(text, bind(params)).catch(unavailable);
     },
-    transaction: (fn) =>
-      (
+    async transaction(fn, options) {
+      const once = () =>
         sql.begin((tx) =>
           fn({
             query: async <T>(text: string, params?: readonly unknown[]) => (await tx.unsafe(text, bind(params))) as T[],
@@ -54,8 +58,15 @@ export async function openPg(url: string): Promise<Pg> {
               await tx.unsafe(text, bind(params));
             },
           }),
-        ) as ReturnType<typeof fn>
-      ).catch(unavailable),
+        ) as ReturnType<typeof fn>;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await once();
+        } catch (error) {
+          if (!options?.retryConflicts || attempt >= CONFLICT_ATTEMPTS || !isConflict(error)) unavailable(error);
+        }
+      }
+    },
     async listen(channel, onPayload, onReconnect) {
       let acknowledged = false;
       const subscription = await sql.listen(channel, onPayload, () => {
@@ -77,6 +88,19 @@ export async function openPg(url: string): Promise<Pg> {
  */
 const CONNECTION_ERROR = /^(ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|QUERY_CANCELLED|TLS)|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE)/;
 const SERVER_UNAVAILABLE = /^(08|53|57)/;
+
+/**
+ * Attempts of a transaction that PostgreSQL keeps breaking off as a deadlock's victim or a
+ * serialization failure. The other side of a deadlock keeps its locks until it ends, so the next
+ * attempt waits for them instead of meeting the same cycle; a few cover the busiest case.
+ */
+export const CONFLICT_ATTEMPTS = 3;
+
+/** SQLSTATE 40P01 (deadlock_detected) and 40001 (serialization_failure): the transaction did nothing, and may simply run again. */
+const isConflict = (error: unknown) => {
+  const state = sqlState(error);
+  return state === '40P01' || state === '40001';
+};
 
 /** Whether a failure is PostgreSQL being away (stopped, restarting, out of connections), not a fault of the statement. */
 export function isPgUnavailable(error: unknown): boolean {

@@ -203,6 +203,10 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
 
     async write(changed) {
       if (!changed.persons.length && !changed.distinctIds.length && !changed.groups.length) return;
+      // Another process's write can deadlock with this one (merges the other way round, a
+      // delete's cascade meeting a link): the attempt PostgreSQL breaks off runs again at once.
+      // What an attempt set on memory's objects is set again or stays valid: ids taken from the
+      // sequence are never handed out twice, and group type indexes are settled afresh.
       await pg.transaction(async (tx) => {
         // Nothing of a project deleted meanwhile (by another process) is written back.
         const live = await lockLiveProjects(tx, [...changed.persons, ...changed.distinctIds, ...changed.groups].map((c) => c.teamId));
@@ -215,7 +219,7 @@ export function createPostgresPersonHome(pg: Pg, changes: Changes, onError: (err
         await writeDistinctIds(tx, written.distinctIds);
         await writeGroups(tx, written.groups);
         for (const [teamId, keys] of changedKeys(written)) await changes.publish(tx, { kind: 'persons', teamId, keys });
-      });
+      }, { retryConflicts: true });
     },
 
     async deleteTeam(teamId) {

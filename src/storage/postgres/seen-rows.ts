@@ -9,6 +9,7 @@ export function createPostgresSeenRows(pg: Pg): SeenRows {
     loadKnown: () => loadKnownRows(pg),
 
     async write(seen, now) {
+      // Two processes upserting the same definitions in another order can deadlock: run again.
       await pg.transaction(async (tx) => {
         // Nothing of a project deleted meanwhile (by another process) is written back.
         const live = await lockLiveProjects(tx, [...seen.events, ...seen.properties, ...seen.pairs].map((r) => r.teamId));
@@ -41,7 +42,7 @@ export function createPostgresSeenRows(pg: Pg): SeenRows {
             [chunk.map((p) => p.teamId), chunk.map((p) => p.event), chunk.map((p) => p.property)],
           );
         }
-      });
+      }, { retryConflicts: true });
     },
   };
 }

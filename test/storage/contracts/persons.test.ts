@@ -5,6 +5,7 @@ import type { Person, PersonStore } from '../../../src/storage/persons/types';
 import { openPg } from '../../../src/storage/postgres/client';
 import { LOAD_PAGE_ROWS } from '../../../src/storage/postgres/person-home';
 import { personEvent } from '../../helpers/person-event';
+import { asDeadlockVictim } from '../../helpers/postgres';
 import { createProjects, eventually, forEachEngine, type Opened } from './engines';
 
 let n = 0;
@@ -482,6 +483,39 @@ forEachEngine('person store', (engine) => {
           await pg.query('SELECT d.distinct_id FROM person_distinct_ids d WHERE d.team_id = 1 AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = d.person_uuid)'),
         ).toEqual([]);
         expect(await pg.query('SELECT distinct_id FROM person_distinct_ids WHERE team_id = 1')).toEqual([]);
+      } finally {
+        await pg.close();
+      }
+    });
+
+    test("a flush PostgreSQL breaks off to end a deadlock with another process's transaction runs again and writes everything", async () => {
+      await apply(1, [ev('$pageview', 'da', { set: { n: 1 } }), ev('$identify', 'db', { anonDistinctId: 'z' })]);
+      await persons().flush();
+      const a = persons().findByDistinctId(1, 'da')!.uuid;
+      const b = persons().findByDistinctId(1, 'db')!.uuid;
+      // The flush: a's row updated first, then a link to b, whose row it locks to share (b is
+      // identified already, so its own row is not written).
+      persons().processEvent(1, ev('$pageview', 'da', { set: { n: 2 } }));
+      persons().processEvent(1, ev('$identify', 'db', { anonDistinctId: 'c' }));
+      // Another process's transaction holds b, and once the flush waits for b asks for a.
+      const flushed = await asDeadlockVictim(
+        opened.metaStore!,
+        ['SELECT 1 FROM persons WHERE uuid = $1::uuid FOR UPDATE', [b]],
+        [`UPDATE persons SET properties = '{"n": 9}' WHERE uuid = $1::uuid`, [a]],
+        () => persons().flush(),
+      );
+      expect(flushed.state).toBeNull();
+      const pg = await openPg(opened.metaStore!);
+      try {
+        const rows = await pg.query<{ distinct_id: string; person_uuid: string; n: number | null }>(
+          "SELECT d.distinct_id, d.person_uuid::text AS person_uuid, (p.properties->>'n')::int AS n FROM person_distinct_ids d JOIN persons p ON p.uuid = d.person_uuid WHERE d.team_id = 1 ORDER BY d.distinct_id",
+        );
+        expect(rows).toEqual([
+          { distinct_id: 'c', person_uuid: b, n: null },
+          { distinct_id: 'da', person_uuid: a, n: 2 },
+          { distinct_id: 'db', person_uuid: b, n: null },
+          { distinct_id: 'z', person_uuid: b, n: null },
+        ]);
       } finally {
         await pg.close();
       }
