@@ -1,7 +1,14 @@
 /** Appends per 100 ms window from which the store counts as saturated (1,000/s). */
 const BUSY_PER_WINDOW = 100;
-/** Bytes per 100 ms window from which the store counts as saturated (40 MB/s). */
-const BUSY_BYTES_PER_WINDOW = 4 * 1024 * 1024;
+/**
+ * Bytes per 100 ms window from which the store counts as saturated (10 MB/s). Large batches take
+ * the machine's cores at a byte rate that depends on the machine: set too high, a sustained load
+ * of ~1 MB batches that already took both cores here crossed it only now and then, and DuckDB went
+ * back and forth between its narrowed and its full thread count. At the full count a merge's
+ * ordered write held hundreds of megabytes of rows waiting for their turn beside the loads, and
+ * the process passed 1 GB (see bench/NOTES.md).
+ */
+const BUSY_BYTES_PER_WINDOW = 1024 * 1024;
 const WINDOW_MS = 100;
 
 /**

@@ -23,12 +23,12 @@ describe('ArrivalRate', () => {
     expect(rate.saturated()).toBe(false); // a busy window followed by an empty one is not carried over
   });
 
-  test('saturated from 4 MB in a window, however few the appends', () => {
+  test('saturated from 1 MB in a window, however few the appends', () => {
     let now = 5;
     const rate = new ArrivalRate(() => now);
-    rate.note(3 * 1024 * 1024);
+    rate.note(1024 * 1024 - 1);
     expect(rate.saturated()).toBe(false);
-    rate.note(1024 * 1024);
+    rate.note(1);
     expect(rate.saturated()).toBe(true);
     now += 99;
     expect(rate.saturated()).toBe(true);
