@@ -115,22 +115,21 @@ async function start(): Promise<number> {
 type Statement = readonly [text: string, params?: readonly unknown[]];
 
 /**
- * `victim` (a transaction on the database at `url`) made the victim of a deadlock. Another
- * connection runs `first` in a transaction and holds what it locked; `victim` starts and, once a
- * backend of the database waits for a lock (the victim, for what `first` holds, having taken
- * what `second` wants), the other runs `second` and commits. PostgreSQL ends the cycle by
- * failing the victim's transaction (it waited first; the other's check is set far later); a
- * victim that runs again then waits for the other's commit. The victim's value, or the SQLSTATE
- * it failed with.
+ * `run` (work on the database at `url`) against a lock another process holds: another connection
+ * runs `held` in a transaction and keeps what it locked; `run` starts, and once a backend of the
+ * database waits for a lock (throws if none does), the other runs `then` when given and commits.
+ * With `then` asking for what `run` took meanwhile, `run` is a deadlock's victim: PostgreSQL ends
+ * the cycle by failing its transaction (it waited first; the other's check is set far later), and
+ * a victim that runs again waits for the other's commit. `run`'s value, or the SQLSTATE it failed with.
  */
-export async function asDeadlockVictim<T>(url: string, first: Statement, second: Statement, victim: () => Promise<T>): Promise<{ value: T | null; state: string | null }> {
+export async function againstHeldLock<T>(url: string, held: Statement, run: () => Promise<T>, then?: Statement): Promise<{ value: T | null; state: string | null }> {
   const other = new SQL(url, { max: 2 });
-  const held = await other.reserve();
+  const holder = await other.reserve();
   try {
-    await held.unsafe('BEGIN');
-    await held.unsafe("SET LOCAL deadlock_timeout = '20s'");
-    await held.unsafe(first[0], [...(first[1] ?? [])]);
-    const outcome = victim().then(
+    await holder.unsafe('BEGIN');
+    await holder.unsafe("SET LOCAL deadlock_timeout = '20s'");
+    await holder.unsafe(held[0], [...(held[1] ?? [])]);
+    const outcome = run().then(
       (value) => ({ value, state: null }),
       (error: { errno?: unknown }) => ({ value: null, state: String(error?.errno ?? error) }),
     );
@@ -138,12 +137,12 @@ export async function asDeadlockVictim<T>(url: string, first: Statement, second:
       ((await other.unsafe("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")) as Array<{ n: number }>)[0].n > 0;
     let waited = false;
     for (let i = 0; i < 400 && !(waited = await waiting()); i++) await Bun.sleep(25);
-    if (!waited) throw new Error('the victim never waited for a lock');
-    await held.unsafe(second[0], [...(second[1] ?? [])]);
-    await held.unsafe('COMMIT');
+    if (!waited) throw new Error('nothing waited for the lock held');
+    if (then) await holder.unsafe(then[0], [...(then[1] ?? [])]);
+    await holder.unsafe('COMMIT');
     return await outcome;
   } finally {
-    held.release();
+    holder.release();
     await other.close();
   }
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:tes
 import { CONFLICT_ATTEMPTS, openPg, type Pg } from '../../src/storage/postgres/client';
 import { migratePostgres } from '../../src/storage/postgres/migrate';
 import { createPostgresSeenRows } from '../../src/storage/postgres/seen-rows';
-import { asDeadlockVictim, createTestDatabase, POSTGRES_SKIP_REASON, postgresAvailable } from '../helpers/postgres';
+import { againstHeldLock, createTestDatabase, POSTGRES_SKIP_REASON, postgresAvailable } from '../helpers/postgres';
 
 /**
  * A transaction PostgreSQL breaks off to end a deadlock (or a serialization failure) did
@@ -45,7 +45,7 @@ run(title('PostgreSQL transactions broken off by a conflict'), () => {
         },
         { retryConflicts },
       );
-    const outcome = await asDeadlockVictim(url, ['UPDATE t SET v = v + 100 WHERE id = 1'], ['UPDATE t SET v = v + 100 WHERE id = 2'], victim);
+    const outcome = await againstHeldLock(url, ['UPDATE t SET v = v + 100 WHERE id = 1'], victim, ['UPDATE t SET v = v + 100 WHERE id = 2']);
     return { ...outcome, attempts };
   }
 
@@ -118,7 +118,7 @@ run(title('definitions written by two processes at once'), () => {
       await seen.write(batch(['x', 'y'], first), new Date(first));
       // This write upserts y, then waits for x, which the other holds; the other then wants y.
       const touch = (name: string) => [`UPDATE event_definitions SET last_seen_at = last_seen_at WHERE team_id = 1 AND name = '${name}'`] as const;
-      const outcome = await asDeadlockVictim(url, touch('x'), touch('y'), () => seen.write(batch(['y', 'x'], later), new Date(later)));
+      const outcome = await againstHeldLock(url, touch('x'), () => seen.write(batch(['y', 'x'], later), new Date(later)), touch('y'));
       expect(outcome).toEqual({ value: undefined, state: null } as never);
       expect(await pg.query('SELECT name, last_seen_at FROM event_definitions WHERE team_id = 1 ORDER BY name')).toEqual([
         { name: 'x', last_seen_at: new Date(later) },

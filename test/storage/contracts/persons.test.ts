@@ -5,7 +5,7 @@ import type { Person, PersonStore } from '../../../src/storage/persons/types';
 import { openPg } from '../../../src/storage/postgres/client';
 import { LOAD_PAGE_ROWS } from '../../../src/storage/postgres/person-home';
 import { personEvent } from '../../helpers/person-event';
-import { asDeadlockVictim } from '../../helpers/postgres';
+import { againstHeldLock } from '../../helpers/postgres';
 import { createProjects, eventually, forEachEngine, type Opened } from './engines';
 
 let n = 0;
@@ -457,28 +457,12 @@ forEachEngine('person store', (engine) => {
       const p = persons().findByDistinctId(1, 'dp')!.uuid;
       persons().processEvent(1, ev('$identify', 'dp', { anonDistinctId: 'c' }));
       expect(persons().findByDistinctId(1, 'c')?.uuid).toBe(p);
+      // Another process erases p: its transaction holds the person's row until it commits, and the
+      // flush's link waits for it (without FOR KEY SHARE its snapshot would not see the delete at all).
+      const flushed = await againstHeldLock(opened.metaStore!, ['DELETE FROM persons WHERE uuid = $1::uuid', [p]], () => persons().flush());
+      expect(flushed.state).toBeNull();
       const pg = await openPg(opened.metaStore!);
       try {
-        // Another process erases p: its transaction holds the person's row until it commits.
-        let commit!: () => void;
-        const held = new Promise<void>((resolve) => (commit = resolve));
-        let deleted!: () => void;
-        const deleting = new Promise<void>((resolve) => (deleted = resolve));
-        const erasure = pg.transaction(async (tx) => {
-          await tx.run('DELETE FROM persons WHERE uuid = $1::uuid', [p]);
-          deleted();
-          await held;
-        });
-        await deleting;
-        const flush = persons().flush();
-        // The flush's link waits for the delete's lock (without FOR KEY SHARE its snapshot would not see the delete at all).
-        const waitsForLock = async () => (await pg.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n > 0;
-        let waited = false;
-        for (let i = 0; i < 400 && !(waited = await waitsForLock()); i++) await Bun.sleep(25);
-        commit();
-        await erasure;
-        await flush;
-        expect(waited).toBe(true);
         expect(
           await pg.query('SELECT d.distinct_id FROM person_distinct_ids d WHERE d.team_id = 1 AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = d.person_uuid)'),
         ).toEqual([]);
@@ -498,11 +482,11 @@ forEachEngine('person store', (engine) => {
       persons().processEvent(1, ev('$pageview', 'da', { set: { n: 2 } }));
       persons().processEvent(1, ev('$identify', 'db', { anonDistinctId: 'c' }));
       // Another process's transaction holds b, and once the flush waits for b asks for a.
-      const flushed = await asDeadlockVictim(
+      const flushed = await againstHeldLock(
         opened.metaStore!,
         ['SELECT 1 FROM persons WHERE uuid = $1::uuid FOR UPDATE', [b]],
-        [`UPDATE persons SET properties = '{"n": 9}' WHERE uuid = $1::uuid`, [a]],
         () => persons().flush(),
+        [`UPDATE persons SET properties = '{"n": 9}' WHERE uuid = $1::uuid`, [a]],
       );
       expect(flushed.state).toBeNull();
       const pg = await openPg(opened.metaStore!);
