@@ -2,7 +2,7 @@ import { afterEach, beforeEach, expect, test } from 'bun:test';
 import type { PersonEvent } from '../../../src/core/ingest/person-updates';
 import { STAGED_ROWS } from '../../../src/storage/persons/person-store';
 import type { Person, PersonStore } from '../../../src/storage/persons/types';
-import { openPg } from '../../../src/storage/postgres/client';
+import { openPg, type Pg } from '../../../src/storage/postgres/client';
 import { LOAD_PAGE_ROWS } from '../../../src/storage/postgres/person-home';
 import { personEvent } from '../../helpers/person-event';
 import { againstHeldLock } from '../../helpers/postgres';
@@ -41,6 +41,15 @@ forEachEngine('person store', (engine) => {
     await opened.close();
   });
   const persons = () => opened.stores.persons;
+  /** `fn` with a connection of its own to the home's database (as another process sees it), closed after. */
+  const atHome = async <T>(fn: (pg: Pg) => Promise<T>): Promise<T> => {
+    const pg = await openPg(opened.metaStore!);
+    try {
+      return await fn(pg);
+    } finally {
+      await pg.close();
+    }
+  };
   const apply = async (teamId: number, events: PersonEvent[]) => {
     await persons().ensureLoaded(teamId);
     for (const e of events) persons().processEvent(teamId, e);
@@ -210,14 +219,8 @@ forEachEngine('person store', (engine) => {
       }
     }
 
-    const homeGroups = async () => {
-      const pg = await openPg(opened.metaStore!);
-      try {
-        return await pg.query<{ group_type: string; group_type_index: number }>('SELECT group_type, group_type_index FROM groups WHERE team_id = 1 ORDER BY group_type_index');
-      } finally {
-        await pg.close();
-      }
-    };
+    const homeGroups = () =>
+      atHome((pg) => pg.query<{ group_type: string; group_type_index: number }>('SELECT group_type, group_type_index FROM groups WHERE team_id = 1 ORDER BY group_type_index'));
 
     test('two processes each meeting a new group type: the home gives each type its own index, and each process and its copy take it', async () => {
       await besideAnother(async (other) => {
@@ -332,8 +335,7 @@ forEachEngine('person store', (engine) => {
       persons().setProperties(1, persons().findByDistinctId(1, 'bystander')!.uuid, { n: 2 });
       persons().processEvent(1, ev('$pageview', 'newcomer', { set: { n: 3 } }));
       // Another process's erasure, committed; its notice has not reached this process.
-      const pg = await openPg(opened.metaStore!);
-      try {
+      await atHome(async (pg) => {
         await pg.run('DELETE FROM person_distinct_ids WHERE person_uuid = $1::uuid', [victim]);
         await pg.run('DELETE FROM persons WHERE uuid = $1::uuid', [victim]);
         await persons().flush();
@@ -342,9 +344,7 @@ forEachEngine('person store', (engine) => {
         // The other changes of the same flush are written.
         const rows = await pg.query<{ properties: string }>('SELECT properties::text AS properties FROM persons WHERE team_id = 1', []);
         expect(rows.map((r) => JSON.parse(r.properties).n).sort()).toEqual([2, 3]);
-      } finally {
-        await pg.close();
-      }
+      });
     });
 
     test("a flush the home took and DuckDB's copy failed is not written to the home again over another process's later change", async () => {
@@ -370,13 +370,10 @@ forEachEngine('person store', (engine) => {
         expect(await eventually(() => persons().findByUuid(1, z)?.properties.c, (c) => c === 3)).toBe(3);
         await opened.db.run('ALTER TABLE persons_away RENAME TO persons');
         await persons().flush();
-        const pg = await openPg(opened.metaStore!);
-        try {
+        await atHome(async (pg) => {
           const [row] = await pg.query<{ properties: string }>('SELECT properties::text AS properties FROM persons WHERE uuid = $1::uuid', [x]);
           expect(JSON.parse(row!.properties)).toMatchObject({ v: 1, a: 1, b: 2 });
-        } finally {
-          await pg.close();
-        }
+        });
         expect((await copied(1)).find((p) => p.uuid === x)?.properties).toMatchObject({ v: 1, a: 1, b: 2 });
         expect((await copied(1)).find((p) => p.uuid === z)?.properties).toMatchObject({ v: 1, c: 3 });
       } finally {
@@ -387,8 +384,7 @@ forEachEngine('person store', (engine) => {
     test('a person made here whose first write PostgreSQL refused is written by the next flush', async () => {
       await apply(1, [ev('$pageview', 'first', { set: { n: 1 } })]);
       await persons().flush();
-      const pg = await openPg(opened.metaStore!);
-      try {
+      await atHome(async (pg) => {
         persons().processEvent(1, ev('$pageview', 'newcomer', { set: { n: 2 } }));
         await pg.run('ALTER TABLE persons RENAME TO persons_away');
         await expect(persons().flush()).rejects.toThrow();
@@ -401,9 +397,7 @@ forEachEngine('person store', (engine) => {
           { distinct_id: 'first', n: 1 },
           { distinct_id: 'newcomer', n: 2 },
         ]);
-      } finally {
-        await pg.close();
-      }
+      });
     });
 
     test('a merge into a person another process deleted meanwhile leaves no distinct id pointing at nobody', async () => {
@@ -412,16 +406,13 @@ forEachEngine('person store', (engine) => {
       const y = persons().findByDistinctId(1, 'dy')!.uuid;
       // dx's person merged into dy's here, pending; dy's person erased elsewhere, its notice not read.
       persons().processEvent(1, ev('$identify', 'dy', { anonDistinctId: 'dx' }));
-      const pg = await openPg(opened.metaStore!);
-      try {
+      await atHome(async (pg) => {
         await pg.run('DELETE FROM person_distinct_ids WHERE person_uuid = $1::uuid', [y]);
         await pg.run('DELETE FROM persons WHERE uuid = $1::uuid', [y]);
         await persons().flush();
         expect(await pg.query('SELECT distinct_id FROM person_distinct_ids WHERE team_id = 1')).toEqual([]);
         expect(await pg.query('SELECT count(*)::int AS n FROM persons WHERE team_id = 1')).toEqual([{ n: 0 }]);
-      } finally {
-        await pg.close();
-      }
+      });
     });
 
     test("a link made here to a person another process deleted meanwhile, flushed before its notice is read, leaves the id with the live person the other process linked it to", async () => {
@@ -433,8 +424,7 @@ forEachEngine('person store', (engine) => {
       // person deleted (a merge into dq's), their notices not read yet.
       persons().processEvent(1, ev('$identify', 'dp', { anonDistinctId: 'c' }));
       expect(persons().findByDistinctId(1, 'c')?.uuid).toBe(p);
-      const pg = await openPg(opened.metaStore!);
-      try {
+      await atHome(async (pg) => {
         await pg.run("INSERT INTO person_distinct_ids (team_id, distinct_id, person_uuid) VALUES (1, 'c', $1::uuid)", [q]);
         await pg.run('UPDATE person_distinct_ids SET person_uuid = $1::uuid WHERE person_uuid = $2::uuid', [q, p]);
         await pg.run('DELETE FROM persons WHERE uuid = $1::uuid', [p]);
@@ -445,9 +435,7 @@ forEachEngine('person store', (engine) => {
           { distinct_id: 'dq', person_uuid: q },
         ]);
         expect(await pg.query('SELECT uuid::text AS uuid FROM persons WHERE team_id = 1')).toEqual([{ uuid: q }]);
-      } finally {
-        await pg.close();
-      }
+      });
     });
 
     test("a link made here to a person whose delete in another process is under way waits for that delete and is not written (no id is left pointing at nobody)", async () => {
@@ -461,15 +449,12 @@ forEachEngine('person store', (engine) => {
       // flush's link waits for it (without FOR KEY SHARE its snapshot would not see the delete at all).
       const flushed = await againstHeldLock(opened.metaStore!, ['DELETE FROM persons WHERE uuid = $1::uuid', [p]], () => persons().flush());
       expect(flushed.state).toBeNull();
-      const pg = await openPg(opened.metaStore!);
-      try {
+      await atHome(async (pg) => {
         expect(
           await pg.query('SELECT d.distinct_id FROM person_distinct_ids d WHERE d.team_id = 1 AND NOT EXISTS (SELECT 1 FROM persons p WHERE p.uuid = d.person_uuid)'),
         ).toEqual([]);
         expect(await pg.query('SELECT distinct_id FROM person_distinct_ids WHERE team_id = 1')).toEqual([]);
-      } finally {
-        await pg.close();
-      }
+      });
     });
 
     test("a flush PostgreSQL breaks off to end a deadlock with another process's transaction runs again and writes everything", async () => {
@@ -489,8 +474,7 @@ forEachEngine('person store', (engine) => {
         [`UPDATE persons SET properties = '{"n": 9}' WHERE uuid = $1::uuid`, [a]],
       );
       expect(flushed.state).toBeNull();
-      const pg = await openPg(opened.metaStore!);
-      try {
+      await atHome(async (pg) => {
         const rows = await pg.query<{ distinct_id: string; person_uuid: string; n: number | null }>(
           "SELECT d.distinct_id, d.person_uuid::text AS person_uuid, (p.properties->>'n')::int AS n FROM person_distinct_ids d JOIN persons p ON p.uuid = d.person_uuid WHERE d.team_id = 1 ORDER BY d.distinct_id",
         );
@@ -500,9 +484,7 @@ forEachEngine('person store', (engine) => {
           { distinct_id: 'db', person_uuid: b, n: null },
           { distinct_id: 'z', person_uuid: b, n: null },
         ]);
-      } finally {
-        await pg.close();
-      }
+      });
     });
 
     test("another process's person changes reach this one's memory and its events-side copy", async () => {
