@@ -31,10 +31,10 @@ export const ConfigSchema = t.Object({
   INGEST_PARSE_THREADS: Int(1, 0, 16, 'Worker threads that decode, parse, normalize and encode large capture bodies (16 KiB and up) off the main thread. 0: the main thread does.'),
   MAX_BODY_BYTES: Int(20 * 1024 * 1024, 1024, 1024 * 1024 * 1024, 'Largest accepted request body on the public endpoints, also after decompression (bytes).'),
   DUCKDB_MEMORY_LIMIT: t.String({
-    default: '1GB',
+    default: '512MB',
     pattern: '^\\d+(\\.\\d+)?\\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$',
     examples: ['1GB', '512MB', '4GiB'],
-    description: "DuckDB's memory cap (e.g. 2GB); beyond it, queries and compaction spill to DATA_DIR/tmp. Once the server's resident size passes 80% of it, its main thread also collects its garbage early.",
+    description: "DuckDB's memory cap (e.g. 2GB); beyond it, queries and compaction spill to DATA_DIR/tmp. The whole process is planned at twice it (1 GB by default): once its resident size passes 80% of that, its main thread also collects its garbage early.",
   }),
   PERSON_COPIES: OnOff(
     'on',

@@ -43,22 +43,34 @@ export class MemoryGuard {
   }
 }
 
-/** Past this share of the cap the guard may collect: the headroom is for the swing between two looks and a collection's own growth. */
+/**
+ * The process's planned size against DuckDB's cap: DuckDB's share, and as much again for the
+ * rest (the main and parser threads' heaps, request bodies and rows in flight, the allocators'
+ * spare memory), which under a sustained load held 0.5–0.7 GB beside DuckDB (bench/NOTES.md).
+ */
+export const BUDGET_PER_CAP = 2;
+/** Past this share of the process's budget the guard may collect: the headroom is for the swing between two looks and a collection's own growth. */
 export const TRIGGER_SHARE = 0.8;
 /** The growth since the lowest look that makes a collection worth its pause: well below the swings seen under saturating batches (bench/NOTES.md). */
 export const MIN_GARBAGE_BYTES = 128 * 1024 * 1024;
 /** How often the guard looks (a look reads the process's memory figures once). */
 export const CHECK_EVERY_MS = 100;
 
+/** The resident size past which the guard may collect, for DuckDB's cap `capBytes`. */
+export function triggerFor(capBytes: number): number {
+  // A cap DuckDB did not show in a form we read leaves JavaScriptCore to its own schedule.
+  return Number.isFinite(capBytes) ? capBytes * BUDGET_PER_CAP * TRIGGER_SHARE : Infinity;
+}
+
 /**
  * The guard of this process, looking every `CHECK_EVERY_MS` while the process runs (the timer
- * does not keep it alive); `capBytes` is the memory cap the operator set (DUCKDB_MEMORY_LIMIT,
- * as DuckDB reads it back). Its collections are counted in `metrics`.
+ * does not keep it alive); `capBytes` is DuckDB's memory cap the operator set (DUCKDB_MEMORY_LIMIT,
+ * as DuckDB reads it back), from which the process's budget follows. Its collections are counted
+ * in `metrics`.
  */
 export function startMemoryGuard(capBytes: number, metrics: AppMetrics): { guard: MemoryGuard; stop: () => void } {
   const guard = new MemoryGuard({
-    // A cap DuckDB did not show in a form we read leaves JavaScriptCore to its own schedule.
-    triggerBytes: Number.isFinite(capBytes) ? capBytes * TRIGGER_SHARE : Infinity,
+    triggerBytes: triggerFor(capBytes),
     minGarbageBytes: MIN_GARBAGE_BYTES,
     read: () => {
       const m = process.memoryUsage();

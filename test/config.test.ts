@@ -14,7 +14,7 @@ describe('config', () => {
       DURABILITY: 'durable',
       INGEST_PARSE_THREADS: 1,
       MAX_BODY_BYTES: 20 * 1024 * 1024,
-      DUCKDB_MEMORY_LIMIT: '1GB',
+      DUCKDB_MEMORY_LIMIT: '512MB',
       PERSON_COPIES: 'on',
       MIN_FREE_DISK_MB: 256,
       METRICS: 'on',

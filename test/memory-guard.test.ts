@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { MemoryGuard, startMemoryGuard } from '../src/memory-guard';
+import { MemoryGuard, startMemoryGuard, triggerFor } from '../src/memory-guard';
 import { createAppMetrics } from '../src/metrics';
 
 const MB = 1024 * 1024;
@@ -102,6 +102,12 @@ describe('startMemoryGuard', () => {
     } finally {
       stop();
     }
+  });
+
+  test("the trigger is 80% of the process's budget, twice DuckDB's cap (DUCKDB_MEMORY_LIMIT as DuckDB reads it back)", () => {
+    expect(triggerFor(512e6)).toBe(819.2e6);
+    expect(triggerFor(4 * 2 ** 30)).toBe(6.4 * 2 ** 30);
+    expect(triggerFor(Number.NaN)).toBe(Infinity);
   });
 
   test('a cap it cannot read (NaN) leaves the heap to its own schedule', () => {

@@ -60,6 +60,6 @@ export async function collectMetrics(deps: Deps): Promise<MetricFamily[]> {
     gauge('process_resident_memory_bytes', 'Resident memory size of the process.', process.memoryUsage.rss()),
     gauge('hogbase_js_heap_bytes', 'The main thread\'s JavaScript heap in use (live objects and garbage not yet collected).', js.heapUsed),
     gauge('hogbase_js_external_bytes', 'Memory the main thread\'s JavaScript objects hold outside its heap (request bodies, buffers).', js.external),
-    counter('hogbase_js_forced_collections_total', 'Collections of the main thread\'s heap started early because the process neared DUCKDB_MEMORY_LIMIT.', metrics.forcedCollections),
+    counter('hogbase_js_forced_collections_total', 'Collections of the main thread\'s heap started early because the process neared its memory budget (twice DUCKDB_MEMORY_LIMIT).', metrics.forcedCollections),
   ];
 }
