@@ -6,7 +6,6 @@ import { ConfigError, loadConfig, type Config } from './config';
 import type { Deps } from './deps';
 import { createLogger, type Logger } from './logger';
 import { startMemoryGuard } from './memory-guard';
-import { limitMallocArenas, mallocArenas } from './native-malloc';
 import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
@@ -39,8 +38,6 @@ async function main() {
   }
   const logger = createLogger(config.LOG_LEVEL);
   warnSmallThreadPool(logger, config.UV_THREADPOOL_SIZE);
-  // Before DuckDB and the parser threads start: their threads' arenas are made as they first allocate.
-  limitMallocArenas(mallocArenas());
   if (config.ROLE === 'writer') return runWriter(config, logger);
   // Before storage: recovery prepares the logged requests' rows in these threads too. Not on a
   // node: its requests are logged as received, and the writers prepare their rows.
