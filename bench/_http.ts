@@ -91,6 +91,8 @@ export async function startRealServer(env: Record<string, string> = {}, options:
       ...process.env,
       // As `npm start` sets it: DuckDB's statements and file I/O share this pool (src/index.ts).
       UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16',
+      // As `npm start` sets it: glibc's malloc arenas (README, Memory).
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
       PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,

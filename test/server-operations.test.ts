@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ROOT, TEST_KEYS, newDataDir, runCliProcess, startServer } from './helpers/server-process';
@@ -76,6 +76,32 @@ describe('signals', () => {
     expect(portFree(server.port)).toBe(true);
     const listed = await runCliProcess(['list-keys', '--email', TEST_KEYS.email, '--json'], server.dataDir);
     expect(listed.code).toBe(0);
+  });
+});
+
+describe("the README's start command", () => {
+  test('npm start gives the server its runtime settings: 16 pool threads and two malloc arenas (unless already set)', async () => {
+    const env = { UV_THREADPOOL_SIZE: '', MALLOC_ARENA_MAX: '' };
+    const server = await startServer(env, undefined, ['npm', 'start']);
+    dirs.push(server.dataDir);
+    try {
+      expect((await fetch(`${server.url}/_health`)).status).toBe(200);
+      // The server is npm's shell's exec'd bun: the process running src/index.ts with this DATA_DIR.
+      const environOf = (pid: string) => {
+        try {
+          return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+        } catch {
+          return [];
+        }
+      };
+      const pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p) && environOf(p).includes(`DATA_DIR=${server.dataDir}`) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('src/index.ts'));
+      expect(pids).toHaveLength(1);
+      const serverEnv = environOf(pids[0]!);
+      expect(serverEnv).toContain('MALLOC_ARENA_MAX=2');
+      expect(serverEnv).toContain('UV_THREADPOOL_SIZE=16');
+    } finally {
+      await server.stop();
+    }
   });
 });
 
