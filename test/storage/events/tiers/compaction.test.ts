@@ -122,8 +122,7 @@ describe('compaction', () => {
     await appendLoad(100);
     await appendLoad(150);
     const expected = [...before, ...(await allRows(h)).slice(50)].sort((a, b) => String(a.uuid).localeCompare(String(b.uuid)));
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && (await parquetFiles(h)).length !== 1) await Bun.sleep(50);
+    await until(async () => (await parquetFiles(h!)).length === 1);
     expect(h.store.stats().merges).toBe(1);
     const files = await parquetFiles(h);
     expect(files).toHaveLength(1);
@@ -144,8 +143,7 @@ describe('compaction', () => {
       await h.store.append(Array.from({ length: 50 }, (_, i) => makeEvent(from + i)));
       await h.store.flush();
     }
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && (await parquetFiles(h)).length !== 1) await Bun.sleep(50);
+    await until(async () => (await parquetFiles(h!)).length === 1);
     expect(h.store.stats().merges).toBe(1);
     const footers = async () => Number((await h!.db.query<{ m: number }>("SELECT memory_usage_bytes AS m FROM duckdb_memory() WHERE tag = 'OBJECT_CACHE'"))[0]?.m ?? 0);
     expect(await footers()).toBe(0);
@@ -161,8 +159,7 @@ describe('compaction', () => {
       await h.store.flush();
     }
     const expected = await allRows(h);
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && (await parquetFiles(h)).length !== 1) await Bun.sleep(50);
+    await until(async () => (await parquetFiles(h!)).length === 1);
     const files = await parquetFiles(h);
     expect(files).toHaveLength(1);
     expect(await allRows(h)).toEqual(expected);
