@@ -54,6 +54,12 @@ run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shar
     expect(up.personal_api_key).toBe(TEST_KEYS.personal);
     expect(Object.fromEntries(Object.entries(up.pids).map(([role, pids]) => [role, pids.length]))).toEqual({ nodes: 2, writers: 1, supervisors: 1, clickhouse: 2, postgres: 1, redis: 1 });
     for (const pid of Object.values(up.pids).flat()) expect(isAlive(pid)).toBe(true);
+    // Nodes and writers run with what `npm start` sets (a writer's PID is its supervisor's child's).
+    for (const pid of [...up.pids.nodes, ...up.pids.writers]) {
+      const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      expect(env).toContain('MALLOC_ARENA_MAX=2');
+      expect(env).toContain('UV_THREADPOOL_SIZE=16');
+    }
   });
 
   test('posthog-node captures at node A (/batch/, gzip) and /capture/ takes one event; both reach ClickHouse, on both shards', async () => {

@@ -72,8 +72,9 @@ export async function clusterUp(dir: string): Promise<ClusterState & { account: 
   return done;
 }
 
+/** As `npm start` sets them (README, Memory): the thread pool DuckDB shares, and glibc's malloc arenas. */
 function serverEnv(overrides: Record<string, string>): Record<string, string | undefined> {
-  return { UV_THREADPOOL_SIZE: '16', LOG_LEVEL: 'warn', ...process.env, ...overrides };
+  return { UV_THREADPOOL_SIZE: '16', MALLOC_ARENA_MAX: '2', LOG_LEVEL: 'warn', ...process.env, ...overrides };
 }
 
 /** Node `index` (its DATA_DIR, DIR/node-INDEX) on `port` (a free one when not given: `restart` gives the node's own); resolves once it answers. */

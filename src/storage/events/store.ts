@@ -134,7 +134,7 @@ class DuckDbEventStore implements EventStore {
     // A rate of real requests (settings.ts: a frozen test clock would hold one window open forever).
     this.arrivals = new ArrivalRate(() => performance.now());
     this.recent = new RecentUuids(s.dedupeFilterRows, 8);
-    this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment, this.recent);
+    this.loader = new SegmentLoader(db, s, tiers, this.counters, appliedSegment, this.recent, () => this.upkeep.checkpoint(true));
     this.processor = new SegmentProcessor(s, this.counters, this.recent, s.intake, () => this.wal.activeSegment, (seg) => this.loader.enqueue(seg));
     this.threads = new SaturatedThreads((threads) => db.setThreads(threads), s.saturatedThreads, s.log);
     this.upkeep = new Maintenance(db, s, tiers, this.counters, {

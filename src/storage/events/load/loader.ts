@@ -21,6 +21,12 @@ import { bytesOf, mergeSpans, type SealedSegment, type TimeSpan } from '../log/s
  */
 const SPEED_MIN_BYTES = 4 * MiB;
 
+/** A segment loaded alone is dead-lettered for lack of memory only after this many times `maxFlushAttempts` tries. */
+const OUT_OF_MEMORY_ATTEMPTS = 4;
+
+/** DuckDB refused a statement for lack of memory under its cap (`DUCKDB_MEMORY_LIMIT`). */
+const isOutOfMemory = (error: unknown): boolean => /^Out of Memory Error/.test(error instanceof Error ? error.message : String(error));
+
 /**
  * The loading stage: puts processed segments (processor.ts) into DuckDB, oldest first,
  * one batch at a time, each with its watermark in one transaction (`flush.ts`), or into the
@@ -43,6 +49,8 @@ export class SegmentLoader {
   bytesPerSec = 50 * MiB;
   /** The running load: when it began (`performance.now()`) and its segments' bytes; null: none runs. */
   private runningLoad: { since: number; bytes: number } | null = null;
+  /** Load one segment at a time (a load ran out of memory), until one goes in. */
+  private narrow = false;
 
   constructor(
     private readonly db: Database,
@@ -52,6 +60,8 @@ export class SegmentLoader {
     appliedSegment: number,
     /** The uuids taken lately: a load of rows certainly new skips the reads they vouch for. */
     private readonly recent: RecentUuids,
+    /** Gives back what DuckDB holds for changes not yet checkpointed (maintenance's checkpoint). */
+    private readonly relieveMemory: () => Promise<void> = async () => undefined,
   ) {
     this.done = appliedSegment;
   }
@@ -128,7 +138,7 @@ export class SegmentLoader {
     const batch: Queued[] = [];
     let rows = 0;
     for (const seg of this.queue) {
-      if (batch.length > 0 && rows + seg.rows > this.s.flushMaxRows) break;
+      if (batch.length > 0 && (this.narrow || rows + seg.rows > this.s.flushMaxRows)) break;
       batch.push(seg);
       rows += seg.rows;
     }
@@ -140,11 +150,28 @@ export class SegmentLoader {
       const watermark = batch[batch.length - 1].id;
       const result = await this.loadFiles(batch, watermark, rows);
       await this.loaded(batch, result, rows, started);
+      this.narrow = false;
     } catch (error) {
       this.failed(error);
+      if (isOutOfMemory(error)) return this.outOfMemory(batch[0], batch.length, error);
       // Isolate: the first segment on its own, salvaging its good rows if DuckDB refuses some.
       await this.loadAlone(batch[0]);
     }
+  }
+
+  /**
+   * A load found DuckDB at its memory cap. That is no fault of the rows, so they are neither
+   * salvaged (which holds the segment in memory once more) nor sent to the dead letters: DuckDB
+   * is told to checkpoint (what it has not checkpointed, it also holds in memory) and the load
+   * is tried again after the usual backoff, one segment at a time until one goes in. Only a
+   * segment that still fails alone, `OUT_OF_MEMORY_ATTEMPTS` times over, is dead-lettered.
+   */
+  private async outOfMemory(seg: Queued, segments: number, error: unknown): Promise<void> {
+    this.s.log.warn('event load out of memory: retried after a checkpoint', { segment: seg.id, segments, error: String(error) });
+    await this.relieveMemory();
+    if (segments === 1 && ++seg.attempts >= this.s.maxFlushAttempts * OUT_OF_MEMORY_ATTEMPTS) return this.deadLetter(seg, error);
+    this.narrow = true;
+    this.nextAt = this.s.now() + Math.min(10_000, this.s.flushRetryMs * 2 ** (this.failures - 1));
   }
 
   private async loadAlone(seg: Queued): Promise<void> {
@@ -158,6 +185,10 @@ export class SegmentLoader {
       } catch (error) {
         // A sink's refusal is retried whole, then dead-lettered: salvaging rows is DuckDB's.
         if (this.s.sink) throw error;
+        if (isOutOfMemory(error)) {
+          this.failed(error);
+          return this.outOfMemory(seg, 1, error);
+        }
         this.s.log.warn('event segment refused, salvaging its rows', { segment: seg.id, error: String(error) });
         const salvaged = await salvageSegment(this.db, this.s.dataDir, { id: seg.id, path: seg.loadPath }, parquetRoot(this.s.dataDir), this.prior([seg]));
         if (salvaged.rejected > 0) this.counters.deadLetters++;

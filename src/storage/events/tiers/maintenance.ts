@@ -55,6 +55,8 @@ const INDEX_BATCH_ROWS = 300_000;
 const INDEX_SPACING_MS = 1_000;
 /** Retention runs at start, soon after a project's retention changes, and at least this often. */
 const RETENTION_INTERVAL_MS = 3_600_000;
+/** How often DuckDB's WAL is looked at (`checkpointWalBytes`). */
+const WAL_CHECK_MS = 5_000;
 
 /**
  * Background upkeep, off the request path and serialized with itself: compaction of hot rows
@@ -74,6 +76,8 @@ export class Maintenance {
   private retired: Array<{ paths: readonly string[]; at: number }> = [];
   /** When DuckDB's WAL was last looked at (`s.now`): the first look is one interval after the store opens. */
   private lastWalCheck: number;
+  /** The checkpoint running, if one is. */
+  private checkpointing: Promise<void> | null = null;
   private lastIndex = 0;
   /** Files whose order this process has read (`checkOrder`). */
   private readonly orderChecked = new Set<string>();
@@ -118,23 +122,27 @@ export class Maintenance {
 
   /** Called periodically: start whatever is due, unless something is already running. */
   tick(): void {
-    if (this.busy) return;
     const now = this.s.now();
+    // Small loads and persons' changes land in DuckDB's WAL, and DuckDB holds what it has not
+    // checkpointed in memory too: its size is looked at every few seconds even while a merge or
+    // a copy runs (minutes under load), beside them rather than after.
+    if (now - this.lastWalCheck >= WAL_CHECK_MS) {
+      this.lastWalCheck = now;
+      void this.checkpoint(false);
+    }
+    if (this.busy) return;
     const hot = this.tiers.hot;
     const saturated = this.store.saturated();
     const compactDue = compactionDue(this.tiers.hotRows, hot[0]?.at ?? null, this.s, saturated, now);
     const purgeDue = this.purges.some((p) => p.at <= now) || this.retired.some((r) => r.at <= now);
     const retentionDue = this.s.retention !== null && now >= this.retentionDueAt;
     const merge = this.s.autoCompact ? pickMerge(this.tiers.snapshot.files, mergePolicy(this.s.merge, saturated), now) : null;
-    // Small loads land in DuckDB's own WAL: look at its size now and then.
-    const walCheck = now - this.lastWalCheck >= 5_000;
     const idle = !compactDue && !merge && !saturated && !this.store.backlog() && now - this.lastIndex >= INDEX_SPACING_MS;
     const index = idle ? this.tiers.unindexedFiles(INDEX_BATCH_ROWS) : [];
     const order = idle && index.length === 0 ? this.tiers.filesOfUnknownOrder(INDEX_BATCH_ROWS, this.orderChecked) : [];
     // One copy at a time, when nothing else is due (a day's sort and write takes seconds).
     const copy = idle && index.length === 0 ? (dueCopies(this.tiers.snapshot.files, this.tiers.personCopies, this.s.personCopies, now)[0] ?? null) : null;
-    if (!compactDue && !purgeDue && !retentionDue && !merge && !walCheck && index.length === 0 && order.length === 0 && !copy) return;
-    this.lastWalCheck = now;
+    if (!compactDue && !purgeDue && !retentionDue && !merge && index.length === 0 && order.length === 0 && !copy) return;
     this.busy = true;
     void this.exclusive(async () => {
       if (retentionDue) await this.applyRetention();
@@ -330,8 +338,22 @@ export class Maintenance {
     return true;
   }
 
-  /** CHECKPOINT when forced or when DuckDB's own WAL has grown past the threshold. */
+  /**
+   * CHECKPOINT when forced or when DuckDB's own WAL has grown past the threshold; one at a time
+   * (a call while one runs waits for it, then looks again).
+   */
   async checkpoint(force: boolean): Promise<void> {
+    while (this.checkpointing) await this.checkpointing;
+    const run = this.checkpointOnce(force);
+    this.checkpointing = run;
+    try {
+      await run;
+    } finally {
+      if (this.checkpointing === run) this.checkpointing = null;
+    }
+  }
+
+  private async checkpointOnce(force: boolean): Promise<void> {
     let walBytes = 0;
     try {
       walBytes = (await stat(`${this.db.path}.wal`)).size;

@@ -67,6 +67,44 @@ describe('dead letters', () => {
     expect((await uuidsOf(h)).length).toBe(51);
   });
 
+  test('a load that finds DuckDB at its memory cap is retried after a checkpoint, never salvaged or dead-lettered for it', async () => {
+    const OOM = 'Out of Memory Error: could not allocate block of size 30.5 MiB (481.1 MiB/488.2 MiB used)';
+    let failures = 6; // more than maxFlushAttempts: a bad segment would be in the dead letters by then
+    const loads: number[] = [];
+    h = await openHarness({
+      maxFlushAttempts: 2,
+      flushRetryMs: 5,
+      hooks: {
+        beforeLoad(segments) {
+          loads.push(segments.length);
+          if (failures-- > 0) throw new Error(OOM);
+        },
+      },
+    });
+    const hh = h;
+    // Three segments waiting together: the first load takes them all.
+    await Promise.all([0, 1, 2].map((k) => hh.store.append(Array.from({ length: 20 }, (_, n) => makeEvent(k * 20 + n)))));
+    await h.store.flush();
+    expect((await uuidsOf(h)).length).toBe(60);
+    expect(await listDeadLetters(h.dir)).toEqual([]);
+    expect(h.store.stats()).toMatchObject({ deadLetters: 0, flushFailures: 6 });
+    expect(h.store.stats().checkpoints).toBeGreaterThanOrEqual(6);
+    // After the first failure, one segment at a time until one went in.
+    expect(loads.slice(1, 7).every((n) => n === 1)).toBe(true);
+  });
+
+  test('a segment that runs out of memory even alone is dead-lettered only after four times maxFlushAttempts', async () => {
+    let tries = 0;
+    h = await openHarness({ maxFlushAttempts: 2, flushRetryMs: 1, hooks: { beforeLoad() { tries++; throw new Error('Out of Memory Error: failed to pin block of size 256.0 KiB'); } } });
+    await h.store.append(Array.from({ length: 10 }, (_, n) => makeEvent(n)));
+    await h.store.flush();
+    expect(tries).toBe(8);
+    const letters = await listDeadLetters(h.dir);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ source: 'segment', rows: 10 });
+    expect(letters[0].reason).toContain('Out of Memory Error');
+  });
+
   test('rows replayed from the dead letters (never in the recent-uuid filter) are read by the dedupe check of later loads', async () => {
     let broken = true;
     const hooks = {

@@ -3,6 +3,9 @@ import { copyFile, mkdir, readdir, rename, stat, writeFile } from 'node:fs/promi
 import { join, relative } from 'node:path';
 import { makeEvent, openHarness, testClock, until, type Harness } from '../helpers';
 import { disjointNewestFirst } from '../../../../src/storage/events/read/relation';
+import { Maintenance } from '../../../../src/storage/events/tiers/maintenance';
+import { Tiers } from '../../../../src/storage/events/tiers/tiers';
+import { newCounters, resolveSettings } from '../../../../src/storage/events/settings';
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -108,6 +111,36 @@ describe('compaction', () => {
     await until(() => hh.store.stats().checkpoints > 0);
     expect(await walBytes()).toBeLessThan(256 * 1024);
     expect((await allRows(h)).length).toBe(1200);
+  });
+
+  test("DuckDB's WAL is checkpointed past the threshold while other upkeep (a merge, a copy) still runs", async () => {
+    h = await openHarness({ compactMinRows: 1_000_000 });
+    const hh = h;
+    const walBytes = async () => (await stat(`${hh.db.path}.wal`).catch(() => ({ size: 0 }))).size;
+    for (let i = 0; i < 6; i++) {
+      await h.store.append(Array.from({ length: 200 }, (_, n) => makeEvent(i * 200 + n)));
+      await h.store.flush();
+    }
+    expect(await walBytes()).toBeGreaterThan(256 * 1024);
+    // An upkeep of its own, over the same database, on a clock of its own (the store's stands still).
+    const clock = testClock();
+    const counters = newCounters();
+    const upkeep = new Maintenance(h.db, resolveSettings({ dataDir: h.dir, checkpointWalBytes: 256 * 1024, autoCompact: false, now: clock.now }), new Tiers({ compactedSegment: 0, files: [] }), counters, {
+      loadedSegment: () => 0,
+      saturated: () => false,
+      backlog: () => false,
+    });
+    let release = () => undefined as void;
+    const held = upkeep.exclusive(() => new Promise<void>((r) => (release = r)));
+    try {
+      clock.advance(5_000);
+      upkeep.tick();
+      await until(() => counters.checkpoints > 0);
+      expect(await walBytes()).toBeLessThan(256 * 1024);
+    } finally {
+      release();
+      await held;
+    }
   });
 
   test('small files of a team-day are merged into one sorted file, same rows, old files gone after the grace period', async () => {
