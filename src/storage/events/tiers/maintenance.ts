@@ -365,7 +365,10 @@ export class Maintenance {
       await this.db.run('CHECKPOINT');
       this.counters.checkpoints++;
     } catch (error) {
-      this.s.log.warn('checkpoint skipped', { error: String(error) });
+      // DuckDB refuses while another connection writes (a load, a persons flush): usual under
+      // load, and the next look (WAL_CHECK_MS) tries again.
+      const busy = /other write transactions active/.test(String(error));
+      this.s.log[busy ? 'debug' : 'warn']('checkpoint skipped', { error: String(error) });
     }
   }
 }
