@@ -33,6 +33,17 @@ async function parquetFiles(hh: Harness): Promise<string[]> {
   return entries.filter((e) => e.isFile()).map((e) => relative(root, join(e.parentPath, e.name))).sort();
 }
 
+/** Bytes of DuckDB's own WAL. */
+const walBytes = async (hh: Harness) => (await stat(`${hh.db.path}.wal`).catch(() => ({ size: 0 }))).size;
+
+/** `count` loads of 200 rows, each small enough for the hot table: through DuckDB's WAL. */
+async function smallLoads(hh: Harness, count: number) {
+  for (let i = 0; i < count; i++) {
+    await hh.store.append(Array.from({ length: 200 }, (_, n) => makeEvent(i * 200 + n)));
+    await hh.store.flush();
+  }
+}
+
 describe('compaction', () => {
   test('the same rows before and after, in day partitions named from ids, sorted by time', async () => {
     h = await openHarness();
@@ -99,29 +110,20 @@ describe('compaction', () => {
     const clock = testClock();
     h = await openHarness({ autoCompact: true, compactMinRows: 1_000_000, checkpointWalBytes: 256 * 1024, now: clock.now });
     const hh = h;
-    const walBytes = async () => (await stat(`${hh.db.path}.wal`).catch(() => ({ size: 0 }))).size;
-    // Small loads go to the hot table, through DuckDB's WAL.
-    for (let i = 0; i < 6; i++) {
-      await h.store.append(Array.from({ length: 200 }, (_, n) => makeEvent(i * 200 + n)));
-      await h.store.flush();
-    }
-    expect(await walBytes()).toBeGreaterThan(256 * 1024);
+    await smallLoads(h, 6);
+    expect(await walBytes(hh)).toBeGreaterThan(256 * 1024);
     expect(h.store.stats().checkpoints).toBe(0);
     clock.advance(5_000);
     await until(() => hh.store.stats().checkpoints > 0);
-    expect(await walBytes()).toBeLessThan(256 * 1024);
+    expect(await walBytes(hh)).toBeLessThan(256 * 1024);
     expect((await allRows(h)).length).toBe(1200);
   });
 
   test("DuckDB's WAL is checkpointed past the threshold while other upkeep (a merge, a copy) still runs", async () => {
     h = await openHarness({ compactMinRows: 1_000_000 });
     const hh = h;
-    const walBytes = async () => (await stat(`${hh.db.path}.wal`).catch(() => ({ size: 0 }))).size;
-    for (let i = 0; i < 6; i++) {
-      await h.store.append(Array.from({ length: 200 }, (_, n) => makeEvent(i * 200 + n)));
-      await h.store.flush();
-    }
-    expect(await walBytes()).toBeGreaterThan(256 * 1024);
+    await smallLoads(h, 6);
+    expect(await walBytes(hh)).toBeGreaterThan(256 * 1024);
     // An upkeep of its own, over the same database, on a clock of its own (the store's stands still).
     const clock = testClock();
     const counters = newCounters();
@@ -136,7 +138,7 @@ describe('compaction', () => {
       clock.advance(5_000);
       upkeep.tick();
       await until(() => counters.checkpoints > 0);
-      expect(await walBytes()).toBeLessThan(256 * 1024);
+      expect(await walBytes(hh)).toBeLessThan(256 * 1024);
     } finally {
       release();
       await held;
