@@ -275,3 +275,6 @@ export function translateConstraintError(error: unknown, detail: string, attr: s
   }
   throw error;
 }
+
+/** DuckDB refused a statement for lack of memory under its cap (`DUCKDB_MEMORY_LIMIT`). */
+export const isOutOfMemory = (error: unknown): boolean => /^Out of Memory Error/.test(error instanceof Error ? error.message : String(error));

@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Database } from '../../db';
+import { isOutOfMemory, type Database } from '../../db';
 import { deadLetterDir, deadLetterSegmentFile } from '../log/dead-letters';
 import { syncFile } from '../log/fs-sync';
 import { MarkWaiters } from '../mark-waiters';
@@ -23,9 +23,6 @@ const SPEED_MIN_BYTES = 4 * MiB;
 
 /** A segment loaded alone is dead-lettered for lack of memory only after this many times `maxFlushAttempts` tries. */
 const OUT_OF_MEMORY_ATTEMPTS = 4;
-
-/** DuckDB refused a statement for lack of memory under its cap (`DUCKDB_MEMORY_LIMIT`). */
-const isOutOfMemory = (error: unknown): boolean => /^Out of Memory Error/.test(error instanceof Error ? error.message : String(error));
 
 /**
  * The loading stage: puts processed segments (processor.ts) into DuckDB, oldest first,

@@ -1,5 +1,6 @@
 import { queryTimeout } from '../../../core/query';
 import { AppError, isAppError } from '../../../errors';
+import { isOutOfMemory } from '../../db';
 
 /** DuckDB error classes a request can cause by what it asks for (values, types, ranges). */
 const REQUEST_ERRORS = /^(Conversion|Invalid Input|Out of Range|Binder|Mismatch Type|Not implemented|Invalid Type) Error: ?(.*)$/s;
@@ -21,7 +22,7 @@ export function translateQueryError(error: unknown, attr: string | null): unknow
   }
   // Large events (up to 1 MiB each) are read 2,048 rows at a time, and parsing their JSON can
   // pass the memory cap: that query fails alone, and the client is told how to narrow it.
-  if (/^Out of Memory Error/.test(message)) {
+  if (isOutOfMemory(error)) {
     return new AppError(
       'unavailable',
       'The query needs more memory than DUCKDB_MEMORY_LIMIT allows (large events): narrow it down (a time range, fewer events, select the columns) and retry.',
