@@ -252,11 +252,31 @@ export async function inTransaction<T>(c: DuckDBConnection, fn: () => Promise<T>
 }
 
 /** What the engine's buffer manager holds in memory, and what it spilled to its temporary directory (bytes). */
-export async function memoryUsage(db: Database): Promise<{ usedBytes: number; spilledBytes: number; limitBytes: number }> {
-  const [row] = await db.query<{ used: number | null; spilled: number | null; cap: string }>(
-    "SELECT sum(memory_usage_bytes) AS used, sum(temporary_storage_bytes) AS spilled, current_setting('memory_limit') AS cap FROM duckdb_memory()",
+export interface MemoryUsage {
+  usedBytes: number;
+  spilledBytes: number;
+  limitBytes: number;
+  /**
+   * `usedBytes` by what holds it, in the engine's own words lowercased (`base_table`,
+   * `order_by`, `object_cache`, ...; kinds holding nothing are left out): what an operator
+   * needs to see to tell which work fills the cap.
+   */
+  byKind: Record<string, number>;
+}
+
+export async function memoryUsage(db: Database): Promise<MemoryUsage> {
+  const rows = await db.query<{ tag: string; used: number; spilled: number; cap: string }>(
+    "SELECT tag, memory_usage_bytes AS used, temporary_storage_bytes AS spilled, current_setting('memory_limit') AS cap FROM duckdb_memory()",
   );
-  return { usedBytes: Number(row?.used ?? 0), spilledBytes: Number(row?.spilled ?? 0), limitBytes: parseByteSize(String(row?.cap ?? '')) };
+  const byKind: Record<string, number> = {};
+  let usedBytes = 0;
+  let spilledBytes = 0;
+  for (const r of rows) {
+    usedBytes += Number(r.used);
+    spilledBytes += Number(r.spilled);
+    if (Number(r.used) > 0) byKind[String(r.tag).toLowerCase()] = Number(r.used);
+  }
+  return { usedBytes, spilledBytes, limitBytes: parseByteSize(String(rows[0]?.cap ?? '')), byKind };
 }
 
 const UNITS: Record<string, number> = { bytes: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 };

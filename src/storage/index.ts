@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { memoryUsage, openDatabase, type Database } from './db';
+import { memoryUsage, openDatabase, type Database, type MemoryUsage } from './db';
 import { migrate } from './migrations';
 import type { ManagementStore, Project, ProjectSettings } from './management/types';
 import { retentionDays } from '../core/projects/retention';
@@ -108,7 +108,7 @@ export interface Storage {
    */
   backup(dir: string): Promise<BackupSummary>;
   /** Memory the store holds now, what it spilled to disk, and its cap (bytes). */
-  memoryUsage(): Promise<{ usedBytes: number; spilledBytes: number; limitBytes: number }>;
+  memoryUsage(): Promise<MemoryUsage>;
   close(): Promise<void>;
 }
 

@@ -83,6 +83,14 @@ describe('GET /metrics', () => {
     expect(after.value('hogbase_parquet_rows')).toBe(3);
     expect(after.value('hogbase_parquet_bytes')).toBeGreaterThan(0);
     expect(after.value('hogbase_dead_letters')).toBe(0);
+    // The store's memory by what holds it: the kinds it holds now, adding up to the total.
+    const kinds = after.samples.filter((s) => s.name === 'hogbase_storage_memory_kind_bytes');
+    expect(kinds.length).toBeGreaterThan(0);
+    for (const k of kinds) {
+      expect(k.labels.kind).toMatch(/^[a-z_]+$/);
+      expect(k.value).toBeGreaterThan(0);
+    }
+    expect(kinds.reduce((n, k) => n + k.value, 0)).toBe(after.value('hogbase_storage_memory_bytes'));
     // Unknown paths share one label, so they cannot grow the series.
     await t.call('GET', '/no/such/path', { key: null });
     await t.call('GET', '/another/one', { key: null });

@@ -55,6 +55,12 @@ export async function collectMetrics(deps: Deps): Promise<MetricFamily[]> {
     },
     { name: 'hogbase_query_duration_seconds', help: 'Duration of events-API statements, to their last row.', type: 'histogram', samples: [{ value: metrics.querySeconds }] },
     gauge('hogbase_storage_memory_bytes', 'Memory the analytical store holds now (capped by DUCKDB_MEMORY_LIMIT).', memory.usedBytes),
+    {
+      name: 'hogbase_storage_memory_kind_bytes',
+      help: 'hogbase_storage_memory_bytes by what holds it, in the analytical store\'s own words (base_table, order_by, object_cache, ...).',
+      type: 'gauge',
+      samples: Object.entries(memory.byKind).map(([kind, value]) => ({ labels: { kind }, value })),
+    },
     gauge('hogbase_storage_memory_limit_bytes', 'The analytical store\'s memory cap (DUCKDB_MEMORY_LIMIT, as the store reads it back).', memory.limitBytes),
     gauge('hogbase_storage_spilled_bytes', 'Bytes the analytical store has spilled to DATA_DIR/tmp.', memory.spilledBytes),
     gauge('process_resident_memory_bytes', 'Resident memory size of the process.', process.memoryUsage.rss()),
