@@ -7,6 +7,20 @@ import type { EventSink, EventStoreLogger, EventStoreOptions, ProcessIntake } fr
 
 export const MiB = 1024 * 1024;
 
+/**
+ * The share of DuckDB's memory cap one load may take. A load sorts its rows by time before
+ * writing them (`flush.ts`), and the sort holds about as many bytes as the processed rows: as a
+ * backlog built, loads of a few hundred MB filled the cap beside merges, queries' footers and
+ * the CSV reader's buffers, and failed out of memory (see bench/NOTES.md).
+ */
+const LOAD_SHARE_OF_CAP = 1 / 8;
+
+/** The most bytes one load takes under a DuckDB cap of `capBytes` (NaN: unknown, DuckDB's default cap assumed). */
+export function loadMaxBytesFor(capBytes: number): number {
+  const cap = Number.isFinite(capBytes) && capBytes > 0 ? capBytes : 512e6;
+  return Math.max(8 * MiB, Math.floor(cap * LOAD_SHARE_OF_CAP));
+}
+
 /** Every option resolved to its value (defaults documented on `EventStoreOptions`). */
 export interface Settings {
   dataDir: string;
@@ -21,7 +35,7 @@ export interface Settings {
   minFreeDiskBytes: number;
   /** DuckDB's threads while ingestion saturates the store (`SaturatedThreads`). */
   saturatedThreads: number;
-  flushMaxRows: number;
+  loadMaxBytes: number;
   maxFlushAttempts: number;
   flushRetryMs: number;
   compactMinRows: number;
@@ -75,7 +89,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     maxQueuedBytes: o.maxQueuedBytes ?? 64 * MiB,
     minFreeDiskBytes: o.minFreeDiskBytes ?? 256 * MiB,
     saturatedThreads: threadsLeft(o.cores ?? availableParallelism(), o.busyThreads ?? 2),
-    flushMaxRows: o.flushMaxRows ?? 300_000,
+    loadMaxBytes: o.loadMaxBytes ?? loadMaxBytesFor(Number.NaN),
     maxFlushAttempts: o.maxFlushAttempts ?? 5,
     flushRetryMs: o.flushRetryMs ?? 200,
     compactMinRows: o.compactMinRows ?? 1_000_000,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { StoredEventRow } from '../../core/events/columns';
 import { AppError } from '../../errors';
-import type { Database, SqlParam } from '../db';
+import { memoryUsage, type Database, type SqlParam } from '../db';
 import { migrate } from '../migrations';
 import { DiskSpace } from './disk-space';
 import { listDeadLetters } from './log/dead-letters';
@@ -22,7 +22,7 @@ import { SaturatedThreads } from './tiers/saturated-threads';
 import { buildEventsRelation, streamQuery, type EventsRelation, type StreamOptions, type TimeRange } from './read/relation';
 import { eventMigrations } from './tiers/schema';
 import type { ErasedEvents, PersonMatch } from './tiers/erasure';
-import { newCounters, resolveSettings, type Settings } from './settings';
+import { loadMaxBytesFor, newCounters, resolveSettings, type Settings } from './settings';
 import { Tiers } from './tiers/tiers';
 import type { EventStore, EventStoreOptions, EventStoreStats, IntakeInput, RelationOptions, ReplayResult } from './types';
 import { encodeFrame, intakeParts } from './log/frames';
@@ -64,7 +64,7 @@ export async function createEventStore(db: Database, options: EventStoreOptions)
   await migrate(db, eventMigrations);
   // Parquet files are immutable (new names for new content): caching their metadata is safe.
   await db.run('SET GLOBAL parquet_metadata_cache = true').catch(() => undefined);
-  const s = resolveSettings(options);
+  const s = resolveSettings({ ...options, loadMaxBytes: options.loadMaxBytes ?? loadMaxBytesFor((await memoryUsage(db)).limitBytes) });
   const [state] = await db.query<{ applied_segment: number; compacted_segment: number; purged_segment: number }>(
     'SELECT applied_segment, compacted_segment, purged_segment FROM event_store_state WHERE id = 1',
   );

@@ -145,8 +145,11 @@ export interface EventStoreOptions {
   /** The machine's cores (default `os.availableParallelism()`). */
   cores?: number;
   relaxedSyncMs?: number;
-  /** Most rows loaded in one DuckDB transaction (default 600,000). */
-  flushMaxRows?: number;
+  /**
+   * Most bytes of processed segments loaded in one DuckDB transaction (default: an eighth of
+   * DuckDB's memory cap, `loadMaxBytesFor`). A segment larger than this is loaded alone.
+   */
+  loadMaxBytes?: number;
   /** Attempts (fast path, then salvage) before a segment is moved to the dead letters (default 5). */
   maxFlushAttempts?: number;
   /** First retry delay after a failed load; doubles up to 10 s (default 200 ms). */

@@ -169,6 +169,35 @@ describe('intake', () => {
     expect(await uuidsOf(hh)).toEqual([0, 1, 2, 3, 4, 5].map(uuid));
   });
 
+  test('a backlog is loaded in loads of at most loadMaxBytes of processed rows, all of it once', async () => {
+    const loads: number[][] = [];
+    let stalled: Promise<void> | null = null;
+    const hooks = { beforeLoad: (segs: readonly { loadBytes?: number }[]) => (loads.push(segs.map((seg) => seg.loadBytes ?? -1)), stalled ?? undefined) };
+    // Ten events a segment, each segment about the same processed bytes (ids of one width).
+    h = await open({ bufferMaxAgeMs: 60_000, bufferMaxRows: 10, hooks });
+    await capture(h, rawEvents(100, 10));
+    await h.store.flush();
+    const [[one]] = loads;
+    expect(one).toBeGreaterThan(0);
+    let release!: () => void;
+    stalled = new Promise<void>((resolve) => (release = resolve));
+    const limit = Math.floor(2.5 * one);
+    await h.reopen({ intake: processIntake, bufferMaxAgeMs: 60_000, bufferMaxRows: 10, loadMaxBytes: limit, hooks });
+    loads.length = 0;
+    // The first load hangs while six more segments are logged and processed behind it.
+    await capture(h, rawEvents(110, 10));
+    await until(() => loads.length === 1);
+    for (let k = 0; k < 6; k++) await capture(h, rawEvents(120 + 10 * k, 10));
+    await until(() => h!.store.stats().walSegments >= 6);
+    stalled = null;
+    release();
+    await h.store.flush();
+    // Segments of ~`one` bytes: two a load fit under 2.5 times that, three do not.
+    expect(loads.map((l) => l.length)).toEqual([1, 2, 2, 2]);
+    for (const l of loads.flat()) expect(Math.abs(l - one)).toBeLessThan(0.05 * one);
+    expect(await uuidsOf(h)).toEqual(Array.from({ length: 80 }, (_, i) => uuid(100 + i)));
+  });
+
   test('small loads leave the load speed a query\'s wait is judged by as it was (their time is mostly a load\'s fixed cost)', async () => {
     let loads = 0;
     h = await open({ bufferMaxAgeMs: 60_000, visibilityTimeoutMs: 10, hooks: { beforeLoad: () => void loads++ } });

@@ -13,7 +13,7 @@ import { ANY_TEAM } from '../log/recovery';
 import { observe } from '../../../core/metrics/histogram';
 import { countFailure, MiB, type Counters, type Settings } from '../settings';
 import type { Tiers } from '../tiers/tiers';
-import { bytesOf, mergeSpans, type SealedSegment, type TimeSpan } from '../log/segments';
+import { bytesOf, loadBytesOf, mergeSpans, type SealedSegment, type TimeSpan } from '../log/segments';
 
 /**
  * Loads smaller than this leave the load speed (`bytesPerSec`) as it is: their time is mostly
@@ -134,10 +134,12 @@ export class SegmentLoader {
   private async loadBatch(): Promise<void> {
     const batch: Queued[] = [];
     let rows = 0;
+    let bytes = 0;
     for (const seg of this.queue) {
-      if (batch.length > 0 && (this.narrow || rows + seg.rows > this.s.flushMaxRows)) break;
+      if (batch.length > 0 && (this.narrow || bytes + loadBytesOf(seg) > this.s.loadMaxBytes)) break;
       batch.push(seg);
       rows += seg.rows;
+      bytes += loadBytesOf(seg);
     }
     if (batch.length === 0) return;
     const started = performance.now();

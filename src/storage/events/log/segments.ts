@@ -56,6 +56,8 @@ export interface SealedSegment {
    * DuckDB reads (see `EncodedRows`): the load takes them without checking each as JSON.
    */
   checkedJson?: boolean;
+  /** Bytes of its processed copy, the rows a load reads (absent: not processed yet, or its log file is what is loaded). */
+  loadBytes?: number;
 }
 
 export type TimeSpan = [lo: number, hi: number];
@@ -66,6 +68,9 @@ export function bytesOf(segments: readonly SealedSegment[], upTo = Infinity): nu
   for (const seg of segments) if (seg.id <= upTo) n += seg.bytes;
   return n;
 }
+
+/** What loading the segment reads: its processed copy's bytes, or its log file's. */
+export const loadBytesOf = (seg: SealedSegment): number => seg.loadBytes ?? seg.bytes;
 
 /** Merge `from` into `into` (widening each team's span); `undefined` (unknown) wins. */
 export function mergeSpans(into: Map<number, TimeSpan> | undefined, from: ReadonlyMap<number, TimeSpan> | undefined): Map<number, TimeSpan> | undefined {

@@ -13,6 +13,8 @@ export class ProcWriter {
   private tail: Promise<void> = Promise.resolve();
   private file: FileHandle | null = null;
   private error: unknown = null;
+  /** Bytes written so far. */
+  bytes = 0;
 
   constructor(readonly path: string) {}
 
@@ -31,6 +33,7 @@ export class ProcWriter {
             const { bytesWritten } = await this.file.writev(parts);
             if (bytesWritten <= 0) throw new Error(`short write to ${this.path}`);
             written += bytesWritten;
+            this.bytes += bytesWritten;
             if (written < total) parts = [Buffer.concat(parts).subarray(bytesWritten)];
           }
         } catch (error) {

@@ -283,6 +283,7 @@ export class SegmentProcessor {
     this.states.delete(seg.id);
     await st.writer.finish();
     seg.loadPath = st.writer.path;
+    seg.loadBytes = st.writer.bytes;
     seg.rows = st.rows;
     seg.spans = st.spans;
     seg.mayRepeat = seg.mayRepeat !== false || st.mayRepeat;

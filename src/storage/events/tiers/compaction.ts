@@ -43,13 +43,19 @@ export interface MergePolicy {
   minFiles: number;
   /** ...each registered at least this long ago (fresh files still serve the load dedupe window)... */
   minAgeMs: number;
-  /** ...and each smaller than this (big files are left alone). */
+  /** ...and each smaller than this (big files are left alone); a merge writes at most this many rows. */
   maxFileRows: number;
   /** At most this many files in one merge, the oldest first (absent: all of them). */
   maxFiles?: number;
 }
 
-/** Pick one partition to merge: the one with the most small, settled files. */
+/**
+ * Pick one partition to merge: the one with the most small, settled files, of which a merge takes
+ * the oldest that together stay within `maxFileRows` (a file that would pass it waits for
+ * another merge). Unbounded, merges of files just under the limit wrote files of several million
+ * rows, and such a merge held enough of DuckDB's memory to leave the loads beside it out of
+ * memory (see bench/NOTES.md).
+ */
 export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, now: number): ParquetFile[] | null {
   const groups = new Map<string, ParquetFile[]>();
   for (const f of files) {
@@ -60,8 +66,29 @@ export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, no
     else groups.set(key, [f]);
   }
   let best: ParquetFile[] | null = null;
-  for (const g of groups.values()) if (g.length >= policy.minFiles && (!best || g.length > best.length)) best = g;
-  return best && policy.maxFiles !== undefined && best.length > policy.maxFiles ? [...best].sort((a, b) => a.createdAt - b.createdAt).slice(0, policy.maxFiles) : best;
+  let bestCount = 0;
+  for (const g of groups.values()) {
+    if (g.length < policy.minFiles || g.length <= bestCount) continue;
+    const pick = withinRows(g, policy);
+    if (pick.length >= 2) {
+      best = pick;
+      bestCount = g.length;
+    }
+  }
+  return best;
+}
+
+/** The oldest of a partition's small files that fit one merge (`maxFiles`, `maxFileRows`). */
+function withinRows(group: readonly ParquetFile[], policy: MergePolicy): ParquetFile[] {
+  const pick: ParquetFile[] = [];
+  let rows = 0;
+  for (const f of [...group].sort((a, b) => a.createdAt - b.createdAt)) {
+    if (pick.length === (policy.maxFiles ?? Infinity)) break;
+    if (rows + f.rows > policy.maxFileRows) continue;
+    pick.push(f);
+    rows += f.rows;
+  }
+  return pick;
 }
 
 /**

@@ -29,6 +29,22 @@ describe('background work under saturation', () => {
     expect(pickMerge(files, policy, NOW)).toHaveLength(31); // the bare policy: all of them
   });
 
+  test('a merge writes at most maxFileRows: it takes the oldest small files that fit together, and none when no two fit', () => {
+    const file = (i: number, rows: number): ParquetFile =>
+      ({ path: `1/2024-01-01/f${i}.parquet`, teamId: 1, day: '2024-01-01', rows, minTs: i, maxTs: i, createdAt: 1000 + i }) as unknown as ParquetFile;
+    const policy = { minFiles: 3, minAgeMs: 0, maxFileRows: 1000 };
+    const picked = (files: ParquetFile[]) => pickMerge(files, policy, NOW)?.map((f) => f.path.slice(13)) ?? null;
+    // 600 + 300 fit; 700 would pass 1000 and waits; 100 still fits.
+    expect(picked([file(1, 600), file(2, 700), file(3, 300), file(4, 100), file(5, 50)])).toEqual(['f1.parquet', 'f3.parquet', 'f4.parquet']);
+    // Three small files, no two within the limit: nothing to merge.
+    expect(picked([file(1, 600), file(2, 700), file(3, 999)])).toBeNull();
+    // The files at the limit are left alone and do not count.
+    expect(picked([file(1, 1000), file(2, 5000), file(3, 10), file(4, 20)])).toBeNull();
+    // The partition with the most small files wins only when some of them fit together.
+    const other = (i: number, rows: number) => ({ ...file(i, rows), day: '2024-01-02', path: `1/2024-01-02/g${i}.parquet` }) as ParquetFile;
+    expect(picked([file(1, 900), file(2, 900), file(3, 900), file(4, 900), other(5, 10), other(6, 10), other(7, 10)])).toEqual(['g5.parquet', 'g6.parquet', 'g7.parquet']);
+  });
+
   test('a compaction run takes the oldest loads up to its row budget, at least one, else everything loaded', () => {
     const hot = [
       { seg: 3, rows: 600 },
