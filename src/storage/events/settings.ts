@@ -77,19 +77,21 @@ export interface Settings {
 const silentLogger: EventStoreLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
 export function resolveSettings(o: EventStoreOptions): Settings {
+  const loadMaxBytes = o.loadMaxBytes ?? loadMaxBytesFor(Number.NaN);
   return {
     dataDir: o.dataDir,
     durable: (o.durability ?? 'durable') === 'durable',
     groupCommitMs: o.groupCommitMs ?? 0,
     segmentMaxRows: o.bufferMaxRows ?? 200_000,
-    segmentMaxBytes: o.segmentMaxBytes ?? 256 * MiB,
+    // A segment is loaded whole: one larger than a load (a burst sealed by age) would be a larger sort.
+    segmentMaxBytes: o.segmentMaxBytes ?? loadMaxBytes,
     segmentMaxAgeMs: o.bufferMaxAgeMs ?? 1000,
     relaxedSyncMs: o.relaxedSyncMs ?? 1000,
     maxPendingBytes: o.maxPendingBytes ?? 2048 * MiB,
     maxQueuedBytes: o.maxQueuedBytes ?? 64 * MiB,
     minFreeDiskBytes: o.minFreeDiskBytes ?? 256 * MiB,
     saturatedThreads: threadsLeft(o.cores ?? availableParallelism(), o.busyThreads ?? 2),
-    loadMaxBytes: o.loadMaxBytes ?? loadMaxBytesFor(Number.NaN),
+    loadMaxBytes,
     maxFlushAttempts: o.maxFlushAttempts ?? 5,
     flushRetryMs: o.flushRetryMs ?? 200,
     compactMinRows: o.compactMinRows ?? 1_000_000,

@@ -128,7 +128,7 @@ export interface EventStoreOptions {
   bufferMaxRows?: number;
   /** Age after which a non-empty segment is loaded anyway (default 1,000 ms). */
   bufferMaxAgeMs?: number;
-  /** Bytes per WAL segment (default 256 MiB). */
+  /** Bytes per WAL segment (default `loadMaxBytes`: a segment is loaded whole). */
   segmentMaxBytes?: number;
   /** Cap on acknowledged-but-not-loaded bytes plus queued bytes; beyond it, append rejects with 503 (default 2 GiB: on disk, so a burst of large batches is absorbed rather than refused). */
   maxPendingBytes?: number;

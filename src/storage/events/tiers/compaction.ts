@@ -78,11 +78,18 @@ export function pickMerge(files: readonly ParquetFile[], policy: MergePolicy, no
   return best;
 }
 
-/** The oldest of a partition's small files that fit one merge (`maxFiles`, `maxFileRows`). */
+/**
+ * The oldest of a partition's small files that fit one merge (`maxFiles`, `maxFileRows`), among
+ * those that fit beside at least one other: a file too large to pair with any would otherwise,
+ * being the oldest, leave every merge at one file and stop merges for good.
+ */
 function withinRows(group: readonly ParquetFile[], policy: MergePolicy): ParquetFile[] {
+  if (group.length < 2) return [];
+  const [least, next] = group.map((f) => f.rows).sort((a, b) => a - b);
+  const pairs = group.filter((f) => f.rows + (f.rows === least ? next : least) <= policy.maxFileRows);
   const pick: ParquetFile[] = [];
   let rows = 0;
-  for (const f of [...group].sort((a, b) => a.createdAt - b.createdAt)) {
+  for (const f of pairs.sort((a, b) => a.createdAt - b.createdAt)) {
     if (pick.length === (policy.maxFiles ?? Infinity)) break;
     if (rows + f.rows > policy.maxFileRows) continue;
     pick.push(f);

@@ -29,13 +29,15 @@ describe('background work under saturation', () => {
     expect(pickMerge(files, policy, NOW)).toHaveLength(31); // the bare policy: all of them
   });
 
-  test('a merge writes at most maxFileRows: it takes the oldest small files that fit together, and none when no two fit', () => {
+  test('a merge writes at most maxFileRows: it takes the oldest small files that fit together, passing over one that fits beside none, and none when no two fit', () => {
     const file = (i: number, rows: number): ParquetFile =>
       ({ path: `1/2024-01-01/f${i}.parquet`, teamId: 1, day: '2024-01-01', rows, minTs: i, maxTs: i, createdAt: 1000 + i }) as unknown as ParquetFile;
     const policy = { minFiles: 3, minAgeMs: 0, maxFileRows: 1000 };
     const picked = (files: ParquetFile[]) => pickMerge(files, policy, NOW)?.map((f) => f.path.slice(13)) ?? null;
     // 600 + 300 fit; 700 would pass 1000 and waits; 100 still fits.
     expect(picked([file(1, 600), file(2, 700), file(3, 300), file(4, 100), file(5, 50)])).toEqual(['f1.parquet', 'f3.parquet', 'f4.parquet']);
+    // The oldest file fits beside none of the others: it is passed over, not merged alone, and the others still merge.
+    expect(picked([file(1, 990), file(2, 100), file(3, 200), file(4, 300)])).toEqual(['f2.parquet', 'f3.parquet', 'f4.parquet']);
     // Three small files, no two within the limit: nothing to merge.
     expect(picked([file(1, 600), file(2, 700), file(3, 999)])).toBeNull();
     // The files at the limit are left alone and do not count.
