@@ -27,8 +27,8 @@ export interface Database {
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** Borrow the exclusive write connection (for appenders and bulk loads). */
   withWriter<T>(fn: (connection: DuckDBConnection) => Promise<T>): Promise<T>;
-  /** Borrow a read connection (for streaming results, and for work that reads Parquet files once: see `ReaderOptions`). */
-  withReader<T>(fn: (connection: DuckDBConnection) => Promise<T>, options?: ReaderOptions): Promise<T>;
+  /** Borrow a read connection (for streaming results, and for work that holds one connection for several statements). */
+  withReader<T>(fn: (connection: DuckDBConnection) => Promise<T>): Promise<T>;
   /**
    * DuckDB's worker threads from now on: one setting for the whole database (statements running
    * meanwhile go on with the new count). Null: the count it was opened with, which is also the
@@ -37,20 +37,6 @@ export interface Database {
   setThreads(threads: number | null): Promise<void>;
   close(): Promise<void>;
 }
-
-export interface ReaderOptions {
-  /**
-   * False for work that reads each Parquet file once, most of them deleted soon after (merges,
-   * copies, erasure, start-up scans): the footers it reads are not kept in DuckDB's footer cache.
-   * That cache has no size of its own and gives entries up only when DuckDB nears its memory
-   * cap, and a file merged away leaves its entry behind, so such reads would only grow it.
-   * Queries keep footers (default true): they read the same files again.
-   */
-  keepFooters?: boolean;
-}
-
-/** The options of a borrow that reads each file once (see `ReaderOptions`). */
-export const ONCE: ReaderOptions = { keepFooters: false };
 
 export interface Tx {
   query<T = Row>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
@@ -103,18 +89,21 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
     throw error;
   }
   // Every timestamp is UTC; the query compiler's date handling relies on a UTC session.
-  const connect = async (keepFooters: boolean) => {
+  const connect = async () => {
     const c = await instance.connect();
     await c.run("SET TimeZone = 'UTC'");
-    await keepFootersOn(c, keepFooters);
     return c;
   };
-  // The write connection loads: its reads (a load's dedupe of recent files, the read-back of what
-  // it wrote) touch files that merges soon replace, so it keeps no footers (see ReaderOptions).
-  const writer = await connect(false);
+  const writer = await connect();
+  // Nor the footers of the Parquet files it reads (off by default; said here so a changed DuckDB
+  // default cannot turn it on): that cache has no size of its own, a merged-away file's footer
+  // stays in it, and the memory it takes is several times what DuckDB counts against its cap, so
+  // it grew with every file ever read (see bench/NOTES.md). A setting of the Parquet extension,
+  // which DuckDB loads on first use, so not one of the options above.
+  await writer.run('SET GLOBAL parquet_metadata_cache = false');
   const openedThreads = Number((await readRows(writer, "SELECT current_setting('threads') AS threads", []))[0]?.threads);
   const readers: DuckDBConnection[] = [];
-  for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await connect(true));
+  for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await connect());
   const idleReaders = [...readers];
   const readerWaiters: Array<(c: DuckDBConnection) => void> = [];
   let writeChain: Promise<unknown> = Promise.resolve();
@@ -179,15 +168,11 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
         }
       }),
     withWriter: (fn) => exclusive(() => fn(writer)),
-    async withReader(fn, options = {}) {
+    async withReader(fn) {
       const c = await acquireReader();
-      const once = options.keepFooters === false;
       try {
-        if (once) await keepFootersOn(c, false);
         return await fn(c);
       } finally {
-        // A reader whose setting could not be put back is still given back: it only keeps fewer footers.
-        if (once) await keepFootersOn(c, true).catch(() => undefined);
         releaseReader(c);
       }
     },
@@ -208,16 +193,6 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
     },
   };
   return db;
-}
-
-/**
- * Whether reads on `c` keep the Parquet footers they read in DuckDB's cache (a setting of the
- * connection). Parquet files never change once written (new data and merges make new files), so
- * a kept footer stays valid: a query over many files then reads their footers once instead of
- * every time. The cache counts against DuckDB's memory cap and is evicted only near it.
- */
-async function keepFootersOn(c: DuckDBConnection, keep: boolean): Promise<void> {
-  await c.run(`SET parquet_metadata_cache = ${keep}`);
 }
 
 async function readRows(c: DuckDBConnection, sql: string, params: readonly SqlParam[]): Promise<Row[]> {

@@ -192,8 +192,7 @@ export const DATABASE_FILE = 'analytics.duckdb';
 /**
  * DuckDB's cap when none is given: half of a 1 GB process. Under a sustained load the rest (the
  * main and parser threads' heaps, buffers outside DuckDB, the allocators' spare memory) held
- * 0.5–0.7 GB beside DuckDB's share, and DuckDB's share grows towards its cap over a long run, as
- * its footer cache gives entries up only near it (see bench/NOTES.md).
+ * 0.5–0.7 GB beside DuckDB's share (see bench/NOTES.md).
  */
 export const DEFAULT_MEMORY_LIMIT = '512MB';
 

@@ -62,8 +62,6 @@ const holdsTeam = (seg: Readonly<SealedSegment>, teamId: number) => seg.teams.ha
  */
 export async function createEventStore(db: Database, options: EventStoreOptions): Promise<EventStore> {
   await migrate(db, eventMigrations);
-  // Parquet files are immutable (new names for new content): caching their metadata is safe.
-  await db.run('SET GLOBAL parquet_metadata_cache = true').catch(() => undefined);
   const s = resolveSettings({ ...options, loadMaxBytes: options.loadMaxBytes ?? loadMaxBytesFor((await memoryUsage(db)).limitBytes) });
   const [state] = await db.query<{ applied_segment: number; compacted_segment: number; purged_segment: number }>(
     'SELECT applied_segment, compacted_segment, purged_segment FROM event_store_state WHERE id = 1',

@@ -1,4 +1,4 @@
-import { ONCE, type Database } from '../../db';
+import type { Database } from '../../db';
 import { EVENT_COLUMNS } from '../../../core/events/columns';
 import { fileList, type ParquetFile } from './parquet';
 import { registerFiles } from './manifest';
@@ -28,7 +28,6 @@ export async function compactHot(db: Database, root: string, fromSeg: number, to
     const antiJoin = candidates.length ? ` AND NOT EXISTS (SELECT 1 FROM read_parquet(${fileList(root, candidates)}) p WHERE p.uuid = h.uuid)` : '';
     files = await db.withReader((c) =>
       writeParquet(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM events_hot h WHERE ${range}${antiJoin} ORDER BY team_id, timestamp DESC`, `c${toSeg}`, now),
-      ONCE,
     );
   }
   await db.transaction(async (tx) => {
@@ -130,7 +129,7 @@ export async function mergeFiles(db: Database, root: string, files: readonly Par
     // Without duplicates the merged rows are exactly the inputs' rows: so are their property keys.
     const keys = dups === 0 ? unionKeys(files) : null;
     return written ? [keys ? { ...written, propertyKeys: keys } : written] : [];
-  }, ONCE);
+  });
   await db.transaction(async (tx) => {
     for (const f of files) {
       await tx.run('DELETE FROM event_file_property_keys WHERE path = ?', [f.path]);

@@ -2,7 +2,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../../core/events/columns';
 import { wellFormedJson } from '../../../core/ingest/well-formed';
-import { ONCE, type Database } from '../../db';
+import type { Database } from '../../db';
 import { fileList, type ParquetFile } from './parquet';
 import { registerFiles } from './manifest';
 import { writeParquetFile } from './parquet-write';
@@ -157,7 +157,7 @@ export async function erasePersonEvents(
       if (kept) copiesAdded.push(kept);
     }
     return { gone, added, copiesGone, copiesAdded, parquetRows };
-  }, ONCE);
+  });
   const hot: Array<{ seg: number; rows: number }> = [];
   await db.transaction(async (tx) => {
     for (const f of written.gone) {

@@ -4,7 +4,7 @@
  * keys of each (`event_file_property_keys`), listed by processing or by the background indexing.
  */
 import { join } from 'node:path';
-import { ONCE, type Database, type Tx } from '../../db';
+import type { Database, Tx } from '../../db';
 import { fileList, NEWEST_FIRST, withTimeBefore, type ParquetFile } from './parquet';
 
 /** A manifest row as `loadManifest` and `loadPersonCopies` select it (times as epoch ms). */
@@ -69,7 +69,6 @@ export async function indexPropertyKeys(db: Database, root: string, files: reado
         `SELECT filename AS file, list(DISTINCT k) AS keys FROM (SELECT filename, unnest(json_keys(properties)) AS k FROM read_parquet(${fileList(root, files)}, filename = true)) GROUP BY filename`,
       )
     ).getRowObjectsJS() as Array<{ file: string; keys: string[] }>,
-    ONCE,
   );
   const byFile = new Map(found.map((r) => [r.file, r.keys]));
   const out = files.map((f) => ({ ...f, propertyKeys: [...(byFile.get(join(root, f.path)) ?? [])].sort() }));
@@ -93,7 +92,6 @@ export async function confirmSorted(db: Database, root: string, files: readonly 
         `SELECT filename AS file FROM ${withTimeBefore(`read_parquet(${fileList(root, files)}, filename = true, file_row_number = true)`)} GROUP BY filename HAVING ${NEWEST_FIRST}`,
       )
     ).getRowObjectsJS() as Array<{ file: string }>,
-    ONCE,
   );
   const inOrder = new Set(rows.map((r) => r.file));
   const sorted = files.filter((f) => inOrder.has(join(root, f.path))).map((f) => f.path);

@@ -47,8 +47,8 @@ export const PARQUET_WRITE_OPTIONS = (rowGroupRows = ROW_GROUP_ROWS): string =>
 
 /**
  * Numbers the files this process writes, so no path is ever reused within it (a retried load
- * keeps its tag): DuckDB's footer cache (`parquet_metadata_cache`) then never meets a path
- * whose file changed.
+ * keeps its tag): nothing that keeps what it read of a path (DuckDB's footer cache, off today:
+ * see `openDatabase`) ever meets a path whose file changed.
  */
 let fileSeq = 0;
 
@@ -150,7 +150,7 @@ export async function writeParquetFile(
 
 /**
  * A sorted copy, newest first, of a written file whose rows came out as several runs; its path
- * (a new one: DuckDB has read the old path's footer). DuckDB's partitioned COPY writes each
+ * (a new one, as every file this process writes gets). DuckDB's partitioned COPY writes each
  * thread's rows as they come (every `partitioned_write_flush_threshold` rows), so with more than
  * one thread a partition's file can hold the query's ORDER BY in runs rather than whole
  * (duckdb/duckdb#14349); a file registered as sorted must be, since the exports' ordered scans

@@ -2,7 +2,7 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../../core/events/columns';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { ONCE, type Database, type Tx } from '../../db';
+import type { Database, Tx } from '../../db';
 import { syncDir } from '../log/fs-sync';
 import { fileList, removeUnknownFiles, type ParquetFile } from './parquet';
 import { fileOfRow, MANIFEST_COLUMNS, type ManifestRow } from './manifest';
@@ -163,7 +163,6 @@ export async function writePersonCopy(db: Database, parquetRoot: string, dataDir
   const columns = EVENT_COLUMNS.map((c) => (c === 'properties' ? 'CAST(properties AS VARCHAR) AS properties' : c)).join(', ');
   const written = await db.withReader((c) =>
     writeCopyFile(c, dataDir, job, `SELECT ${columns}, _day FROM read_parquet(${fileList(parquetRoot, job.files)}) ORDER BY distinct_id, timestamp DESC`, now),
-    ONCE,
   );
   if (!written) throw new Error(`no rows to copy for ${job.teamId}/${job.day}`);
   const copy: PersonCopy = { ...written, sources: job.files.map((f) => f.path) };
