@@ -95,11 +95,11 @@ export async function openDatabase(path: string, options: OpenOptions = {}): Pro
     return c;
   };
   const writer = await connect();
-  // Nor the footers of the Parquet files it reads (off by default; said here so a changed DuckDB
-  // default cannot turn it on): that cache has no size of its own, a merged-away file's footer
-  // stays in it, and the memory it takes is several times what DuckDB counts against its cap, so
-  // it grew with every file ever read (see bench/NOTES.md). A setting of the Parquet extension,
-  // which DuckDB loads on first use, so not one of the options above.
+  // DuckDB keeps no footers of the Parquet files it reads either (off by default; said here so a
+  // changed default cannot turn it on): that cache has no size of its own, a merged-away file's
+  // footer stays in it, and the memory it takes is several times what DuckDB counts against its
+  // cap, so it grew with every file ever read (see bench/NOTES.md). A setting of the Parquet
+  // extension, which DuckDB loads on first use, so not one of the options above.
   await writer.run('SET GLOBAL parquet_metadata_cache = false');
   const openedThreads = Number((await readRows(writer, "SELECT current_setting('threads') AS threads", []))[0]?.threads);
   const readers: DuckDBConnection[] = [];
