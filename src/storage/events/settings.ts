@@ -11,7 +11,8 @@ export const MiB = 1024 * 1024;
  * The share of DuckDB's memory cap one load may take. A load sorts its rows by time before
  * writing them (`flush.ts`), and the sort holds about as many bytes as the processed rows: as a
  * backlog built, loads of a few hundred MB filled the cap beside merges, the footers queries
- * then kept and the CSV reader's buffers, and failed out of memory (see bench/NOTES.md).
+ * kept then (DuckDB's footer cache is off now) and the CSV reader's buffers, and failed out of
+ * memory (see bench/NOTES.md).
  */
 const LOAD_SHARE_OF_CAP = 1 / 8;
 

@@ -63,12 +63,8 @@ const KEYS_INSERT =
  */
 export async function indexPropertyKeys(db: Database, root: string, files: readonly ParquetFile[]): Promise<ParquetFile[]> {
   if (files.length === 0) return [];
-  const found = await db.withReader(async (c) =>
-    (
-      await c.runAndReadAll(
-        `SELECT filename AS file, list(DISTINCT k) AS keys FROM (SELECT filename, unnest(json_keys(properties)) AS k FROM read_parquet(${fileList(root, files)}, filename = true)) GROUP BY filename`,
-      )
-    ).getRowObjectsJS() as Array<{ file: string; keys: string[] }>,
+  const found = await db.query<{ file: string; keys: string[] }>(
+    `SELECT filename AS file, list(DISTINCT k) AS keys FROM (SELECT filename, unnest(json_keys(properties)) AS k FROM read_parquet(${fileList(root, files)}, filename = true)) GROUP BY filename`,
   );
   const byFile = new Map(found.map((r) => [r.file, r.keys]));
   const out = files.map((f) => ({ ...f, propertyKeys: [...(byFile.get(join(root, f.path)) ?? [])].sort() }));
@@ -86,12 +82,8 @@ export async function indexPropertyKeys(db: Database, root: string, files: reado
  */
 export async function confirmSorted(db: Database, root: string, files: readonly ParquetFile[]): Promise<string[]> {
   if (files.length === 0) return [];
-  const rows = await db.withReader(async (c) =>
-    (
-      await c.runAndReadAll(
-        `SELECT filename AS file FROM ${withTimeBefore(`read_parquet(${fileList(root, files)}, filename = true, file_row_number = true)`)} GROUP BY filename HAVING ${NEWEST_FIRST}`,
-      )
-    ).getRowObjectsJS() as Array<{ file: string }>,
+  const rows = await db.query<{ file: string }>(
+    `SELECT filename AS file FROM ${withTimeBefore(`read_parquet(${fileList(root, files)}, filename = true, file_row_number = true)`)} GROUP BY filename HAVING ${NEWEST_FIRST}`,
   );
   const inOrder = new Set(rows.map((r) => r.file));
   const sorted = files.filter((f) => inOrder.has(join(root, f.path))).map((f) => f.path);
