@@ -3,7 +3,10 @@ import { DUCKDB_FILES, PARQUET_EXPORTS } from '../helpers/duckdb-only';
 import { byKey, eventObject, NOW, openEventsFixture, recordStatements, relative, TRICKY_VALUE, VISIBLE, type EventsFixture } from './events-fixture';
 import { uuidv7 } from '../../src/ids';
 import { readParquet } from '../helpers/parquet';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { eventually } from '../helpers/cluster';
+import { createTestApp, reopenTestApp } from '../helpers/test-app';
 
 let f: EventsFixture;
 beforeAll(async () => {
@@ -437,15 +440,41 @@ test('the OpenAPI document lists the export formats', async () => {
   expect(format.description).toContain('parquet: a zstd Parquet file');
 });
 
-test('a Parquet export leaves no temporary file behind, sent or cancelled', async () => {
-  const { readdir } = await import('node:fs/promises');
-  const leftovers = async () => (await readdir(tmpdir())).filter((n) => n.startsWith('events-export-') && n.endsWith('.parquet'));
-  const before = await leftovers();
-  await (await f.t.call('GET', f.path({ format: 'parquet' }))).arrayBuffer();
-  const cancelled = await f.t.call('GET', f.path({ format: 'parquet' }));
-  const reader = cancelled.body!.getReader();
-  await reader.read();
-  await reader.cancel();
-  await Bun.sleep(20);
-  expect(await leftovers()).toEqual(before);
+test('exports write their temporary files in DATA_DIR/exports and leave none there, sent or cancelled', async () => {
+  const dir = join(f.t.dataDir, 'exports');
+  const recorded = recordStatements(f);
+  try {
+    await (await f.t.call('GET', f.path({ format: 'parquet' }))).arrayBuffer();
+    await (await f.t.call('GET', f.path({ format: 'csv' }))).arrayBuffer();
+    expect(await readdir(dir)).toEqual([]);
+    const cancelled = await f.t.call('GET', f.path({ format: 'parquet' }));
+    const reader = cancelled.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    expect(await eventually(() => readdir(dir), (names) => names.length === 0, 5_000)).toEqual([]);
+  } finally {
+    recorded.restore();
+  }
+  const targets = recorded.statements.flatMap((sql) => [...sql.matchAll(/\bTO '([^']+)'/g)].map((m) => m[1] as string));
+  expect(targets.filter((to) => to.endsWith('.parquet')).length).toBeGreaterThanOrEqual(2);
+  expect(targets.filter((to) => to.endsWith('.csv')).length).toBeGreaterThanOrEqual(1);
+  expect(targets.filter((to) => !to.startsWith(`${dir}/events-export-`))).toEqual([]);
+});
+
+test('a restarted server empties DATA_DIR/exports (a process killed during an export leaves its files there)', async () => {
+  const t = await createTestApp();
+  try {
+    const dir = join(t.dataDir, 'exports');
+    await writeFile(join(dir, 'events-export-0123456789abcdef.parquet'), 'left by a killed process');
+    await mkdir(join(dir, 'events-export-dir'));
+    const again = await reopenTestApp(t);
+    try {
+      expect(await readdir(dir)).toEqual([]);
+    } finally {
+      await again.close();
+    }
+  } catch (error) {
+    await t.close();
+    throw error;
+  }
 });

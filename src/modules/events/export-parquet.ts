@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
 import type { PropertyType } from '../../core/ingest/property-type';
@@ -20,7 +19,7 @@ import type { ListRequest } from './params';
  * chunks (memory stays that of one chunk) and removed once sent, or when the client goes away.
  */
 export async function parquetChunks(ctx: ExportContext, req: ListRequest): Promise<AsyncGenerator<Uint8Array>> {
-  const file = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}.parquet`);
+  const file = join(ctx.scratchDir, `events-export-${randomBytes(8).toString('hex')}.parquet`);
   try {
     if (req.select.length) await writeSelectParquet(ctx, req, file);
     else await writeEventsParquet(ctx, req, file);

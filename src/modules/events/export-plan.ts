@@ -16,6 +16,8 @@ export interface ExportContext extends ListContext {
   logger: Logger;
   /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS. */
   exportSlices?: Deps['exportSlices'];
+  /** Where an export writes its temporary files (see `exportScratchDir`). */
+  scratchDir: string;
 }
 
 /** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */

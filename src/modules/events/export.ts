@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileSelect } from '../../core/query';
 import { csvRecord, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
@@ -176,7 +175,7 @@ const NO_PERSON = encoder.encode(NO_PERSON_FIELDS);
  */
 async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[], limit: number | null, columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
-  const prefix = join(tmpdir(), `events-export-${randomBytes(8).toString('hex')}`);
+  const prefix = join(ctx.scratchDir, `events-export-${randomBytes(8).toString('hex')}`);
   const people = new Map<string, Uint8Array>();
   const personFields = (distinctId: string): Uint8Array => {
     let fields = people.get(distinctId);
