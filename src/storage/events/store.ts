@@ -292,11 +292,15 @@ class DuckDbEventStore implements EventStore {
     await this.drain();
   }
 
-  /** Process and load every sealed segment; returns once each is loaded or dead-lettered. */
-  private async drain(): Promise<void> {
+  /**
+   * Process and load every sealed segment; returns once each is loaded or dead-lettered.
+   * `closing`: returns at the first load that fails, the rest left in the log for the next start
+   * (`SegmentLoader.drain`).
+   */
+  private async drain(closing = false): Promise<void> {
     do {
       await this.processor.drain();
-      await this.loader.drain();
+      if (!(await this.loader.drain(closing))) return;
     } while (this.processor.waiting > 0 || this.loader.waiting > 0);
   }
 
@@ -462,7 +466,7 @@ class DuckDbEventStore implements EventStore {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.wal.close();
-    await this.drain();
+    await this.drain(true);
     await this.threads.release();
     await this.checkpoint();
   }

@@ -95,10 +95,17 @@ export class SegmentLoader {
       });
   }
 
-  /** Load every processed segment; returns once each is loaded or dead-lettered. */
-  async drain(): Promise<void> {
+  /**
+   * Load every processed segment; returns once each is loaded or dead-lettered (true).
+   * `untilFailure` (the store closing): a failed load (or one failed before, waiting for its
+   * retry) ends the drain (false), instead of retries that end in the dead letters. What is left stays
+   * in the log and the next start loads it, so a server stopped while its disk or ClickHouse
+   * refuses leaves nothing for an operator to replay.
+   */
+  async drain(untilFailure = false): Promise<boolean> {
     while (this.queue.length > 0) {
       if (!this.running) {
+        if (untilFailure && this.nextAt > this.s.now()) return false;
         const wait = this.nextAt - this.s.now();
         if (wait > 0) {
           await Bun.sleep(wait);
@@ -108,6 +115,7 @@ export class SegmentLoader {
       }
       if (this.running) await this.running;
     }
+    return true;
   }
 
   /**

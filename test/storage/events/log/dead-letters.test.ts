@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { listDeadLetters, replayDeadLetters } from '../../../../src/storage/events';
-import { makeEvent, openHarness, uuidsOf, type Harness } from '../helpers';
+import { makeEvent, openHarness, testClock, uuidsOf, type Harness } from '../helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -30,6 +30,23 @@ describe('dead letters', () => {
     expect(again.length).toBe(1);
     expect(again[0].id).not.toBe(letters[0].id);
     expect((await uuidsOf(h)).length).toBe(3);
+  });
+
+  test('a store closed while its loads fail tries once and leaves them in the log, not in the dead letters; the next start loads them', async () => {
+    let tries = 0;
+    const clock = testClock();
+    const settings = { now: clock.now, maxFlushAttempts: 3, flushRetryMs: 5 };
+    h = await openHarness({ ...settings, hooks: { beforeLoad() { tries++; throw new Error('disk I/O error'); } } });
+    await h.store.append(Array.from({ length: 50 }, (_, n) => makeEvent(n)));
+    // Nothing ages on the manual clock: the close seals the segment, and its load is the only one
+    // (the batch, then its first segment alone), with no retries after it.
+    await h.store.close();
+    expect(tries).toBe(2);
+    expect(await listDeadLetters(h.dir)).toEqual([]);
+    await h.reopen({ ...settings, hooks: {} });
+    expect(await uuidsOf(h)).toEqual(Array.from({ length: 50 }, (_, n) => makeEvent(n).uuid).sort());
+    expect(await listDeadLetters(h.dir)).toEqual([]);
+    expect(h.store.stats().deadLetters).toBe(0);
   });
 
   test('a segment that keeps failing is moved aside whole, listed, and replayed by the operator', async () => {
