@@ -2,7 +2,7 @@ import type { Database } from '../../db';
 import { EVENT_COLUMNS } from '../../../core/events/columns';
 import { fileList, type ParquetFile } from './parquet';
 import { registerFiles } from './manifest';
-import { writeParquet, writeParquetFile } from './parquet-write';
+import { joinParquetFiles, writeParquet, writeParquetFile } from './parquet-write';
 import { disjointNewestFirst } from '../read/relation';
 
 const columns = EVENT_COLUMNS.join(', ');
@@ -102,7 +102,8 @@ function withinRows(group: readonly ParquetFile[], policy: MergePolicy): Parquet
  * uuids (keeping one copy), and swap them in the manifest in one transaction. The old files are
  * returned to be deleted after a grace period (relations built a moment ago may still name them).
  *
- * Without duplicates the files are concatenated, newest file first, without a sort: each is
+ * Without duplicates the files are concatenated, newest file first, without a sort (their row
+ * groups copied as they are, `joinParquetFiles`; written by DuckDB if they cannot be): each is
  * sorted newest first already, so the result is sorted when their times do not overlap, and is
  * otherwise a file of sorted runs (`sorted: false`) whose row groups still each span a narrow time
  * range, which every read but the export's ordered scan takes as it is (that scan sorts its
@@ -124,7 +125,8 @@ export async function mergeFiles(db: Database, root: string, files: readonly Par
       : `read_parquet(${list})`;
     // DuckDB keeps insertion order (files in list order, rows in file order) in a plain scan.
     const order = dups === 0 ? '' : ' ORDER BY timestamp DESC';
-    const file = await writeParquetFile(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source}${order}`, { teamId: first.teamId, day: first.day }, tag, now);
+    const joined = dups === 0 ? await joinParquetFiles(c, root, ordered, tag, now) : null;
+    const file = joined ?? (await writeParquetFile(c, root, `SELECT ${columns}, CAST(timestamp AS DATE) AS _day FROM ${source}${order}`, { teamId: first.teamId, day: first.day }, tag, now));
     const written = file && dups === 0 && !inOrder ? { ...file, sorted: false } : file;
     // Without duplicates the merged rows are exactly the inputs' rows: so are their property keys.
     const keys = dups === 0 ? unionKeys(files) : null;

@@ -3,6 +3,7 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { syncDir } from '../log/fs-sync';
+import { concatParquet } from './parquet-concat';
 import { sqlString } from '../../sql-literal';
 import { NEWEST_FIRST, TMP_PREFIX, withTimeBefore, type ParquetFile } from './parquet';
 
@@ -145,6 +146,33 @@ export async function writeParquetFile(
   } finally {
     await rm(tmp, { force: true });
     if (sortedCopy) await rm(sortedCopy, { force: true });
+  }
+}
+
+/**
+ * The files (of one team-day, under `root`, in the order given) joined into one by copying their
+ * row groups as they are (`concatParquet`), and placed as `writeParquetFile` places its file;
+ * null when they cannot be joined so (nothing is placed: the caller writes the rows). The joined
+ * file's count and time range, read back by DuckDB from its footer, must be the inputs'.
+ */
+export async function joinParquetFiles(c: DuckDBConnection, root: string, files: readonly ParquetFile[], tag: string, now: () => number): Promise<ParquetFile | null> {
+  const first = files[0];
+  if (!first) return null;
+  const tmp = join(root, `${TMP_PREFIX}${tag}-${fileSeq++}.parquet`);
+  try {
+    const joined = await concatParquet(files.map((f) => join(root, f.path)), tmp);
+    if (!joined) return null;
+    const [read] = await listWritten(c, tmp);
+    const rows = files.reduce((n, f) => n + f.rows, 0);
+    const lo = Math.min(...files.map((f) => f.minTs));
+    const hi = Math.max(...files.map((f) => f.maxTs));
+    if (!read || Number(read.rows) !== rows || Number(read.lo) !== lo || Number(read.hi) !== hi) {
+      throw new Error(`joined Parquet file ${tmp} does not hold its inputs' ${rows} rows of ${lo}..${hi}`);
+    }
+    const [file] = await placeFiles(root, tag, now, [{ ...read, teamId: first.teamId, day: first.day }]);
+    return file ?? null;
+  } finally {
+    await rm(tmp, { force: true });
   }
 }
 
