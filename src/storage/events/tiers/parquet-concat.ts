@@ -18,18 +18,7 @@ const TAIL_BYTES = 8; // the footer's length (4 bytes, little-endian) and the ma
 const COPY_CHUNK = 4 << 20;
 
 /** Compact protocol types (the low nibble of a field header). */
-const BOOL_TRUE = 1;
-const BOOL_FALSE = 2;
-const BYTE = 3;
-const I16 = 4;
-const I32 = 5;
-const I64 = 6;
-const DOUBLE = 7;
-const BINARY = 8;
-const LIST = 9;
-const SET = 10;
-const MAP = 11;
-const STRUCT = 12;
+const T = { BOOL_TRUE: 1, BOOL_FALSE: 2, BYTE: 3, I16: 4, I32: 5, I64: 6, DOUBLE: 7, BINARY: 8, LIST: 9, SET: 10, MAP: 11, STRUCT: 12 } as const;
 
 /** A field as read: its own bytes (value only), or its decoded value when it holds a position. */
 interface Field {
@@ -92,29 +81,29 @@ class Reader {
   /** Read past one value of `type`. */
   skip(type: number): void {
     switch (type) {
-      case BOOL_TRUE:
-      case BOOL_FALSE:
+      case T.BOOL_TRUE:
+      case T.BOOL_FALSE:
         return;
-      case BYTE:
+      case T.BYTE:
         return this.skipBytes(1);
-      case I16:
-      case I32:
-      case I64:
+      case T.I16:
+      case T.I32:
+      case T.I64:
         this.varint();
         return;
-      case DOUBLE:
+      case T.DOUBLE:
         return this.skipBytes(8);
-      case BINARY:
+      case T.BINARY:
         return this.skipBytes(Number(this.varint()));
-      case LIST:
-      case SET: {
+      case T.LIST:
+      case T.SET: {
         const { size, type: element } = this.listHeader();
         // A bool element is one byte.
-        if (element === BOOL_TRUE || element === BOOL_FALSE) return this.skipBytes(size);
+        if (element === T.BOOL_TRUE || element === T.BOOL_FALSE) return this.skipBytes(size);
         for (let i = 0; i < size; i++) this.skip(element);
         return;
       }
-      case MAP: {
+      case T.MAP: {
         const size = Number(this.varint());
         if (size === 0) return;
         const kinds = this.byte();
@@ -124,7 +113,7 @@ class Reader {
         }
         return;
       }
-      case STRUCT:
+      case T.STRUCT:
         for (let last = 0; ; ) {
           const header = this.fieldHeader(last);
           if (!header) return;
@@ -158,13 +147,13 @@ function readStruct(r: Reader, shape: Shape): Field[] {
     last = header.id;
     const how = shape[header.id];
     if (how === 'refuse') throw new Unjoinable(`field ${header.id} is not joined by copying`);
-    if (how === 'int' && (header.type === I16 || header.type === I32 || header.type === I64)) {
+    if (how === 'int' && (header.type === T.I16 || header.type === T.I32 || header.type === T.I64)) {
       fields.push({ ...header, int: r.zigzag() });
-    } else if (how !== undefined && typeof how === 'object' && 'struct' in how && header.type === STRUCT) {
+    } else if (how !== undefined && typeof how === 'object' && 'struct' in how && header.type === T.STRUCT) {
       fields.push({ ...header, struct: readStruct(r, how.struct) });
-    } else if (how !== undefined && typeof how === 'object' && 'list' in how && header.type === LIST) {
+    } else if (how !== undefined && typeof how === 'object' && 'list' in how && header.type === T.LIST) {
       const { size, type } = r.listHeader();
-      if (type !== STRUCT) throw new Unjoinable(`field ${header.id} is a list of type ${type}`);
+      if (type !== T.STRUCT) throw new Unjoinable(`field ${header.id} is a list of type ${type}`);
       const items: Field[][] = [];
       for (let i = 0; i < size; i++) items.push(readStruct(r, how.list));
       fields.push({ ...header, list: { type, items } });
@@ -340,7 +329,7 @@ export async function concatParquet(inputs: readonly string[], output: string): 
     }
     if (groups.length > 0x7fff && groups.some((g) => field(g, 7))) return null;
     const meta = first.meta.map((f) =>
-      f.id === 3 ? { ...f, int: rows } : f.id === 4 ? { ...f, list: { type: STRUCT, items: groups } } : f,
+      f.id === 3 ? { ...f, int: rows } : f.id === 4 ? { ...f, list: { type: T.STRUCT, items: groups } } : f,
     );
     const w = new Writer();
     w.struct(meta);
