@@ -98,9 +98,9 @@ export class SegmentLoader {
   /**
    * Load every processed segment; returns once each is loaded or dead-lettered (true).
    * `untilFailure` (the store closing): a failed load (or one failed before, waiting for its
-   * retry) ends the drain (false), instead of retries that end in the dead letters. What is left stays
-   * in the log and the next start loads it, so a server stopped while its disk or ClickHouse
-   * refuses leaves nothing for an operator to replay.
+   * retry) ends the drain (false), instead of retries that end in the dead letters. What is left
+   * stays in the log and the next start loads it, so a server stopped while its disk or
+   * ClickHouse refuses leaves nothing for an operator to replay.
    */
   async drain(untilFailure = false): Promise<boolean> {
     while (this.queue.length > 0) {

@@ -153,7 +153,7 @@ export async function writeParquetFile(
  * The files (of one team-day, under `root`, in the order given) joined into one by copying their
  * row groups as they are (`concatParquet`), and placed as `writeParquetFile` places its file;
  * null when they cannot be joined so (nothing is placed: the caller writes the rows). The joined
- * file's count and time range, read back by DuckDB from its footer, must be the inputs'.
+ * file's count and time range, read back by DuckDB (its timestamp column), must be the inputs'.
  */
 export async function joinParquetFiles(c: DuckDBConnection, root: string, files: readonly ParquetFile[], tag: string, now: () => number): Promise<ParquetFile | null> {
   const first = files[0];
