@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { memoryUsage, openDatabase, type Database, type MemoryUsage } from './db';
 import { migrate } from './migrations';
@@ -109,6 +109,12 @@ export interface Storage {
   backup(dir: string): Promise<BackupSummary>;
   /** Memory the store holds now, what it spilled to disk, and its cap (bytes). */
   memoryUsage(): Promise<MemoryUsage>;
+  /**
+   * Where exports write their temporary files: `DATA_DIR/exports`, on the data's disk rather than
+   * in /tmp, which is often memory-backed (a large export would be held in memory). Emptied when
+   * the storage opens (the database locked first): a process killed mid-export leaves its files.
+   */
+  exportsDir: string;
   close(): Promise<void>;
 }
 
@@ -248,8 +254,11 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
     tempDirectory: join(options.dataDir, 'tmp'),
   });
   const eventsSource: EventsSourceRef = {};
+  const exportsDir = join(options.dataDir, 'exports');
   let meta: MetaStores;
   try {
+    await rm(exportsDir, { recursive: true, force: true });
+    await mkdir(exportsDir);
     await migrate(db);
     const mirrorTo = options.eventsStore ?? options.eventReads ?? options.personsMirror;
     meta = await openMetaStores(db, eventsSource, { ...options, personMirror: mirrorTo && clickhousePersonMirror(mirrorTo) });
@@ -326,6 +335,7 @@ async function openStores(options: StorageOptions, log: RedisLog | null): Promis
     statementRows: (teamId, compiled, page, runner) => statementRows({ events: store, persons }, runner, teamId, compiled, page),
     projectByToken: (token) => cache.byToken(token),
     memoryUsage: () => memoryUsage(db),
+    exportsDir,
     async backup(dir) {
       // Everything acknowledged so far into the tables (persons first, as every load does).
       await store.flush();

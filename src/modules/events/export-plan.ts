@@ -16,7 +16,7 @@ export interface ExportContext extends ListContext {
   logger: Logger;
   /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS. */
   exportSlices?: Deps['exportSlices'];
-  /** Where an export writes its temporary files (see `exportScratchDir`). */
+  /** Where an export writes its temporary files (`Storage.exportsDir`). */
   scratchDir: string;
 }
 

@@ -1,5 +1,3 @@
-import { mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Dialect, SqlFragment } from '../../core/query';
 import { normalizeUuid } from '../../core/ids/uuid';
 import type { Deps } from '../../deps';
@@ -29,18 +27,6 @@ export interface ValuesInput {
 }
 
 /**
- * Where exports write their temporary files: in DATA_DIR, on the data's disk, not in /tmp, which
- * is often memory-backed (a large export would be held in memory). Emptied when the server
- * starts: a process killed during an export leaves its files there.
- */
-export function exportScratchDir(dataDir: string): string {
-  const dir = join(dataDir, 'exports');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  return dir;
-}
-
-/**
  * The stored-events API over the event store: lists (plain or `select`), exports, one event, and
  * property values. Everything that touches storage goes through `QueryRunner` (time limit, error
  * mapping) and the store's events relation; persons come from the in-memory person store.
@@ -49,7 +35,6 @@ export function createEventsService(deps: Deps) {
   const newRunner = () => new QueryRunner({ store: () => deps.storage.eventReads, timeoutMs: deps.config.QUERY_TIMEOUT_MS, querySeconds: deps.metrics.querySeconds });
   const { persons } = deps.storage;
   const counts = new FileCounts();
-  const scratchDir = exportScratchDir(deps.config.DATA_DIR);
 
   /** `now` is the request's one clock reading: the bounds it parsed and the SQL it compiles agree. */
   async function context(teamId: number, personId: string | undefined, now: Date): Promise<ExportContext> {
@@ -63,7 +48,7 @@ export function createEventsService(deps: Deps) {
       teamId,
       now,
       logger: deps.logger,
-      scratchDir,
+      scratchDir: deps.storage.exportsDir,
       ...(deps.exportSlices ? { exportSlices: deps.exportSlices } : {}),
       ...personFilter(teamId, personId, runner.dialect),
       counts,
