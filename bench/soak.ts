@@ -18,6 +18,8 @@ import type { BenchRow, Benchmark } from './types';
  */
 const SAMPLE_MS = 30_000;
 const CONNECTIONS = 4;
+/** A request the server has not answered by then is abandoned, so a hung server ends the run too. */
+const REQUEST_TIMEOUT_MS = 60_000;
 
 const bench: Benchmark = async ({ quick, log }) => {
   const minutes = Number(process.env.SOAK_MINUTES ?? (quick ? 1 : 10));
@@ -34,7 +36,7 @@ const bench: Benchmark = async ({ quick, log }) => {
       while (Date.now() < end) {
         const body = bodies[next++ % bodies.length]!;
         try {
-          const res = await fetch(`${server.url}/batch/`, { method: 'POST', body: body.body, headers: { 'content-type': 'application/json' } });
+          const res = await fetch(`${server.url}/batch/`, { method: 'POST', body: body.body, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
           await res.arrayBuffer();
           if (res.status === 200) acked += body.events;
           else {
@@ -53,7 +55,7 @@ const bench: Benchmark = async ({ quick, log }) => {
     const sample = async () => {
       while (Date.now() < end) {
         await Bun.sleep(Math.min(SAMPLE_MS, Math.max(0, end - Date.now())));
-        const metrics = await (await fetch(`${server.url}/metrics`)).text();
+        const metrics = await (await fetch(`${server.url}/metrics`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })).text();
         const now = Date.now();
         const seconds = (now - last.at) / 1000;
         const at = { at: now, stored: metric(metrics, 'hogbase_ingest_events_stored_total'), merge: metric(metrics, 'hogbase_storage_work_duration_seconds_sum{work="merge"}'), load: metric(metrics, 'hogbase_storage_work_duration_seconds_sum{work="load"}') };
@@ -78,7 +80,7 @@ const bench: Benchmark = async ({ quick, log }) => {
     const loadSeconds = (Date.now() - started) / 1000;
     const queries = await probe.stop();
     const seen = await waitForCount(spawnedTarget(server.url), acked, 0, 600_000);
-    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const metrics = await (await fetch(`${server.url}/metrics`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })).text();
     rows.push({
       case: `POST /batch/ ~1 MB, ${CONNECTIONS} connections, ${minutes} min`,
       'acknowledged events/s': Math.round(acked / loadSeconds),
