@@ -28,7 +28,7 @@ export const ConfigSchema = t.Object({
     default: 'durable',
     description: 'durable: a 200 is sent after the request is fsynced in the log (group commit). relaxed: after the write, before the fsync.',
   }),
-  INGEST_PARSE_THREADS: Int(1, 0, 16, 'Worker threads that decode, parse, normalize and encode large capture bodies (16 KiB and up) off the main thread. 0: the main thread does.'),
+  INGEST_PARSE_THREADS: Int(1, 0, 16, 'Worker threads that decode, parse, normalize and encode capture bodies off the main thread: large ones (16 KiB and up) as they arrive, small ones in runs behind the 200. 0: the main thread does.'),
   MAX_BODY_BYTES: Int(20 * 1024 * 1024, 1024, 1024 * 1024 * 1024, 'Largest accepted request body on the public endpoints, also after decompression (bytes).'),
   DUCKDB_MEMORY_LIMIT: t.String({
     default: '512MB',

@@ -5,13 +5,13 @@ import { uuidv7 } from '../ids';
 import type { Logger } from '../logger';
 import type { StorageOptions } from '../storage';
 import type { EncodedRows, ProcessIntake } from '../storage/events';
-import type { IntakeContext } from '../storage/events';
+import type { IntakeContext, LoggedRequest, RunFailure } from '../storage/events';
 import type { PersonStore } from '../storage/persons/types';
 import type { SeenTracker } from '../storage/seen/seen-tracker';
 import { createRowApplier } from './apply-rows';
 import { newUuidsOf, prepareRows, type PreparedRows } from './prepare-rows';
 
-export { newUuidsOf, prepareRows, type PreparedRows } from './prepare-rows';
+export { newUuidsOf, prepareRequests, prepareRows, type PreparedRows } from './prepare-rows';
 
 /**
  * A body read back from the log is prepared in another thread from this size: a small one's
@@ -19,9 +19,13 @@ export { newUuidsOf, prepareRows, type PreparedRows } from './prepare-rows';
  */
 const ELSEWHERE_MIN_CHARS = 16 * 1024;
 
-/** Prepares a body's rows in another thread (`src/workers/`): a large body read back from the log. */
+/**
+ * Prepares rows in another thread (`src/workers/`): a large body read back from the log, or a
+ * run of small logged bodies of one project as one (`prepareRequests`).
+ */
 export interface RowPreparer {
   prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows>;
+  prepareRun(requests: readonly LoggedRequest[]): Promise<{ rows: PreparedRows; failed: RunFailure[] }>;
 }
 
 /**
@@ -54,7 +58,15 @@ export function createIntakeProcessor(persons: PersonStore, seen: SeenTracker, p
     return applyRows(ctx, rows);
   }
 
+  // A run is one project's (the store's promise): its rows are applied as one request's.
+  const run: ProcessIntake['run'] = preparer
+    ? async (requests) => {
+        const { rows, failed } = await preparer.prepareRun(requests);
+        return { rows: await apply(requests[0].context, rows), failed };
+      }
+    : undefined;
   return Object.assign(processIntake, {
+    run,
     logged: (ctx: IntakeContext, text: string, newUuid: () => string) => apply(ctx, prepareLogged(ctx, text, newUuid)),
   });
 

@@ -44,8 +44,22 @@ export type PrepareContext = Pick<IntakeContext, 'receivedAt' | 'ip' | 'anonymiz
  * the log prepares what the first run did; `newUuid` stands in for a missing client uuid.
  */
 export function prepareRows(ctx: PrepareContext, events: readonly unknown[], newUuid: () => string): PreparedRows {
-  const sentAt = ctx.sentAt === null ? null : new Date(ctx.sentAt);
-  const context = { now: new Date(ctx.receivedAt), sentAt, sentAtText: sentAt?.toISOString(), ip: ctx.ip, anonymizeIps: ctx.anonymizeIps, newUuid };
+  return prepareRequests([{ ctx, events, newUuid }]);
+}
+
+/** One request for `prepareRequests`: its context, its events, and the ids of those without a client uuid. */
+export interface RequestEvents {
+  ctx: PrepareContext;
+  events: readonly unknown[];
+  newUuid: () => string;
+}
+
+/**
+ * Several requests' rows as one (`prepareRows` of each, in order, joined): what processing does
+ * with a run of small requests of one project in another thread, so the thread that owns persons
+ * receives one message for the run, not one per request.
+ */
+export function prepareRequests(requests: readonly RequestEvents[]): PreparedRows {
   const rows: UnplacedRow[] = [];
   const people: PersonInput[] = [];
   const uuids: string[] = [];
@@ -60,49 +74,53 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
   // case), one set per day from the first row of another day on.
   let firstDay = NaN;
   let byDay: Map<number, Set<string>> | null = null;
-  for (const raw of events) {
-    const result = normalizeEvent(raw as RawEvent, context);
-    if (!('ok' in result)) {
-      dropped[result.drop] = (dropped[result.drop] ?? 0) + 1;
-      continue;
+  for (const { ctx, events, newUuid } of requests) {
+    const sentAt = ctx.sentAt === null ? null : new Date(ctx.sentAt);
+    const context = { now: new Date(ctx.receivedAt), sentAt, sentAtText: sentAt?.toISOString(), ip: ctx.ip, anonymizeIps: ctx.anonymizeIps, newUuid };
+    for (const raw of events) {
+      const result = normalizeEvent(raw as RawEvent, context);
+      if (!('ok' in result)) {
+        dropped[result.drop] = (dropped[result.drop] ?? 0) + 1;
+        continue;
+      }
+      const e = result.ok;
+      const json = JSON.stringify(e.properties);
+      const over = eventOverLimits(json, e.properties, e);
+      if (over !== null) {
+        dropped[over] = (dropped[over] ?? 0) + 1;
+        continue;
+      }
+      rows.push({
+        uuid: e.uuid,
+        event: e.event,
+        distinctId: e.distinctId,
+        properties: json,
+        timestamp: e.timestamp,
+        createdAt: ctx.receivedAt,
+        elementsChain: e.elementsChain,
+        hot: hotValuesOf(e.properties),
+      });
+      people.push(toPersonInput(e));
+      uuids.push(e.uuid);
+      if (e.timestamp < lo) lo = e.timestamp;
+      if (e.timestamp > hi) hi = e.timestamp;
+      const seenAt = lastSeen.get(e.event);
+      if (seenAt === undefined || e.timestamp > seenAt) lastSeen.set(e.event, e.timestamp);
+      let keys = keysByEvent.get(e.event);
+      if (keys === undefined) keysByEvent.set(e.event, (keys = new EventKeys()));
+      const day = Math.floor(e.timestamp / DAY_MS);
+      if (rows.length === 1) firstDay = day;
+      else if (byDay === null && day !== firstDay) byDay = new Map([[firstDay, new Set(properties.names)]]);
+      if (byDay !== null) {
+        let set = byDay.get(day);
+        if (set === undefined) byDay.set(day, (set = new Set()));
+        for (const name in e.properties) set.add(name);
+      }
+      properties.note(e.properties);
+      keys.note(e.properties);
+      personProperties.note(e.set);
+      personProperties.note(e.setOnce);
     }
-    const e = result.ok;
-    const json = JSON.stringify(e.properties);
-    const over = eventOverLimits(json, e.properties, e);
-    if (over !== null) {
-      dropped[over] = (dropped[over] ?? 0) + 1;
-      continue;
-    }
-    rows.push({
-      uuid: e.uuid,
-      event: e.event,
-      distinctId: e.distinctId,
-      properties: json,
-      timestamp: e.timestamp,
-      createdAt: ctx.receivedAt,
-      elementsChain: e.elementsChain,
-      hot: hotValuesOf(e.properties),
-    });
-    people.push(toPersonInput(e));
-    uuids.push(e.uuid);
-    if (e.timestamp < lo) lo = e.timestamp;
-    if (e.timestamp > hi) hi = e.timestamp;
-    const seenAt = lastSeen.get(e.event);
-    if (seenAt === undefined || e.timestamp > seenAt) lastSeen.set(e.event, e.timestamp);
-    let keys = keysByEvent.get(e.event);
-    if (keys === undefined) keysByEvent.set(e.event, (keys = new EventKeys()));
-    const day = Math.floor(e.timestamp / DAY_MS);
-    if (rows.length === 1) firstDay = day;
-    else if (byDay === null && day !== firstDay) byDay = new Map([[firstDay, new Set(properties.names)]]);
-    if (byDay !== null) {
-      let set = byDay.get(day);
-      if (set === undefined) byDay.set(day, (set = new Set()));
-      for (const name in e.properties) set.add(name);
-    }
-    properties.note(e.properties);
-    keys.note(e.properties);
-    personProperties.note(e.set);
-    personProperties.note(e.setOnce);
   }
   const { lines, teams, persons } = encodeRowLines(rows, true);
   return {
@@ -121,7 +139,7 @@ export function prepareRows(ctx: PrepareContext, events: readonly unknown[], new
       eventProperties: Array.from(keysByEvent, ([event, keys]) => [event, keys.keys] as const),
     },
     dropped,
-    anonymizeIps: ctx.anonymizeIps,
+    anonymizeIps: requests[0]?.ctx.anonymizeIps ?? false,
     propertyKeys: byDay ? Array.from(byDay, ([day, set]) => [day, [...set]]) : rows.length ? [[firstDay, properties.names]] : [],
   };
 }

@@ -1,7 +1,7 @@
 import type { PreparedIngest } from '../core/ingest/prepare-ingest';
 import type { ErrorKind } from '../errors';
 import type { PreparedRows } from '../pipeline';
-import type { IntakeContext } from '../storage/events';
+import type { IntakeContext, LoggedRequest, RunFailure } from '../storage/events';
 
 /**
  * Messages to an ingest thread:
@@ -11,11 +11,14 @@ import type { IntakeContext } from '../storage/events';
  *   its events are fresh: kept for a later message, they outlived the young generation;
  * - `body`: prepare the rows of a body again (a project whose setting was not known to the
  *   thread) or of one read back from the log, for a known context;
+ * - `run`: prepare the rows of several logged bodies of one project as one (`prepareRequests`):
+ *   processing's run of small requests, answered in one reply;
  * - `anonymizing`: the keys whose projects anonymize addresses, as the main thread learns them.
  */
 export type WorkerRequest =
   | { type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
   | { type: 'body'; id: number; body: string | Uint8Array; context: IntakeContext }
+  | { type: 'run'; id: number; items: readonly LoggedRequest[] }
   | AnonymizingNote;
 
 /** Sent to every thread, unanswered: `parse` prepares this key's rows without `$ip` (or again with it). */
@@ -30,6 +33,8 @@ export interface WorkerReply {
   id: number;
   prepared?: Omit<PreparedIngest, 'parsed'>;
   rows?: PreparedRows | null;
+  /** A `run`'s bodies that could not be read as events (the rest are in `rows`). */
+  failed?: RunFailure[];
   error?: { kind: ErrorKind; detail: string; attr: string | null };
   failure?: string;
 }

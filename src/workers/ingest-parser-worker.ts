@@ -3,7 +3,8 @@ import { parseJson } from '../core/ingest/decode-payload';
 import { extractEvents } from '../core/ingest/extract-events';
 import { prepareIngest } from '../core/ingest/prepare-ingest';
 import { isAppError } from '../errors';
-import { newUuidsOf, prepareRows, type PreparedRows } from '../pipeline/prepare-rows';
+import { newUuidsOf, prepareRequests, prepareRows, type PreparedRows, type RequestEvents } from '../pipeline/prepare-rows';
+import type { IntakeContext, RunFailure } from '../storage/events';
 import { movable, movableRows, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 /** An ingest thread (see ingest-parser.ts): parses bodies and prepares their rows. */
@@ -13,6 +14,10 @@ const utf8 = new TextDecoder();
 
 /** Rows to send: their person inputs as one JSON text (one string crosses threads faster than many objects). */
 const crossing = (rows: PreparedRows): PreparedRows => ({ ...rows, people: JSON.stringify(rows.people) });
+
+/** A logged body's events, as processing reads them back from the log. */
+const loggedEvents = (context: IntakeContext, body: string | Uint8Array) =>
+  extractEvents(parseJson(typeof body === 'string' ? body : utf8.decode(body)), { engage: context.engage, logged: true }).events;
 
 /** Keys whose projects anonymize addresses (as the main thread last told). */
 const anonymizing = new Set<string>();
@@ -36,10 +41,23 @@ port.on('message', (m: WorkerRequest) => {
       const rows = parsed && parsed.length > 0 ? crossing(prepareRows(ctx, parsed, newUuidsOf({ receivedAt: m.receivedAt, uuidSeed: m.uuidSeed }))) : null;
       reply = { id: m.id, prepared, rows };
       transfer = [...movable(prepared.body), ...(rows ? movableRows(rows) : [])];
-    } else {
-      const text = typeof m.body === 'string' ? m.body : utf8.decode(m.body);
-      const rows = crossing(prepareRows(m.context, extractEvents(parseJson(text), { engage: m.context.engage, logged: true }).events, newUuidsOf(m.context)));
+    } else if (m.type === 'body') {
+      const rows = crossing(prepareRows(m.context, loggedEvents(m.context, m.body), newUuidsOf(m.context)));
       reply = { id: m.id, rows };
+      transfer = movableRows(rows);
+    } else {
+      // A body that cannot be read is left out and named (its frame goes to the dead letters); the others go on.
+      const requests: RequestEvents[] = [];
+      const failed: RunFailure[] = [];
+      m.items.forEach(({ context, body }, index) => {
+        try {
+          requests.push({ ctx: context, events: loggedEvents(context, body), newUuid: newUuidsOf(context) });
+        } catch (error) {
+          failed.push({ index, error: String(error) });
+        }
+      });
+      const rows = crossing(prepareRequests(requests));
+      reply = { id: m.id, rows, failed };
       transfer = movableRows(rows);
     }
   } catch (error) {

@@ -4,7 +4,7 @@ import type { IngestParser } from '../deps';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
 import type { PreparedRows, RowPreparer } from '../pipeline';
-import type { IntakeContext } from '../storage/events';
+import type { IntakeContext, LoggedRequest } from '../storage/events';
 import { movable, type AnonymizingNote, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 export interface IngestParserPool extends IngestParser, RowPreparer {
@@ -18,7 +18,8 @@ export interface IngestParserPool extends IngestParser, RowPreparer {
  * log and the persons, and each body is parsed once. A body goes to the thread with the fewest
  * messages in hand and is moved (not copied) both ways when it owns its buffer; the rows'
  * buffers are moved back. `prepareBody` prepares a body's rows again for a known context (a
- * project that anonymizes addresses, a large body read back from the log).
+ * project that anonymizes addresses, a large body read back from the log); `prepareRun`, the
+ * rows of a run of small logged bodies as one.
  */
 export function createIngestParser(threads: number, maxBytes: number, logger: Logger): IngestParserPool {
   const pool = Array.from({ length: threads }, () => startThread(maxBytes, logger));
@@ -42,6 +43,10 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
     },
     prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows> {
       return least().ask({ type: 'body', id: ++nextId, body, context }, []).then((reply) => reply.rows!);
+    },
+    // The bodies are copied, not moved: the log may still hold them.
+    prepareRun(items: readonly LoggedRequest[]) {
+      return least().ask({ type: 'run', id: ++nextId, items }, []).then((reply) => ({ rows: reply.rows!, failed: reply.failed ?? [] }));
     },
     async close() {
       await Promise.all(pool.map((t) => t.worker.terminate()));

@@ -6,7 +6,8 @@ import type { Deps } from '../../src/deps';
 import { silentLogger, type Logger } from '../../src/logger';
 import { createAppMetrics } from '../../src/metrics';
 import { openStorage, type CreatedAccount, type StorageOptions } from '../../src/storage';
-import { withPipeline } from '../../src/pipeline';
+import { withPipeline, type RowPreparer } from '../../src/pipeline';
+import { createIngestParser, type IngestParserPool } from '../../src/workers/ingest-parser';
 import { clickhouseServerUrl } from './clickhouse';
 import { eventsProfile } from './duckdb-only';
 import { createTestDatabase } from './postgres';
@@ -53,8 +54,20 @@ async function profileEnv(env: Record<string, string>): Promise<Record<string, s
   return out;
 }
 
-/** Storage options a test sets besides the event store's: `eventReads` answers the events API from ClickHouse, `eventsStore` also loads the events there. */
-export type TestStorageOptions = Pick<StorageOptions, 'eventReads' | 'eventsStore'>;
+/**
+ * Storage options a test sets besides the event store's: `eventReads` answers the events API from
+ * ClickHouse, `eventsStore` also loads the events there; `preparer`, what prepares rows in
+ * another thread (null: none, the main thread does it all).
+ */
+export type TestStorageOptions = Pick<StorageOptions, 'eventReads' | 'eventsStore'> & { preparer?: RowPreparer | null };
+
+/**
+ * The parser thread the apps' processing uses, as the server's does by default
+ * (`INGEST_PARSE_THREADS`): one per test process, started with the first app (it does not keep
+ * the process alive).
+ */
+let sharedParser: IngestParserPool | null = null;
+const defaultPreparer = (): RowPreparer => (sharedParser ??= createIngestParser(1, loadConfig({}).MAX_BODY_BYTES, silentLogger));
 
 export async function createTestApp(
   env: Record<string, string> = {}, now: () => Date = () => new Date(), logger: Logger = silentLogger, store: TestStoreOptions = {}, storageOptions: TestStorageOptions = {},
@@ -85,11 +98,12 @@ async function openTestApp(
   dataDir: string, known: CreatedAccount | null, env: Record<string, string>, now: () => Date, logger: Logger, store: TestStoreOptions, storageOptions: TestStorageOptions = {},
 ): Promise<TestApp> {
   const config: Config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
+  const { preparer = defaultPreparer(), ...stores } = storageOptions;
   // Queries wait up to 10 s (not the default 0.5 s) for events just captured: these tests check what is
   // stored, and a slow CI machine must not turn a load that takes a moment into a missing row
   // (the default bound is tested in test/storage/events/intake.test.ts).
   const storage = await openStorage(
-    withPipeline({ dataDir, metaStore: config.META_STORE, ...eventsStoreOf(config, storageOptions), durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store }, ...storageOptions }),
+    withPipeline({ dataDir, metaStore: config.META_STORE, ...eventsStoreOf(config, stores), durability: config.DURABILITY, personCopies: config.PERSON_COPIES === 'on', defaultRetentionDays: config.EVENTS_RETENTION_DAYS, now: () => now().getTime(), logger, eventStore: { visibilityTimeoutMs: 10_000, minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, ...store }, ...stores }, preparer ?? undefined),
   );
   const account = known ?? (await bootstrap(storage, config))!;
   const deps: Deps = { config, storage, logger, version: 'test', now, metrics: createAppMetrics() };

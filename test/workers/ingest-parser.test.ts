@@ -122,7 +122,8 @@ describe('capture through the app with a parser thread', () => {
       prepareBody: (context, body) => (preparedAgain++, parser.prepareBody(context, body)),
       noteAnonymizing: (token, anonymizes) => parser.noteAnonymizing(token, anonymizes),
     };
-    local = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW);
+    // Everything on the main thread: no parser thread at receipt, none behind the 200.
+    local = await createTestApp({ BOOTSTRAP_PROJECT_API_KEY: TOKEN }, () => NOW, silentLogger, {}, { preparer: null });
   });
   afterAll(async () => {
     await parser.close();

@@ -48,10 +48,11 @@ export function ingest(deps: Deps, req: IngestRequest): Promise<IngestOutcome> {
 /**
  * authenticate → log. A large body's rows were prepared in its parser thread as it was parsed
  * (`rows`; prepared again from the body there for a project that anonymizes addresses): behind
- * the 200, what is left for this thread is persons. A small body's are prepared here, behind
- * the 200, from its parsed events: handing each to another thread cost more than the work
- * (this machine's two vCPUs give well under two cores of throughput, so a second thread only
- * pays for large units of work).
+ * the 200, what is left for this thread is persons. A small body is parsed here for its key:
+ * handing each to another thread cost more than the work (this machine's two vCPUs give well
+ * under two cores of throughput, so a second thread only pays for large units of work). Its rows
+ * are prepared behind the 200, with the other small bodies made durable with it, as one run in
+ * that thread when there is one (`ProcessIntake.run`), else here from its parsed events.
  */
 async function logIngest(deps: Deps, prepared: PreparedIngest, receivedAt: number, uuidSeed: string, rows: PreparedRows | null): Promise<IngestOutcome> {
   const project = await projectForPublicKey(deps, prepared.token, prepared.projectId, NO_KEY);

@@ -7,7 +7,7 @@
  * see it for the life of an event, and `types.ts` for the contract.
  */
 export { createEventStore } from './store';
-export type { EventSink, EventStore, EventStoreOptions, EventStoreStats, EventStoreLogger, Durability, Intake, IntakeContext, IntakeInput, EncodedRows, ProcessIntake, RelationOptions, ReplayResult } from './types';
+export type { EventSink, EventStore, EventStoreOptions, EventStoreStats, EventStoreLogger, Durability, Intake, IntakeContext, IntakeInput, EncodedRows, LoggedRequest, ProcessIntake, RunFailure, RelationOptions, ReplayResult } from './types';
 export type { EventsRelation, StreamOptions, TimeRange } from './read/relation';
 export { streamQuery } from './read/relation';
 export { listDeadLetters, type DeadLetter } from './log/dead-letters';

@@ -234,12 +234,15 @@ class DuckDbEventStore implements EventStore {
       this.arrivals.note(bytes);
       // A memo (the parsed events, or the rows being prepared elsewhere) spares processing a read
       // of the log and a second parse: processing follows the log closely (it no longer stands
-      // aside for a burst), so a memo is short-lived; the budget bounds the memory.
+      // aside for a burst), so a memo is short-lived; the budget bounds the memory. When runs of
+      // requests are prepared in another thread (`ProcessIntake.run`), what that thread needs is
+      // the body: the parsed events are let go at once.
       const prepared = input.prepared ?? null;
       let memo: IntakeMemo | null = null;
       if ((prepared || input.parsed) && this.processor.memoBytes + bytes <= this.s.maxMemoBytes) {
         const kept = { context: input.context, bytes, seq };
-        memo = prepared ? { ...kept, prepared, events: null } : { ...kept, prepared: null, events: input.parsed! };
+        if (prepared) memo = { ...kept, prepared, events: null };
+        else memo = this.processor.runs ? { ...kept, prepared: null, events: null, body } : { ...kept, prepared: null, events: input.parsed! };
         this.processor.memoBytes += bytes;
       } else prepared?.catch(() => undefined); // unused: processed from the log instead
       const events = input.events;

@@ -89,7 +89,27 @@ export interface EncodedRows {
  * (the rows `prepared` at receipt, or its parsed `events`), else its body's `text` read back
  * from the log.
  */
-export type ProcessIntake = (context: IntakeContext, events: unknown[] | null, text: string | null, prepared?: unknown) => Promise<EncodedRows>;
+export type ProcessIntake = ((context: IntakeContext, events: unknown[] | null, text: string | null, prepared?: unknown) => Promise<EncodedRows>) & {
+  /**
+   * Several logged requests of one project, in log order, turned into rows as one (their rows
+   * joined in that order): given, the store keeps a small request's body rather than its parsed
+   * events, and processes consecutive ones together (another thread prepares them, in one
+   * message each way). `failed` names the requests whose body could not be read as events.
+   */
+  run?: (requests: readonly LoggedRequest[]) => Promise<{ rows: EncodedRows; failed: readonly RunFailure[] }>;
+};
+
+/** A logged capture request: its context and its decoded body (`IntakeInput.body`). */
+export interface LoggedRequest {
+  context: IntakeContext;
+  body: Uint8Array | string;
+}
+
+/** A request of a run left out of its rows: its index in the run, and why. */
+export interface RunFailure {
+  index: number;
+  error: string;
+}
 
 /**
  * An events table outside DuckDB that loads go to (ClickHouse: storage/clickhouse). Given a

@@ -14,12 +14,25 @@ export type Queued = SealedSegment & { attempts: number; loadPath: string };
 
 /**
  * What a kept intake memo holds: the frame's context, its sequence number, and one of: its rows
- * being prepared in another thread since receipt (`prepared`), or its events already parsed.
+ * being prepared in another thread since receipt (`prepared`), its events already parsed, or its
+ * body (for a run: `ProcessIntake.run`).
  */
-export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & ({ prepared: Promise<unknown>; events: null } | { prepared: null; events: unknown[] });
+export type IntakeMemo = { context: IntakeContext; bytes: number; seq: number } & (
+  | { prepared: Promise<unknown>; events: null }
+  | { prepared: null; events: unknown[] }
+  | { prepared: null; events: null; body: Uint8Array | string }
+);
+type BodyMemo = Extract<IntakeMemo, { body: unknown }>;
+const isBodyMemo = (memo: IntakeMemo | null | undefined): memo is BodyMemo => memo != null && 'body' in memo;
 
 /** Main-thread time per slice of processing before it yields to requests. */
 const SLICE_MS = 4;
+
+/**
+ * Body bytes of one run (`processRun`): one message to the preparing thread and back, and the
+ * persons of its events applied in one go on this thread, within about a slice.
+ */
+const RUN_MAX_BYTES = 512 * 1024;
 
 /**
  * The processing stage, between the log and the loads: turns each sealed segment's intake
@@ -64,6 +77,11 @@ export class SegmentProcessor {
   /** Sealed segments not processed yet, oldest first. */
   get segments(): readonly Queued[] {
     return this.intake;
+  }
+
+  /** Whether consecutive requests are processed as runs (the store then keeps bodies as memos). */
+  get runs(): boolean {
+    return this.process?.run !== undefined;
   }
 
   get waiting(): number {
@@ -183,7 +201,8 @@ export class SegmentProcessor {
     while (st.next < memos.length) {
       const memo = memos[st.next] as IntakeMemo | null;
       if (!memo) return;
-      await this.processMemo(seg, st, memo, memos);
+      if (isBodyMemo(memo)) await this.processRun(st, memos, memos.length);
+      else await this.processMemo(seg, st, memo, memos);
       if (performance.now() - sliceStart > SLICE_MS) {
         await this.yieldToRequests();
         sliceStart = performance.now();
@@ -198,7 +217,7 @@ export class SegmentProcessor {
     return rows;
   }
 
-  private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: IntakeMemo, memos: unknown[]): Promise<void> {
+  private async processMemo(seg: Readonly<SealedSegment>, st: ProcState, memo: Exclude<IntakeMemo, BodyMemo>, memos: unknown[]): Promise<void> {
     try {
       st.add(this.counted(await this.process!(memo.context, memo.events, null, memo.prepared)));
     } catch (error) {
@@ -208,6 +227,39 @@ export class SegmentProcessor {
     this.memoBytes -= memo.bytes;
     st.next++;
     this.advance(memo.seq);
+  }
+
+  /**
+   * The body memos from `st.next` on (before `end`) of one project, up to RUN_MAX_BYTES, turned
+   * into rows as one (`ProcessIntake.run`): one message to the preparing thread for the run
+   * instead of the work of each on this one. A body that cannot be read goes to the dead letters
+   * alone; a run that fails as a whole (its persons could not be applied) sends each of its
+   * frames there, as each would have gone alone.
+   */
+  private async processRun(st: ProcState, memos: unknown[], end: number): Promise<void> {
+    const first = st.next;
+    const teamId = (memos[first] as BodyMemo).context.teamId;
+    const run: BodyMemo[] = [];
+    let bytes = 0;
+    for (let i = first; i < end && bytes < RUN_MAX_BYTES; i++) {
+      const memo = memos[i] as IntakeMemo | null;
+      if (!isBodyMemo(memo) || memo.context.teamId !== teamId) break;
+      run.push(memo);
+      bytes += memo.bytes;
+    }
+    try {
+      if (!this.process!.run) throw new Error('The intake processor has no runs.');
+      const { rows, failed } = await this.process!.run(run.map((m) => ({ context: m.context, body: m.body })));
+      st.add(this.counted(rows));
+      for (const f of failed) st.failed.push({ index: first + f.index, error: f.error });
+    } catch (error) {
+      for (let i = 0; i < run.length; i++) st.failed.push({ index: first + i, error });
+    }
+    for (const memo of run) {
+      memos[st.next++] = null;
+      this.memoBytes -= memo.bytes;
+    }
+    this.advance(run[run.length - 1].seq);
   }
 
   /**
@@ -253,7 +305,9 @@ export class SegmentProcessor {
     let sliceStart = performance.now();
     while (st.next < count) {
       const memo = memos?.[st.next] as IntakeMemo | null | undefined;
-      if (memo) {
+      if (isBodyMemo(memo)) {
+        await this.processRun(st, memos!, count);
+      } else if (memo) {
         await this.processMemo(seg, st, memo, memos!);
       } else {
         const { data, frames } = await read();
