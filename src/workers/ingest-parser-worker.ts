@@ -49,8 +49,10 @@ port.on('message', (m: WorkerRequest) => {
       // A body that cannot be read is left out and named (its frame goes to the dead letters); the others go on.
       const requests: RequestEvents[] = [];
       const failed: RunFailure[] = [];
-      m.items.forEach(({ context, body }, index) => {
+      const contexts = JSON.parse(m.contexts) as IntakeContext[];
+      contexts.forEach((context, index) => {
         try {
+          const body = m.bodies.subarray(index === 0 ? 0 : m.ends[index - 1], m.ends[index]);
           requests.push({ ctx: context, events: loggedEvents(context, body), newUuid: newUuidsOf(context) });
         } catch (error) {
           failed.push({ index, error: String(error) });

@@ -44,14 +44,37 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
     prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows> {
       return least().ask({ type: 'body', id: ++nextId, body, context }, []).then((reply) => reply.rows!);
     },
-    // The bodies are copied, not moved: the log may still hold them.
     prepareRun(items: readonly LoggedRequest[]) {
-      return least().ask({ type: 'run', id: ++nextId, items }, []).then((reply) => ({ rows: reply.rows!, failed: reply.failed ?? [] }));
+      const { bodies, ends } = joinBodies(items);
+      const contexts = JSON.stringify(items.map((item) => item.context));
+      return least()
+        .ask({ type: 'run', id: ++nextId, bodies, ends, contexts }, [...movable(bodies), ...movable(new Uint8Array(ends.buffer))])
+        .then((reply) => ({ rows: reply.rows!, failed: reply.failed ?? [] }));
     },
     async close() {
       await Promise.all(pool.map((t) => t.worker.terminate()));
     },
   };
+}
+
+const utf8 = new TextEncoder();
+
+/** The bodies of a run as one new buffer (theirs may still be the log's), and where each ends in it. */
+function joinBodies(items: readonly LoggedRequest[]): { bodies: Uint8Array; ends: Int32Array } {
+  let size = 0;
+  for (const { body } of items) size += typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  const bodies = new Uint8Array(size);
+  const ends = new Int32Array(items.length);
+  let at = 0;
+  items.forEach(({ body }, i) => {
+    if (typeof body === 'string') at += utf8.encodeInto(body, bodies.subarray(at)).written;
+    else {
+      bodies.set(body, at);
+      at += body.byteLength;
+    }
+    ends[i] = at;
+  });
+  return { bodies, ends };
 }
 
 interface ParserThread {

@@ -49,6 +49,8 @@ function requestEvents(k: number): Array<Record<string, unknown>> {
       properties: {
         $browser: k % 2 ? 'Firefox' : 'Chrome',
         n: k,
+        // Text of more than one byte a character, in bodies logged as text and as bytes.
+        ...(k % 4 === 2 ? { name: 'Zoë 🙂' } : {}),
         [`only_${k % 3}`]: true,
         ...(k % 5 === 0 ? { $anon_distinct_id: `anon-${k}`, $set: { plan: `p${k % 3}` } } : {}),
       },
