@@ -79,6 +79,7 @@ export const ConfigSchema = t.Object({
     }),
   ),
   MIN_FREE_DISK_MB: Int(256, 0, 1024 * 1024, 'Free space kept on the disk of DATA_DIR (MiB): below it, ingestion answers 503 with Retry-After.'),
+  MAX_BACKLOG_SECONDS: Int(10, 1, 3600, "How far the event store may fall behind its acknowledgements, in seconds of loading at its recent speed: past it, ingestion answers 503 with Retry-After, so an acknowledged event is queryable within about this long. The log's 2 GB cap holds whatever this is."),
   METRICS: OnOff('on', 'on: GET /metrics serves Prometheus metrics, without authentication (counts, sizes and durations; no user data). off: no such route.'),
   EVENTS_RETENTION_DAYS: t.Optional(
     t.Integer({

@@ -57,7 +57,7 @@ async function main() {
           defaultRetentionDays: config.EVENTS_RETENTION_DAYS,
           logger,
           // The request thread and the parser threads: what a saturating ingestion keeps busy beside DuckDB.
-          eventStore: { minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, busyThreads: 1 + (ingestParser ? config.INGEST_PARSE_THREADS : 0) },
+          eventStore: { minFreeDiskBytes: config.MIN_FREE_DISK_MB * 1024 * 1024, maxBacklogSeconds: config.MAX_BACKLOG_SECONDS, busyThreads: 1 + (ingestParser ? config.INGEST_PARSE_THREADS : 0) },
         },
         ingestParser,
       ),

@@ -17,6 +17,7 @@ describe('config', () => {
       DUCKDB_MEMORY_LIMIT: '512MB',
       PERSON_COPIES: 'on',
       MIN_FREE_DISK_MB: 256,
+      MAX_BACKLOG_SECONDS: 10,
       METRICS: 'on',
       INVITE_EXPIRY_DAYS: 3,
       QUERY_TIMEOUT_MS: 30000,

@@ -21,15 +21,22 @@ export interface AdmissionState {
 }
 
 /**
+ * Loads' worth of backlog always taken, whatever the recent speed: the speed is measured on
+ * loads, and a burst after a quiet spell (or at the start) has none recent to go by.
+ */
+const BACKLOG_FLOOR_LOADS = 4;
+
+/**
  * Whether the store takes an append: it refuses (503 with Retry-After) rather than hold more than
- * its caps allow — the disk below its reserve, more accepted than `maxPendingBytes` not loaded yet,
- * more than `maxQueuedBytes` waiting for the log — so a backlog never grows without bound and
- * what was acknowledged stays safe. The wait asked of a refused client is what the backlog takes
- * to load at the recent speed (1–60 s), 30 s for a full disk.
+ * its caps allow — the disk below its reserve, more accepted and not loaded yet than it loads in
+ * `maxBacklogSeconds` (at most `maxPendingBytes`), more than `maxQueuedBytes` waiting for the
+ * log — so a backlog never grows without bound, an acknowledged event is queryable within about
+ * `maxBacklogSeconds`, and what was acknowledged stays safe. The wait asked of a refused client
+ * is what the backlog takes to load at the recent speed (1–60 s), 30 s for a full disk.
  */
 export class Admission {
   constructor(
-    private readonly s: Pick<Settings, 'maxPendingBytes' | 'maxQueuedBytes' | 'log'>,
+    private readonly s: Pick<Settings, 'maxPendingBytes' | 'maxBacklogSeconds' | 'loadMaxBytes' | 'maxQueuedBytes' | 'log'>,
     private readonly counters: Counters,
     private readonly disk: DiskSpace,
     private readonly state: AdmissionState,
@@ -50,11 +57,17 @@ export class Admission {
     return Math.min(60, Math.max(1, Math.ceil(this.state.pendingBytes() / this.state.loadBytesPerSec())));
   }
 
+  /** The most bytes accepted and not loaded the store holds now: `maxBacklogSeconds` of loading at the recent speed, a few loads at least, `maxPendingBytes` at most. */
+  backlogCap(): number {
+    const bySpeed = this.state.loadBytesPerSec() * this.s.maxBacklogSeconds;
+    return Math.min(this.s.maxPendingBytes, Math.max(BACKLOG_FLOOR_LOADS * this.s.loadMaxBytes, bySpeed));
+  }
+
   /** Why an append of `bytes` would be refused now, or null (also what readiness reports, for 0 bytes). */
   refusal(bytes: number): EventStoreStats['backpressure'] {
     if (this.state.closed()) return 'closed';
     if (this.disk.low) return 'disk_low';
-    if (this.state.pendingBytes() + bytes > this.s.maxPendingBytes) return 'backlog';
+    if (this.state.pendingBytes() + bytes > this.backlogCap()) return 'backlog';
     if (this.state.queuedBytes() + bytes > this.s.maxQueuedBytes) return 'log_queue';
     return null;
   }

@@ -32,6 +32,7 @@ export interface Settings {
   segmentMaxAgeMs: number;
   relaxedSyncMs: number;
   maxPendingBytes: number;
+  maxBacklogSeconds: number;
   maxQueuedBytes: number;
   minFreeDiskBytes: number;
   /** DuckDB's threads while ingestion saturates the store (`SaturatedThreads`). */
@@ -89,6 +90,7 @@ export function resolveSettings(o: EventStoreOptions): Settings {
     segmentMaxAgeMs: o.bufferMaxAgeMs ?? 1000,
     relaxedSyncMs: o.relaxedSyncMs ?? 1000,
     maxPendingBytes: o.maxPendingBytes ?? 2048 * MiB,
+    maxBacklogSeconds: o.maxBacklogSeconds ?? 10,
     maxQueuedBytes: o.maxQueuedBytes ?? 64 * MiB,
     minFreeDiskBytes: o.minFreeDiskBytes ?? 256 * MiB,
     saturatedThreads: threadsLeft(o.cores ?? availableParallelism(), o.busyThreads ?? 2),

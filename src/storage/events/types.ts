@@ -152,6 +152,12 @@ export interface EventStoreOptions {
   segmentMaxBytes?: number;
   /** Cap on acknowledged-but-not-loaded bytes plus queued bytes; beyond it, append rejects with 503 (default 2 GiB: on disk, so a burst of large batches is absorbed rather than refused). */
   maxPendingBytes?: number;
+  /**
+   * Cap on the same backlog in seconds of loading at the recent load speed (default 10): a
+   * saturating load is refused (503) once its events would be queryable only later than this.
+   * A few loads' worth is always taken (`Admission.backlogCap`).
+   */
+  maxBacklogSeconds?: number;
   /** Cap on bytes held in memory waiting for the log write (default 64 MiB). */
   maxQueuedBytes?: number;
   /** Below this much free disk space, append rejects with 503 (default 256 MiB). */

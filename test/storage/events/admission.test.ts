@@ -8,11 +8,13 @@ import { AppError } from '../../../src/errors';
 const MiB = 1024 * 1024;
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
-function setup() {
+function setup(limits: { maxBacklogSeconds?: number; loadMaxBytes?: number } = {}) {
   const state = { closed: false, pending: 0, queued: 0, speed: 10 * MiB };
   const counters = newCounters();
   const disk = new DiskSpace(tmpdir(), 0, () => 0);
-  const admission = new Admission({ maxPendingBytes: 100 * MiB, maxQueuedBytes: 8 * MiB, log: silent }, counters, disk, {
+  // Unless a test says otherwise, the time bound is far past the byte cap.
+  const settings = { maxPendingBytes: 100 * MiB, maxBacklogSeconds: 3600, loadMaxBytes: MiB, maxQueuedBytes: 8 * MiB, log: silent, ...limits };
+  const admission = new Admission(settings, counters, disk, {
     closed: () => state.closed,
     pendingBytes: () => state.pending,
     queuedBytes: () => state.queued,
@@ -46,6 +48,28 @@ test('an append is taken within the caps; past them refused, the reason in order
   expect(admission.refusal(0)).toBe('disk_low');
   state.closed = true;
   expect(admission.refusal(0)).toBe('closed');
+});
+
+test('the backlog is capped at maxBacklogSeconds of loading at the recent speed: a few loads at least, maxPendingBytes at most', () => {
+  const { state, counters, admission } = setup({ maxBacklogSeconds: 2 });
+  // 10 MiB/s for 2 s: 20 MiB.
+  expect(admission.backlogCap()).toBe(20 * MiB);
+  state.pending = 19 * MiB;
+  expect(answer(admission, counters, MiB)).toBeNull(); // at the cap, not past it
+  expect(answer(admission, counters, MiB + 1)).toEqual({ kind: 'unavailable', detail: 'The event store is behind; retry later.', retryAfter: 2, counted: 1 });
+  state.pending = 20 * MiB + 1;
+  expect(admission.refusal(0)).toBe('backlog'); // what readiness reports
+  // Slower loads, a smaller backlog; never under four loads' worth.
+  state.speed = 4 * MiB;
+  expect(admission.backlogCap()).toBe(8 * MiB);
+  state.speed = MiB / 10;
+  expect(admission.backlogCap()).toBe(4 * MiB);
+  state.pending = 3 * MiB;
+  expect(admission.refusal(MiB)).toBeNull();
+  expect(admission.refusal(MiB + 1)).toBe('backlog');
+  // Faster loads: up to maxPendingBytes, not past it.
+  state.speed = 1000 * MiB;
+  expect(admission.backlogCap()).toBe(100 * MiB);
 });
 
 test('a refused client waits what the backlog takes to load at the recent speed, 1 to 60 s; 30 s for a full disk; a closing store is not counted as a refusal', () => {

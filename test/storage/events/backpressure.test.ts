@@ -53,6 +53,34 @@ describe('backpressure', () => {
     await h.store.append(batchOf(n, 100)); // accepted again once drained
   });
 
+  test('the store refuses a backlog past maxBacklogSeconds of loading long before maxPendingBytes, and stores everything it acknowledged', async () => {
+    let release!: () => void;
+    const stalled = new Promise<void>((r) => (release = r));
+    // No load has been measured: the speed assumed at the start (50 MiB/s) for 0.05 s, ~2.5 MiB.
+    const maxPendingBytes = 256 * 1024 * 1024;
+    h = await openHarness({ maxPendingBytes, maxBacklogSeconds: 0.05, loadMaxBytes: 256 * 1024, bufferMaxRows: 500, hooks: { beforeLoad: () => stalled } });
+    const acked: string[] = [];
+    let rejected: AppError | null = null;
+    for (let i = 0, n = 0; i < 400 && !rejected; i++, n += 100) {
+      const batch = batchOf(n, 100);
+      try {
+        await h.store.append(batch);
+        acked.push(...batch.map((r) => r.uuid));
+      } catch (error) {
+        rejected = error as AppError;
+      }
+    }
+    expect(rejected?.status).toBe(503);
+    expect(rejected?.detail).toBe('The event store is behind; retry later.');
+    expect(rejected?.retryAfter).toBe(1);
+    const { pendingBytes } = h.store.stats();
+    expect(pendingBytes).toBeGreaterThan(2 * 1024 * 1024);
+    expect(pendingBytes).toBeLessThanOrEqual(2.5 * 1024 * 1024 + 1);
+    release();
+    await h.store.flush();
+    expect(await uuidsOf(h)).toEqual([...acked].sort());
+  });
+
   test('a failed load keeps its rows and succeeds on a later attempt', async () => {
     let failures = 3;
     h = await openHarness({
