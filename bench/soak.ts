@@ -7,12 +7,12 @@ import type { BenchRow, Benchmark } from './types';
 /**
  * A long saturating load on the path production runs: the real server (durable, as `npm start`
  * runs it) under ~1 MB `/batch/` bodies on 4 connections for `SOAK_MINUTES` (10 by default; 1
- * with --quick), the events-list probe beside it. What a 60-s run does not show: merges and the
- * log's cap come in after minutes, and memory that grows does so slowly. Sampled every 30 s from
+ * with --quick), the events-list probe beside it. What a 60-s run does not show: merges come in
+ * after minutes, and memory that grows does so slowly. Sampled every 30 s from
  * `/metrics` and /proc: the rate stored in the window, RSS, the log's backlog, and the share of
  * the window that loads and merges were busy. At the end: acknowledged and stored events/s
  * (acknowledged events over the load plus the wait until the events API counts them all), the
- * peak RSS, refusals (503 once the log is at its cap) and dead letters. The baseline is the run's
+ * peak RSS, refusals (503 once the backlog is at its cap) and dead letters. The baseline is the run's
  * own first minute: a stored rate that falls from it is the store falling behind (the floors are
  * the ingest bench's).
  */
@@ -104,7 +104,7 @@ const bench: Benchmark = async ({ quick, log }) => {
     notes: [
       `the real server (durable) under ~1 MB /batch/ bodies (${bodies[0]!.events} events each) on ${CONNECTIONS} connections for ${minutes} min (SOAK_MINUTES), the events-list probe beside it; a row every ${SAMPLE_MS / 1000} s`,
       'stored events/s of a minute row: events stored in that window; vs first minute: against the rate of the first minute (the run\'s own baseline; floors are in the ingest bench); loads/merges busy: the share of the window they ran',
-      'final row: acknowledged events over the load, stored = acknowledged over the load plus the wait until the events API counts them all; refused: 503 answers (the log at its cap), retried by the load after 200 ms',
+      'final row: acknowledged events over the load, stored = acknowledged over the load plus the wait until the events API counts them all; refused: 503 answers (the backlog at its cap: MAX_BACKLOG_SECONDS of loading, or the log's 2 GB), retried by the load after 200 ms',
     ],
   };
 };
