@@ -104,7 +104,7 @@ const bench: Benchmark = async ({ quick, log }) => {
     notes: [
       `the real server (durable) under ~1 MB /batch/ bodies (${bodies[0]!.events} events each) on ${CONNECTIONS} connections for ${minutes} min (SOAK_MINUTES), the events-list probe beside it; a row every ${SAMPLE_MS / 1000} s`,
       'stored events/s of a minute row: events stored in that window; vs first minute: against the rate of the first minute (the run\'s own baseline; floors are in the ingest bench); loads/merges busy: the share of the window they ran',
-      'final row: acknowledged events over the load, stored = acknowledged over the load plus the wait until the events API counts them all; refused: 503 answers (the backlog at its cap: MAX_BACKLOG_SECONDS of loading, or the log's 2 GB), retried by the load after 200 ms',
+      'final row: acknowledged events over the load, stored = acknowledged over the load plus the wait until the events API counts them all; refused: 503 answers (the backlog at its cap: MAX_BACKLOG_SECONDS of loading, or 2 GB of log), retried by the load after 200 ms',
     ],
   };
 };

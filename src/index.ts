@@ -107,8 +107,9 @@ async function main() {
       clearTimeout(cut);
       stopControl();
       stopGuard();
-      await ingestParser?.close();
+      // Storage first: closing drains processing, which prepares rows in the parser threads.
       await storage.close();
+      await ingestParser?.close();
       logger.info('stopped cleanly');
       process.exit(0);
     } catch (error) {
@@ -136,8 +137,8 @@ async function main() {
     });
   } catch (error) {
     // Taken between the preflight and now: leave the data as a clean stop would.
-    await ingestParser?.close();
     await storage.close();
+    await ingestParser?.close();
     if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
     console.error(portTakenMessage(config));
     process.exit(EXIT_IN_USE);

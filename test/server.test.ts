@@ -58,6 +58,23 @@ describe('the server process', () => {
     expect(await server.stop('SIGTERM')).toBe(0);
   });
 
+  test('events acknowledged just before SIGTERM are processed at the stop (their rows made in the parser thread): exit 0, and the next start lists them', async () => {
+    const dir = await newDataDir();
+    dirs.push(dir);
+    let server = await startServer({}, dir);
+    const posted = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        fetch(`${server.url}/capture/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ api_key: TEST_KEYS.project, event: 'last-moment', distinct_id: `late-${i}` }) }),
+      ),
+    );
+    expect(posted.map((r) => r.status)).toEqual(posted.map(() => 200));
+    expect(await server.stop('SIGTERM')).toBe(0);
+    server = await startServer({}, dir);
+    const list: any = await (await fetch(`${server.url}/api/projects/1/events/?event=last-moment&limit=100`, { headers: auth })).json();
+    expect(list.results.map((e: any) => e.distinct_id).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `late-${i}`).sort());
+    expect(await server.stop('SIGTERM')).toBe(0);
+  });
+
   test('SIGTERM lets in-flight requests finish, then closes the database cleanly', async () => {
     const server = await startServer();
     dirs.push(server.dataDir);

@@ -51,8 +51,9 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
         .ask({ type: 'run', id: ++nextId, bodies, ends, contexts }, [...movable(bodies), ...movable(new Uint8Array(ends.buffer))])
         .then((reply) => ({ rows: reply.rows!, failed: reply.failed ?? [] }));
     },
+    // Asks in hand and any made later are refused, not left waiting for a thread that is gone.
     async close() {
-      await Promise.all(pool.map((t) => t.worker.terminate()));
+      await Promise.all(pool.map((t) => t.close()));
     },
   };
 }
@@ -81,20 +82,29 @@ interface ParserThread {
   worker: Worker;
   inHand: number;
   ask(message: Exclude<WorkerRequest, AnonymizingNote>, transfer: ArrayBuffer[]): Promise<WorkerReply>;
+  close(): Promise<void>;
 }
 
 function startThread(maxBytes: number, logger: Logger): ParserThread {
   const worker = new Worker(new URL('./ingest-parser-worker.ts', import.meta.url), { workerData: { maxBytes } });
   const waiting = new Map<number, { resolve: (r: WorkerReply) => void; reject: (e: unknown) => void }>();
+  let closed = false;
   const thread: ParserThread = {
     worker,
     inHand: 0,
     ask(message, transfer) {
+      if (closed) return Promise.reject(new Error('ingest thread closed'));
       return new Promise((resolve, reject) => {
         waiting.set(message.id, { resolve, reject });
         thread.inHand++;
         worker.postMessage(message, transfer);
       });
+    },
+    async close() {
+      closed = true;
+      await worker.terminate();
+      for (const w of waiting.values()) w.reject(new Error('ingest thread closed'));
+      waiting.clear();
     },
   };
   worker.on('message', (reply: WorkerReply) => {

@@ -108,6 +108,14 @@ describe('ingest parser threads', () => {
   });
 });
 
+test('a closed pool refuses what it is asked (processing at a stop must not wait for a thread that is gone)', async () => {
+  const closing = createIngestParser(1, MAX, silentLogger);
+  await closing.close();
+  const context = { teamId: 1, receivedAt: NOW.getTime(), ip: null, anonymizeIps: false, sentAt: null, engage: false };
+  await expect(closing.prepareRun([{ context, body: JSON.stringify(batch(2)) }])).rejects.toThrow('ingest thread closed');
+  await expect(closing.prepareBody(context, JSON.stringify(batch(2)))).rejects.toThrow('ingest thread closed');
+});
+
 describe('capture through the app with a parser thread', () => {
   let viaThread: TestApp;
   let local: TestApp;
