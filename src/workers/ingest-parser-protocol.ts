@@ -9,17 +9,16 @@ import type { IntakeContext, RunFailure } from '../storage/events';
  *   not cross threads) and prepare its rows at once (`prepareRows`, for a project that does not
  *   anonymize addresses: the rows are prepared again from the body for one that does), while
  *   its events are fresh: kept for a later message, they outlived the young generation;
- * - `body`: prepare the rows of a body again (a project whose setting was not known to the
- *   thread) or of one read back from the log, for a known context;
- * - `run`: prepare the rows of several logged bodies of one project as one (`prepareRequests`):
- *   processing's run of small requests, answered in one reply. The bodies cross as one buffer
+ * - `run`: prepare the rows of logged bodies of one project as one (`prepareRequests`), for known
+ *   contexts: processing's run of small requests, answered in one reply, or one body prepared
+ *   again (a project whose setting was not known to the thread; a large body read back from the
+ *   log). The bodies cross as one buffer
  *   (moved) with where each ends, the contexts as one JSON text: cloning them as objects cost
  *   the sending thread more than preparing them had;
  * - `anonymizing`: the keys whose projects anonymize addresses, as the main thread learns them.
  */
 export type WorkerRequest =
   | { type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
-  | { type: 'body'; id: number; body: string | Uint8Array; context: IntakeContext }
   | { type: 'run'; id: number; bodies: Uint8Array; ends: Int32Array; contexts: string }
   | AnonymizingNote;
 

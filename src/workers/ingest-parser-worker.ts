@@ -41,10 +41,6 @@ port.on('message', (m: WorkerRequest) => {
       const rows = parsed && parsed.length > 0 ? crossing(prepareRows(ctx, parsed, newUuidsOf({ receivedAt: m.receivedAt, uuidSeed: m.uuidSeed }))) : null;
       reply = { id: m.id, prepared, rows };
       transfer = [...movable(prepared.body), ...(rows ? movableRows(rows) : [])];
-    } else if (m.type === 'body') {
-      const rows = crossing(prepareRows(m.context, loggedEvents(m.context, m.body), newUuidsOf(m.context)));
-      reply = { id: m.id, rows };
-      transfer = movableRows(rows);
     } else {
       // A body that cannot be read is left out and named (its frame goes to the dead letters); the others go on.
       const requests: RequestEvents[] = [];

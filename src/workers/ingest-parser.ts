@@ -29,6 +29,13 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
     return best;
   };
   let nextId = 0;
+  const prepareRun = (items: readonly LoggedRequest[]) => {
+    const { bodies, ends } = joinBodies(items);
+    const contexts = JSON.stringify(items.map((item) => item.context));
+    return least()
+      .ask({ type: 'run', id: ++nextId, bodies, ends, contexts }, [...movable(bodies), ...movable(new Uint8Array(ends.buffer))])
+      .then((reply) => ({ rows: reply.rows!, failed: reply.failed ?? [] }));
+  };
   return {
     async prepare(req, receivedAt, uuidSeed) {
       const message: WorkerRequest = {
@@ -41,16 +48,14 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
       const note: AnonymizingNote = { type: 'anonymizing', token, anonymizes };
       for (const t of pool) t.worker.postMessage(note);
     },
+    // A run of one: a body that cannot be read rejects, as its processing alone would throw.
     prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows> {
-      return least().ask({ type: 'body', id: ++nextId, body, context }, []).then((reply) => reply.rows!);
+      return prepareRun([{ context, body }]).then(({ rows, failed }) => {
+        if (failed.length > 0) throw new Error(failed[0].error);
+        return rows;
+      });
     },
-    prepareRun(items: readonly LoggedRequest[]) {
-      const { bodies, ends } = joinBodies(items);
-      const contexts = JSON.stringify(items.map((item) => item.context));
-      return least()
-        .ask({ type: 'run', id: ++nextId, bodies, ends, contexts }, [...movable(bodies), ...movable(new Uint8Array(ends.buffer))])
-        .then((reply) => ({ rows: reply.rows!, failed: reply.failed ?? [] }));
-    },
+    prepareRun,
     // Asks in hand and any made later are refused, not left waiting for a thread that is gone.
     async close() {
       await Promise.all(pool.map((t) => t.close()));

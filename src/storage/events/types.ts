@@ -45,7 +45,8 @@ export interface IntakeInput {
   /** Events in it (as received; processing may drop some). */
   events: number;
   /**
-   * The events already parsed, kept (memory allowing) so processing need not parse them again;
+   * The events already parsed, kept (memory allowing) so processing need not parse them again
+   * (unless it prepares requests in runs elsewhere, `ProcessIntake.run`: then the body is kept);
    * null when another thread parsed them (then `prepared` holds their rows) or none is at hand
    * (then the body is read back from the log when processed).
    */
