@@ -21,6 +21,12 @@ export interface Deps {
    * defaults. A sizing of the code, not an operator's setting: tests make slices of a few rows.
    */
   exportSlices?: { rows: number; firstRows?: number };
+  /**
+   * Capture bodies in hand at once, in bytes, and how long a request waits for room
+   * (capture/body-budget.ts); absent: the defaults. A sizing of the code, not an operator's
+   * setting: tests make it small.
+   */
+  captureBodies?: { bytes: number; waitMs: number };
   /** Decodes and parses large capture bodies in worker threads (`src/workers/`); absent: the main thread does. */
   ingestParser?: IngestParser;
 }

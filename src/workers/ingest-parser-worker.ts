@@ -1,3 +1,4 @@
+import { heapSize } from 'bun:jsc';
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseJson } from '../core/ingest/decode-payload';
 import { extractEvents } from '../core/ingest/extract-events';
@@ -18,6 +19,15 @@ const crossing = (rows: PreparedRows): PreparedRows => ({ ...rows, people: JSON.
 /** A logged body's events, as processing reads them back from the log. */
 const loggedEvents = (context: IntakeContext, body: string | Uint8Array) =>
   extractEvents(parseJson(typeof body === 'string' ? body : utf8.decode(body)), { engage: context.engage, logged: true }).events;
+
+/**
+ * The thread's heap size past which it collects its garbage once a reply is sent. A large batch
+ * parsed and prepared leaves several times its size of garbage here (its events, their
+ * properties' text), which JavaScriptCore collected late: with ~19 MB bodies this heap reached
+ * ~270 MB and the process passed its 1 GB plan (bench/NOTES.md). Between messages little is
+ * live, so the collection is short.
+ */
+const COLLECT_PAST_BYTES = 160 * 1024 * 1024;
 
 /** Keys whose projects anonymize addresses (as the main thread last told). */
 const anonymizing = new Set<string>();
@@ -62,4 +72,5 @@ port.on('message', (m: WorkerRequest) => {
     reply = isAppError(error) ? { id: m.id, error: { kind: error.kind, detail: error.detail, attr: error.attr } } : { id: m.id, failure: String(error) };
   }
   port.postMessage(reply, transfer);
+  if (heapSize() > COLLECT_PAST_BYTES) Bun.gc(true);
 });

@@ -3,6 +3,7 @@ import type { Deps } from '../../deps';
 import { corsHeaders, preflightResponse } from '../../http/cors';
 import { readBodyCapped } from '../../http/read-body';
 import { ErrorBody } from '../../http/schemas';
+import { BodyBudget } from './body-budget';
 import { clientIp } from './client-ip';
 import { ingest } from './ingest';
 
@@ -23,11 +24,31 @@ const CaptureResponses = {
   503: ErrorBody,
 };
 
+/**
+ * Capture bodies in hand at once (body-budget.ts), never under one body of the largest size:
+ * about a second of the parser thread's work, so it is never idle for want of bodies.
+ */
+const BODIES_IN_HAND_BYTES = 32 * 1024 * 1024;
+/** How long a request waits for room before it is answered 503 (a client's retry then spreads the load). */
+const BODY_WAIT_MS = 5_000;
+
 export const captureModule = (deps: Deps) => {
+  const budget = deps.captureBodies
+    ? new BodyBudget(deps.captureBodies.bytes, deps.captureBodies.waitMs)
+    : new BodyBudget(Math.max(deps.config.MAX_BODY_BYTES, BODIES_IN_HAND_BYTES), BODY_WAIT_MS);
   const handle = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string) => {
+    if (request.method !== 'POST') return answer(request, server, path, new Uint8Array(0));
+    const declared = request.headers.get('content-length');
+    const release = await budget.take(declared === null ? deps.config.MAX_BODY_BYTES : Number(declared) || 0);
+    try {
+      return await answer(request, server, path, await readBodyCapped(request, deps.config.MAX_BODY_BYTES));
+    } finally {
+      release();
+    }
+  };
+  const answer = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string, body: Uint8Array) => {
     // Most SDK posts carry no query string: skip parsing the URL then.
     const query = request.url.includes('?') ? new URL(request.url).searchParams : NO_QUERY;
-    const body = request.method === 'POST' ? await readBodyCapped(request, deps.config.MAX_BODY_BYTES) : new Uint8Array(0);
     const { logged } = await ingest(deps, {
       body,
       contentType: request.headers.get('content-type'),

@@ -1,0 +1,96 @@
+import { AppError } from '../../errors';
+
+/**
+ * Capture bodies in hand at once, in bytes: from before a body is read until its request is
+ * answered. A body in hand costs several times its size while it is parsed and its rows are
+ * prepared (the parsed events, their rows, their person changes), so a few large batches read at
+ * once took the process well past its memory plan; see bench/NOTES.md. A request that would
+ * pass the budget waits for room before its body is read (an unread body stays in the client's
+ * socket, not in this process), in arrival order, at most `maxWaitMs`, and is then refused with
+ * 503 and `Retry-After`. Waiting costs the ingest rate nothing: the bodies in hand already keep
+ * the parser thread busy.
+ *
+ * A body that fits is taken at once even while larger ones wait, when it is small
+ * (`SMALL_BODY_BYTES`): single events are never held behind a large batch. A body larger than
+ * the budget is taken alone.
+ */
+export class BodyBudget {
+  private used = 0;
+  private readonly waiting: Waiter[] = [];
+
+  constructor(
+    readonly maxBytes: number,
+    private readonly maxWaitMs: number,
+    /** Runs `fn` after `ms` unless cancelled (tests run it when they choose). */
+    private readonly schedule: (fn: () => void, ms: number) => () => void = (fn, ms) => {
+      const timer = setTimeout(fn, ms);
+      return () => clearTimeout(timer);
+    },
+  ) {}
+
+  /** Bytes in hand now. */
+  get inHand(): number {
+    return this.used;
+  }
+
+  /** Requests waiting for room now. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Room for a body of `bytes`: resolves with its release (call it once, when the request is answered). */
+  take(bytes: number): Promise<() => void> {
+    const size = Math.min(Math.max(0, bytes), this.maxBytes);
+    if (this.fits(size) && (this.waiting.length === 0 || size <= SMALL_BODY_BYTES)) return Promise.resolve(this.grant(size));
+    if (this.maxWaitMs <= 0) return Promise.reject(refused());
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        size,
+        resolve,
+        cancel: this.schedule(() => {
+          const at = this.waiting.indexOf(waiter);
+          if (at < 0) return;
+          this.waiting.splice(at, 1);
+          reject(refused());
+          this.next();
+        }, this.maxWaitMs),
+      };
+      this.waiting.push(waiter);
+    });
+  }
+
+  private fits(size: number): boolean {
+    return this.used === 0 || this.used + size <= this.maxBytes;
+  }
+
+  private grant(size: number): () => void {
+    this.used += size;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.used -= size;
+      this.next();
+    };
+  }
+
+  /** Waiters let in, in arrival order, while the first fits. */
+  private next(): void {
+    while (this.waiting.length > 0 && this.fits(this.waiting[0].size)) {
+      const waiter = this.waiting.shift()!;
+      waiter.cancel();
+      waiter.resolve(this.grant(waiter.size));
+    }
+  }
+}
+
+interface Waiter {
+  size: number;
+  resolve: (release: () => void) => void;
+  cancel: () => void;
+}
+
+/** Bodies up to this size never wait behind larger ones: a single event or a small batch. */
+export const SMALL_BODY_BYTES = 64 * 1024;
+
+const refused = () => new AppError('unavailable', 'Too many large request bodies are being received; retry later.', null, { retryAfter: 1 });

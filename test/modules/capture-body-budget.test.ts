@@ -1,0 +1,155 @@
+import { describe, expect, test } from 'bun:test';
+import { BodyBudget, SMALL_BODY_BYTES } from '../../src/modules/capture/body-budget';
+import { createApp } from '../../src/app';
+import { AppError } from '../../src/errors';
+import { createTestApp, BASE } from '../helpers/test-app';
+
+/** A scheduler the test runs by hand: the waits' time-outs fire when the test says. */
+function manualTimers() {
+  const due: Array<{ fn: () => void; ms: number; cancelled: boolean }> = [];
+  return {
+    schedule: (fn: () => void, ms: number) => {
+      const entry = { fn, ms, cancelled: false };
+      due.push(entry);
+      return () => {
+        entry.cancelled = true;
+      };
+    },
+    /** The earliest scheduled time-out that is still pending, run now. */
+    fireFirst() {
+      const entry = due.find((e) => !e.cancelled);
+      if (!entry) throw new Error('no time-out pending');
+      entry.cancelled = true;
+      entry.fn();
+    },
+    get pending() {
+      return due.filter((e) => !e.cancelled).map((e) => e.ms);
+    },
+  };
+}
+
+/** Which of these promises have settled, and how (without waiting for the others). */
+async function states(promises: Promise<unknown>[]): Promise<string[]> {
+  const out = promises.map(() => 'waiting');
+  promises.forEach((p, i) => p.then(() => (out[i] = 'taken'), (e) => (out[i] = e instanceof AppError ? `refused ${e.kind} ${e.retryAfter}` : 'failed')));
+  await Bun.sleep(0);
+  return out;
+}
+
+describe('BodyBudget', () => {
+  test('bodies are taken while they fit; a larger one waits for room and is let in, in arrival order, as bodies are released', async () => {
+    const timers = manualTimers();
+    const budget = new BodyBudget(300_000, 5_000, timers.schedule);
+    const a = await budget.take(200_000);
+    const b = budget.take(150_000);
+    const c = budget.take(100_000);
+    expect(await states([b, c])).toEqual(['waiting', 'waiting']);
+    expect(budget.inHand).toBe(200_000);
+    expect(budget.queued).toBe(2);
+    expect(timers.pending).toEqual([5_000, 5_000]);
+    a();
+    a(); // a second release changes nothing
+    expect(await states([b, c])).toEqual(['taken', 'taken']);
+    expect(budget.inHand).toBe(250_000);
+    expect(timers.pending).toEqual([]);
+    (await b)();
+    (await c)();
+    expect(budget.inHand).toBe(0);
+  });
+
+  test('a small body is taken at once while a large one waits; a large one arriving later queues behind the first', async () => {
+    const budget = new BodyBudget(400_000, 5_000, manualTimers().schedule);
+    const first = await budget.take(200_000);
+    const large = budget.take(250_000);
+    const small = budget.take(SMALL_BODY_BYTES);
+    const fitsButLater = budget.take(70_000);
+    expect(await states([large, small, fitsButLater])).toEqual(['waiting', 'taken', 'waiting']);
+    first();
+    expect(await states([large, fitsButLater])).toEqual(['taken', 'taken']);
+    expect(budget.inHand).toBe(250_000 + SMALL_BODY_BYTES + 70_000);
+  });
+
+  test('a body larger than the budget is taken alone', async () => {
+    const budget = new BodyBudget(100_000, 5_000, manualTimers().schedule);
+    const small = await budget.take(10);
+    const huge = budget.take(5_000_000);
+    expect(await states([huge])).toEqual(['waiting']);
+    small();
+    expect(await states([huge])).toEqual(['taken']);
+    expect(budget.inHand).toBe(100_000);
+    const next = budget.take(10);
+    expect(await states([next])).toEqual(['waiting']);
+    (await huge)();
+    expect(await states([next])).toEqual(['taken']);
+  });
+
+  test('a wait that outlasts its bound is refused with 503 and Retry-After, and the next in line is let in if it fits', async () => {
+    const timers = manualTimers();
+    const budget = new BodyBudget(300_000, 5_000, timers.schedule);
+    const held = await budget.take(150_000);
+    const large = budget.take(300_000);
+    const after = budget.take(100_000);
+    expect(await states([large, after])).toEqual(['waiting', 'waiting']);
+    timers.fireFirst();
+    expect(await states([large, after])).toEqual(['refused unavailable 1', 'taken']);
+    expect(budget.queued).toBe(0);
+    expect(timers.pending).toEqual([]);
+    held();
+    expect(budget.inHand).toBe(100_000);
+  });
+
+  test('with no wait allowed, a body that does not fit is refused at once', async () => {
+    const budget = new BodyBudget(300_000, 0);
+    const held = await budget.take(250_000);
+    expect(await states([budget.take(100_000)])).toEqual(['refused unavailable 1']);
+    held();
+    expect(await states([budget.take(100_000)])).toEqual(['taken']);
+  });
+});
+
+describe('capture holds large bodies to the budget', () => {
+  const batch = (n: number, tag: string) =>
+    JSON.stringify({ api_key: 'KEY', batch: Array.from({ length: n }, (_, i) => ({ event: 'big', distinct_id: `${tag}-${i}`, properties: { pad: 'x'.repeat(900), i } })) });
+
+  test('requests past the budget are answered 503 with Retry-After before their body is read, and what was answered 200 is stored', async () => {
+    const t = await createTestApp();
+    try {
+      const key = t.account.project.apiToken;
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
+      const post = (tag: string) => app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch(200, tag).replace('KEY', key) }));
+      const answers = await Promise.all(['a', 'b', 'c'].map(post));
+      const seen = await Promise.all(answers.map(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.json() })));
+      expect(seen).toEqual([
+        { status: 200, retryAfter: null, body: { status: 1 } },
+        ...[1, 2].map(() => ({
+          status: 503,
+          retryAfter: '1',
+          body: { type: 'server_error', code: 'unavailable', detail: 'Too many large request bodies are being received; retry later.', attr: null },
+        })),
+      ]);
+      // Room again once the first is answered.
+      expect((await post('d')).status).toBe(200);
+      await t.deps.storage.events.flush();
+      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0]).sort()).toEqual([...Array(200).fill('a'), ...Array(200).fill('d')]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('with a wait allowed, every request is answered 200 in turn and all their events are stored', async () => {
+    const t = await createTestApp();
+    try {
+      const key = t.account.project.apiToken;
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 60_000 } });
+      const post = (tag: string) => app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch(200, tag).replace('KEY', key) }));
+      const answers = await Promise.all(['a', 'b', 'c', 'd'].map(post));
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      await t.deps.storage.events.flush();
+      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+      expect(listed.body.results.length).toBe(800);
+    } finally {
+      await t.close();
+    }
+  });
+});
