@@ -2,6 +2,9 @@ import { describe, expect, test } from 'bun:test';
 import { BodyBudget, SMALL_BODY_BYTES } from '../../src/modules/capture/body-budget';
 import { createApp } from '../../src/app';
 import { AppError } from '../../src/errors';
+import { decodedSizeHint } from '../../src/modules/capture/ingest';
+import { randomBytes } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { createTestApp, BASE } from '../helpers/test-app';
 
 /** A scheduler the test runs by hand: the waits' time-outs fire when the test says. */
@@ -107,16 +110,37 @@ describe('BodyBudget', () => {
   });
 });
 
+describe('decodedSizeHint', () => {
+  const hint = (headers: Record<string, string>, query = '') => decodedSizeHint(100_000, new Headers(headers), new URLSearchParams(query), 500_000);
+  test('a body that says it is compressed counts eight times its size, at most the decoded cap; others as sent', () => {
+    expect([
+      hint({ 'content-type': 'application/json' }),
+      hint({ 'content-type': 'application/json', 'content-encoding': 'gzip' }),
+      hint({ 'content-type': 'application/json' }, 'compression=gzip-js'),
+      hint({ 'content-type': 'application/x-www-form-urlencoded' }, 'compression=lz64'),
+      hint({ 'content-type': 'text/plain;charset=UTF-8' }),
+      hint({ 'content-type': 'application/x-www-form-urlencoded' }, 'compression=base64'),
+      decodedSizeHint(10_000, new Headers({ 'content-encoding': 'gzip' }), new URLSearchParams(), 500_000),
+    ]).toEqual([100_000, 500_000, 500_000, 500_000, 500_000, 100_000, 80_000]);
+  });
+});
+
 describe('capture holds large bodies to the budget', () => {
+  // Random padding: gzip shrinks it about by half, not to nothing.
   const batch = (n: number, tag: string) =>
-    JSON.stringify({ api_key: 'KEY', batch: Array.from({ length: n }, (_, i) => ({ event: 'big', distinct_id: `${tag}-${i}`, properties: { pad: 'x'.repeat(900), i } })) });
+    JSON.stringify({ api_key: 'KEY', batch: Array.from({ length: n }, (_, i) => ({ event: 'big', distinct_id: `${tag}-${i}`, properties: { pad: randomBytes(450).toString('hex'), i } })) });
+  /** A POST as a client sends it: with its Content-Length (a Request made here has none of its own). */
+  const postOf = (body: string | Uint8Array, headers: Record<string, string>) => {
+    const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body;
+    return new Request(`${BASE}/batch/`, { method: 'POST', headers: { ...headers, 'content-length': String(bytes.byteLength) }, body: bytes });
+  };
 
   test('requests past the budget are answered 503 with Retry-After before their body is read, and what was answered 200 is stored', async () => {
     const t = await createTestApp();
     try {
       const key = t.account.project.apiToken;
       const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
-      const post = (tag: string) => app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch(200, tag).replace('KEY', key) }));
+      const post = (tag: string) => app.handle(postOf(batch(200, tag).replace('KEY', key), { 'content-type': 'application/json' }));
       const answers = await Promise.all(['a', 'b', 'c'].map(post));
       const seen = await Promise.all(answers.map(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.json() })));
       expect(seen).toEqual([
@@ -137,12 +161,35 @@ describe('capture holds large bodies to the budget', () => {
     }
   });
 
+  test('a gzip body is counted as it will be decoded: a plain body beside it finds no room', async () => {
+    const t = await createTestApp();
+    try {
+      const key = t.account.project.apiToken;
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
+      const gzipped = gzipSync(batch(200, 'g').replace('KEY', key));
+      const plain = batch(100, 'p').replace('KEY', key);
+      // As sent they fit together; the gzip body decoded does not fit beside the plain one.
+      expect(gzipped.length + plain.length).toBeLessThan(300_000);
+      expect(gzipped.length * 8 + plain.length).toBeGreaterThan(300_000);
+      const answers = await Promise.all([
+        app.handle(postOf(gzipped, { 'content-type': 'application/json', 'content-encoding': 'gzip' })),
+        app.handle(postOf(plain, { 'content-type': 'application/json' })),
+      ]);
+      expect(answers.map((r) => r.status)).toEqual([200, 503]);
+      await t.deps.storage.events.flush();
+      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0]).sort()).toEqual(Array(200).fill('g'));
+    } finally {
+      await t.close();
+    }
+  });
+
   test('with a wait allowed, every request is answered 200 in turn and all their events are stored', async () => {
     const t = await createTestApp();
     try {
       const key = t.account.project.apiToken;
       const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 60_000 } });
-      const post = (tag: string) => app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch(200, tag).replace('KEY', key) }));
+      const post = (tag: string) => app.handle(postOf(batch(200, tag).replace('KEY', key), { 'content-type': 'application/json' }));
       const answers = await Promise.all(['a', 'b', 'c', 'd'].map(post));
       expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
       await t.deps.storage.events.flush();

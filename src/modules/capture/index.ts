@@ -5,7 +5,7 @@ import { readBodyCapped } from '../../http/read-body';
 import { ErrorBody } from '../../http/schemas';
 import { BodyBudget } from './body-budget';
 import { clientIp } from './client-ip';
-import { ingest } from './ingest';
+import { decodedSizeHint, ingest } from './ingest';
 
 /** Every path real SDKs post events to; each also answers with a trailing slash, GET and OPTIONS. */
 export const CAPTURE_PATHS = ['/capture', '/batch', '/e', '/i/v0/e', '/track', '/engage'] as const;
@@ -37,18 +37,19 @@ export const captureModule = (deps: Deps) => {
     ? new BodyBudget(deps.captureBodies.bytes, deps.captureBodies.waitMs)
     : new BodyBudget(Math.max(deps.config.MAX_BODY_BYTES, BODIES_IN_HAND_BYTES), BODY_WAIT_MS);
   const handle = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string) => {
-    if (request.method !== 'POST') return answer(request, server, path, new Uint8Array(0));
+    // Most SDK posts carry no query string: skip parsing the URL then.
+    const query = request.url.includes('?') ? new URL(request.url).searchParams : NO_QUERY;
+    if (request.method !== 'POST') return answer(request, server, path, query, new Uint8Array(0));
+    const max = deps.config.MAX_BODY_BYTES;
     const declared = request.headers.get('content-length');
-    const release = await budget.take(declared === null ? deps.config.MAX_BODY_BYTES : Number(declared) || 0);
+    const release = await budget.take(declared === null ? max : decodedSizeHint(Number(declared) || 0, request.headers, query, max));
     try {
-      return await answer(request, server, path, await readBodyCapped(request, deps.config.MAX_BODY_BYTES));
+      return await answer(request, server, path, query, await readBodyCapped(request, max));
     } finally {
       release();
     }
   };
-  const answer = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string, body: Uint8Array) => {
-    // Most SDK posts carry no query string: skip parsing the URL then.
-    const query = request.url.includes('?') ? new URL(request.url).searchParams : NO_QUERY;
+  const answer = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string, query: URLSearchParams, body: Uint8Array) => {
     const { logged } = await ingest(deps, {
       body,
       contentType: request.headers.get('content-type'),

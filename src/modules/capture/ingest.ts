@@ -18,6 +18,22 @@ const GZIP_RATIO = 8;
 
 const parseSize = (body: Uint8Array) => (body[0] === 0x1f && body[1] === 0x8b ? body.length * GZIP_RATIO : body.length);
 
+const COMPRESSED_HINTS = /gzip|lz64|lz-string/i;
+
+/**
+ * What a body of `declared` bytes will take once decoded, as far as its request tells before
+ * the body is read: GZIP_RATIO times that when it says it is compressed (Content-Encoding, the
+ * `compression` query parameter, or posthog-js's gzip, which comes as text/plain), at most
+ * `max` (the cap on a decoded body). A compressed body that says nothing is counted as sent.
+ */
+export function decodedSizeHint(declared: number, headers: Headers, query: URLSearchParams, max: number): number {
+  const compressed =
+    COMPRESSED_HINTS.test(headers.get('content-encoding') ?? '') ||
+    COMPRESSED_HINTS.test(query.get('compression') ?? '') ||
+    (headers.get('content-type') ?? '').toLowerCase().startsWith('text/plain');
+  return Math.min(compressed ? declared * GZIP_RATIO : declared, max);
+}
+
 export interface IngestOutcome {
   /** Events logged (as received: ones without a name or distinct id are dropped behind the 200). */
   logged: number;
