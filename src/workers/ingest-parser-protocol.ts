@@ -20,13 +20,23 @@ import type { IntakeContext, RunFailure } from '../storage/events';
 export type WorkerRequest =
   | { type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
   | { type: 'run'; id: number; bodies: Uint8Array; ends: Int32Array; contexts: string }
-  | AnonymizingNote;
+  | AnonymizingNote
+  | MemoryNote;
 
 /** Sent to every thread, unanswered: `parse` prepares this key's rows without `$ip` (or again with it). */
 export interface AnonymizingNote {
   type: 'anonymizing';
   token: string;
   anonymizes: boolean;
+}
+
+/**
+ * Sent to every thread, unanswered: the process's resident size past which a thread also
+ * collects a smaller heap after a reply (the memory guard's trigger, src/memory-guard.ts).
+ */
+export interface MemoryNote {
+  type: 'memory';
+  collectPastResidentBytes: number;
 }
 
 /** The answer to `parse` or `body`, or the AppError that answers it, or a bug. */

@@ -28,11 +28,27 @@ const loggedEvents = (context: IntakeContext, body: string | Uint8Array) =>
  * live, so the collection is short.
  */
 const COLLECT_PAST_BYTES = 160 * 1024 * 1024;
+/**
+ * While the process is past the memory guard's trigger (`MemoryNote`), a heap past this is
+ * collected too: DuckDB may hold its whole cap then (an export beside large batches), and the
+ * rest must fit beside it. Not smaller: a heap of a few runs' rows is not worth a collection a reply.
+ */
+const NEAR_CAP_COLLECT_PAST_BYTES = 48 * 1024 * 1024;
+let collectPastResident = Infinity;
+
+function collectIfWorth(): void {
+  const heap = heapSize();
+  if (heap > COLLECT_PAST_BYTES || (heap > NEAR_CAP_COLLECT_PAST_BYTES && process.memoryUsage.rss() > collectPastResident)) Bun.gc(true);
+}
 
 /** Keys whose projects anonymize addresses (as the main thread last told). */
 const anonymizing = new Set<string>();
 
 port.on('message', (m: WorkerRequest) => {
+  if (m.type === 'memory') {
+    collectPastResident = m.collectPastResidentBytes;
+    return;
+  }
   if (m.type === 'anonymizing') {
     if (m.anonymizes) anonymizing.add(m.token);
     else anonymizing.delete(m.token);
@@ -72,5 +88,5 @@ port.on('message', (m: WorkerRequest) => {
     reply = isAppError(error) ? { id: m.id, error: { kind: error.kind, detail: error.detail, attr: error.attr } } : { id: m.id, failure: String(error) };
   }
   port.postMessage(reply, transfer);
-  if (heapSize() > COLLECT_PAST_BYTES) Bun.gc(true);
+  collectIfWorth();
 });

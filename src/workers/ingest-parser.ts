@@ -5,9 +5,11 @@ import { AppError } from '../errors';
 import type { Logger } from '../logger';
 import type { PreparedRows, RowPreparer } from '../pipeline';
 import type { IntakeContext, LoggedRequest } from '../storage/events';
-import { movable, type AnonymizingNote, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
+import { movable, type AnonymizingNote, type MemoryNote, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 export interface IngestParserPool extends IngestParser, RowPreparer {
+  /** Past this resident size of the process, the threads also collect smaller heaps (`MemoryNote`). */
+  watchMemory(collectPastResidentBytes: number): void;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,10 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
       };
       const reply = await least().ask(message, movable(req.body));
       return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };
+    },
+    watchMemory(collectPastResidentBytes) {
+      const note: MemoryNote = { type: 'memory', collectPastResidentBytes };
+      for (const t of pool) t.worker.postMessage(note);
     },
     noteAnonymizing(token, anonymizes) {
       const note: AnonymizingNote = { type: 'anonymizing', token, anonymizes };
@@ -86,7 +92,7 @@ function joinBodies(items: readonly LoggedRequest[]): { bodies: Uint8Array; ends
 interface ParserThread {
   worker: Worker;
   inHand: number;
-  ask(message: Exclude<WorkerRequest, AnonymizingNote>, transfer: ArrayBuffer[]): Promise<WorkerReply>;
+  ask(message: Exclude<WorkerRequest, AnonymizingNote | MemoryNote>, transfer: ArrayBuffer[]): Promise<WorkerReply>;
   close(): Promise<void>;
 }
 
