@@ -127,21 +127,38 @@ describe('decodedSizeHint', () => {
 
 describe('capture holds large bodies to the budget', () => {
   // Random padding: gzip shrinks it about by half, not to nothing.
-  const batch = (n: number, tag: string) =>
-    JSON.stringify({ api_key: 'KEY', batch: Array.from({ length: n }, (_, i) => ({ event: 'big', distinct_id: `${tag}-${i}`, properties: { pad: randomBytes(450).toString('hex'), i } })) });
-  /** A POST as a client sends it: with its Content-Length (a Request made here has none of its own). */
-  const postOf = (body: string | Uint8Array, headers: Record<string, string>) => {
-    const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body;
-    return new Request(`${BASE}/batch/`, { method: 'POST', headers: { ...headers, 'content-length': String(bytes.byteLength) }, body: bytes });
-  };
+  const batchText = (key: string, n: number, tag: string) =>
+    JSON.stringify({ api_key: key, batch: Array.from({ length: n }, (_, i) => ({ event: 'big', distinct_id: `${tag}-${i}`, properties: { pad: randomBytes(450).toString('hex'), i } })) });
 
-  test('requests past the budget are answered 503 with Retry-After before their body is read, and what was answered 200 is stored', async () => {
+  /**
+   * A test app whose capture has a budget of 300 kB and `waitMs`: `post` sends a body as a client
+   * does (with its Content-Length: a Request made here has none of its own); `storedTags` lists the
+   * tags of the stored events' distinct ids, sorted.
+   */
+  async function withBudget(waitMs: number, run: (h: { batch: (n: number, tag: string) => string; post: (body: string | Uint8Array, headers?: Record<string, string>) => Promise<Response>; storedTags: () => Promise<string[]> }) => Promise<void>) {
     const t = await createTestApp();
     try {
-      const key = t.account.project.apiToken;
-      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
-      const post = (tag: string) => app.handle(postOf(batch(200, tag).replace('KEY', key), { 'content-type': 'application/json' }));
-      const answers = await Promise.all(['a', 'b', 'c'].map(post));
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs } });
+      await run({
+        batch: (n, tag) => batchText(t.account.project.apiToken, n, tag),
+        post: (body, headers = { 'content-type': 'application/json' }) => {
+          const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body;
+          return app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { ...headers, 'content-length': String(bytes.byteLength) }, body: bytes }));
+        },
+        storedTags: async () => {
+          await t.deps.storage.events.flush();
+          const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+          return listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0]).sort();
+        },
+      });
+    } finally {
+      await t.close();
+    }
+  }
+
+  test('requests past the budget are answered 503 with Retry-After before their body is read, and what was answered 200 is stored', () =>
+    withBudget(0, async ({ batch, post, storedTags }) => {
+      const answers = await Promise.all(['a', 'b', 'c'].map((tag) => post(batch(200, tag))));
       const seen = await Promise.all(answers.map(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.json() })));
       expect(seen).toEqual([
         { status: 200, retryAfter: null, body: { status: 1 } },
@@ -152,51 +169,26 @@ describe('capture holds large bodies to the budget', () => {
         })),
       ]);
       // Room again once the first is answered.
-      expect((await post('d')).status).toBe(200);
-      await t.deps.storage.events.flush();
-      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
-      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0]).sort()).toEqual([...Array(200).fill('a'), ...Array(200).fill('d')]);
-    } finally {
-      await t.close();
-    }
-  });
+      expect((await post(batch(200, 'd'))).status).toBe(200);
+      expect(await storedTags()).toEqual([...Array(200).fill('a'), ...Array(200).fill('d')]);
+    }));
 
-  test('a gzip body is counted as it will be decoded: a plain body beside it finds no room', async () => {
-    const t = await createTestApp();
-    try {
-      const key = t.account.project.apiToken;
-      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
-      const gzipped = gzipSync(batch(200, 'g').replace('KEY', key));
-      const plain = batch(100, 'p').replace('KEY', key);
+  test('a gzip body is counted as it will be decoded: a plain body beside it finds no room', () =>
+    withBudget(0, async ({ batch, post, storedTags }) => {
+      const gzipped = gzipSync(batch(200, 'g'));
+      const plain = batch(100, 'p');
       // As sent they fit together; the gzip body decoded does not fit beside the plain one.
       expect(gzipped.length + plain.length).toBeLessThan(300_000);
       expect(gzipped.length * 8 + plain.length).toBeGreaterThan(300_000);
-      const answers = await Promise.all([
-        app.handle(postOf(gzipped, { 'content-type': 'application/json', 'content-encoding': 'gzip' })),
-        app.handle(postOf(plain, { 'content-type': 'application/json' })),
-      ]);
+      const answers = await Promise.all([post(gzipped, { 'content-type': 'application/json', 'content-encoding': 'gzip' }), post(plain)]);
       expect(answers.map((r) => r.status)).toEqual([200, 503]);
-      await t.deps.storage.events.flush();
-      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
-      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0]).sort()).toEqual(Array(200).fill('g'));
-    } finally {
-      await t.close();
-    }
-  });
+      expect(await storedTags()).toEqual(Array(200).fill('g'));
+    }));
 
-  test('with a wait allowed, every request is answered 200 in turn and all their events are stored', async () => {
-    const t = await createTestApp();
-    try {
-      const key = t.account.project.apiToken;
-      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 60_000 } });
-      const post = (tag: string) => app.handle(postOf(batch(200, tag).replace('KEY', key), { 'content-type': 'application/json' }));
-      const answers = await Promise.all(['a', 'b', 'c', 'd'].map(post));
+  test('with a wait allowed, every request is answered 200 in turn and all their events are stored', () =>
+    withBudget(60_000, async ({ batch, post, storedTags }) => {
+      const answers = await Promise.all(['a', 'b', 'c', 'd'].map((tag) => post(batch(200, tag))));
       expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
-      await t.deps.storage.events.flush();
-      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
-      expect(listed.body.results.length).toBe(800);
-    } finally {
-      await t.close();
-    }
-  });
+      expect(await storedTags()).toEqual(['a', 'b', 'c', 'd'].flatMap((tag) => Array(200).fill(tag)));
+    }));
 });
