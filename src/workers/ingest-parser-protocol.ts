@@ -15,7 +15,8 @@ import type { IntakeContext, RunFailure } from '../storage/events';
  *   log). The bodies cross as one buffer
  *   (moved) with where each ends, the contexts as one JSON text: cloning them as objects cost
  *   the sending thread more than preparing them had;
- * - `anonymizing`: the keys whose projects anonymize addresses, as the main thread learns them.
+ * - `anonymizing`: the keys whose projects anonymize addresses, as the main thread learns them;
+ * - `memory`: the process's resident size past which a thread collects smaller heaps.
  */
 export type WorkerRequest =
   | { type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
@@ -39,7 +40,7 @@ export interface MemoryNote {
   collectPastResidentBytes: number;
 }
 
-/** The answer to `parse` or `body`, or the AppError that answers it, or a bug. */
+/** The answer to `parse` or `run`, or the AppError that answers it, or a bug. */
 export interface WorkerReply {
   id: number;
   prepared?: Omit<PreparedIngest, 'parsed'>;

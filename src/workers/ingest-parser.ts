@@ -30,6 +30,10 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
     for (const t of pool) if (t.inHand < best.inHand) best = t;
     return best;
   };
+  /** A note every thread keeps (unanswered). */
+  const tellAll = (note: AnonymizingNote | MemoryNote) => {
+    for (const t of pool) t.worker.postMessage(note);
+  };
   let nextId = 0;
   const prepareRun = (items: readonly LoggedRequest[]) => {
     const { bodies, ends } = joinBodies(items);
@@ -47,12 +51,10 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
       return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };
     },
     watchMemory(collectPastResidentBytes) {
-      const note: MemoryNote = { type: 'memory', collectPastResidentBytes };
-      for (const t of pool) t.worker.postMessage(note);
+      tellAll({ type: 'memory', collectPastResidentBytes });
     },
     noteAnonymizing(token, anonymizes) {
-      const note: AnonymizingNote = { type: 'anonymizing', token, anonymizes };
-      for (const t of pool) t.worker.postMessage(note);
+      tellAll({ type: 'anonymizing', token, anonymizes });
     },
     // A run of one: a body that cannot be read rejects, as its processing alone would throw.
     prepareBody(context: IntakeContext, body: string | Uint8Array): Promise<PreparedRows> {

@@ -3,6 +3,7 @@ import { BodyBudget, SMALL_BODY_BYTES } from '../../src/modules/capture/body-bud
 import { createApp } from '../../src/app';
 import { AppError } from '../../src/errors';
 import { decodedSizeHint } from '../../src/modules/capture/ingest';
+import { bodiesInHandBytes } from '../../src/modules/capture';
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { createTestApp, BASE } from '../helpers/test-app';
@@ -110,6 +111,18 @@ describe('BodyBudget', () => {
   });
 });
 
+describe('bodiesInHandBytes', () => {
+  test('32 MiB for each parser thread (the main thread when there is none), never under one body of the largest size', () => {
+    const MiB = 1024 * 1024;
+    expect([
+      bodiesInHandBytes({ MAX_BODY_BYTES: 20 * MiB, INGEST_PARSE_THREADS: 0 }),
+      bodiesInHandBytes({ MAX_BODY_BYTES: 20 * MiB, INGEST_PARSE_THREADS: 1 }),
+      bodiesInHandBytes({ MAX_BODY_BYTES: 20 * MiB, INGEST_PARSE_THREADS: 3 }),
+      bodiesInHandBytes({ MAX_BODY_BYTES: 100 * MiB, INGEST_PARSE_THREADS: 1 }),
+    ]).toEqual([32 * MiB, 32 * MiB, 96 * MiB, 100 * MiB]);
+  });
+});
+
 describe('decodedSizeHint', () => {
   const hint = (headers: Record<string, string>, query = '') => decodedSizeHint(100_000, new Headers(headers), new URLSearchParams(query), 500_000);
   test('a body that says it is compressed counts eight times its size, at most the decoded cap; others as sent', () => {
@@ -120,8 +133,10 @@ describe('decodedSizeHint', () => {
       hint({ 'content-type': 'application/x-www-form-urlencoded' }, 'compression=lz64'),
       hint({ 'content-type': 'text/plain;charset=UTF-8' }),
       hint({ 'content-type': 'application/x-www-form-urlencoded' }, 'compression=base64'),
+      hint({ 'content-type': 'application/json', 'content-encoding': 'x-gzip' }),
+      hint({ 'content-type': 'application/json', 'content-encoding': 'identity' }),
       decodedSizeHint(10_000, new Headers({ 'content-encoding': 'gzip' }), new URLSearchParams(), 500_000),
-    ]).toEqual([100_000, 500_000, 500_000, 500_000, 500_000, 100_000, 80_000]);
+    ]).toEqual([100_000, 500_000, 500_000, 500_000, 500_000, 100_000, 500_000, 100_000, 80_000]);
   });
 });
 

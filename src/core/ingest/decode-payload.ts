@@ -94,7 +94,8 @@ function isForm(contentType: string | null, body: Uint8Array): boolean {
   return body[0] === 0x64 && body[1] === 0x61 && body[2] === 0x74 && body[3] === 0x61 && body[4] === 0x3d;
 }
 
-function selectCompression(query: string | null, form: string | null, contentEncoding: string | null): Compression {
+/** The compression a request names (`compression` in its query or form, else Content-Encoding); 'none' when it names none we know. */
+export function selectCompression(query: string | null, form: string | null, contentEncoding: string | null): Compression {
   const hint = (query || form || contentEncoding || '').trim().toLowerCase();
   return COMPRESSION_ALIASES[hint] ?? 'none';
 }

@@ -25,17 +25,20 @@ const CaptureResponses = {
 };
 
 /**
- * Capture bodies in hand at once (body-budget.ts), never under one body of the largest size:
- * about a second of the parser thread's work, so it is never idle for want of bodies.
+ * Capture bodies in hand at once (body-budget.ts) for each parser thread (`INGEST_PARSE_THREADS`;
+ * the main thread when there is none), never under one body of the largest size: about a second
+ * of a parser thread's work, so none is idle for want of bodies.
  */
-const BODIES_IN_HAND_BYTES = 32 * 1024 * 1024;
+const BODIES_IN_HAND_BYTES_PER_THREAD = 32 * 1024 * 1024;
+export const bodiesInHandBytes = (config: Pick<Deps['config'], 'MAX_BODY_BYTES' | 'INGEST_PARSE_THREADS'>): number =>
+  Math.max(config.MAX_BODY_BYTES, BODIES_IN_HAND_BYTES_PER_THREAD * Math.max(1, config.INGEST_PARSE_THREADS));
 /** How long a request waits for room before it is answered 503 (a client's retry then spreads the load). */
 const BODY_WAIT_MS = 5_000;
 
 export const captureModule = (deps: Deps) => {
   const budget = deps.captureBodies
     ? new BodyBudget(deps.captureBodies.bytes, deps.captureBodies.waitMs)
-    : new BodyBudget(Math.max(deps.config.MAX_BODY_BYTES, BODIES_IN_HAND_BYTES), BODY_WAIT_MS);
+    : new BodyBudget(bodiesInHandBytes(deps.config), BODY_WAIT_MS);
   const handle = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string) => {
     // Most SDK posts carry no query string: skip parsing the URL then.
     const query = request.url.includes('?') ? new URL(request.url).searchParams : NO_QUERY;

@@ -1,3 +1,4 @@
+import { selectCompression } from '../../core/ingest/decode-payload';
 import { prepareIngest, type IngestRequest, type PreparedIngest } from '../../core/ingest/prepare-ingest';
 import type { Deps } from '../../deps';
 import type { PreparedRows } from '../../pipeline';
@@ -18,19 +19,16 @@ const GZIP_RATIO = 8;
 
 const parseSize = (body: Uint8Array) => (body[0] === 0x1f && body[1] === 0x8b ? body.length * GZIP_RATIO : body.length);
 
-const COMPRESSED_HINTS = /gzip|lz64|lz-string/i;
-
 /**
  * What a body of `declared` bytes will take once decoded, as far as its request tells before
- * the body is read: GZIP_RATIO times that when it says it is compressed (Content-Encoding, the
- * `compression` query parameter, or posthog-js's gzip, which comes as text/plain), at most
- * `max` (the cap on a decoded body). A compressed body that says nothing is counted as sent.
+ * the body is read: GZIP_RATIO times that when it names gzip or lz64 (its Content-Encoding or
+ * `compression` query parameter, read as decoding reads them) or is posthog-js's gzip, which
+ * comes as text/plain; at most `max` (the cap on a decoded body). A compressed body that says
+ * nothing, or names it only in its form, is counted as sent.
  */
 export function decodedSizeHint(declared: number, headers: Headers, query: URLSearchParams, max: number): number {
-  const compressed =
-    COMPRESSED_HINTS.test(headers.get('content-encoding') ?? '') ||
-    COMPRESSED_HINTS.test(query.get('compression') ?? '') ||
-    (headers.get('content-type') ?? '').toLowerCase().startsWith('text/plain');
+  const named = selectCompression(query.get('compression'), null, headers.get('content-encoding'));
+  const compressed = named === 'gzip' || named === 'lz64' || (headers.get('content-type') ?? '').toLowerCase().startsWith('text/plain');
   return Math.min(compressed ? declared * GZIP_RATIO : declared, max);
 }
 
