@@ -111,7 +111,7 @@ const load = async () => {
     const out = path + '.parquet';
     const r = await conn.run(\`COPY (SELECT e.uuid, e.event, e.distinct_id, TRY_CAST(e."timestamp" AS TIMESTAMPTZ) AS "timestamp", e.properties
       FROM (SELECT unnest(coalesce(batch, [struct_pack(event := event, distinct_id := distinct_id, uuid := uuid, "timestamp" := "timestamp", properties := properties)])) AS e
-      FROM read_json('\${path}', format = 'newline_delimited', columns = {batch: '\${EV}[]', event: 'VARCHAR', distinct_id: 'VARCHAR', uuid: 'VARCHAR', "timestamp": 'VARCHAR', properties: 'JSON'})))
+      FROM read_json('\${path}', format = 'newline_delimited', maximum_object_size = 67108864, columns = {batch: '\${EV}[]', event: 'VARCHAR', distinct_id: 'VARCHAR', uuid: 'VARCHAR', "timestamp": 'VARCHAR', properties: 'JSON'})))
       TO '\${out}' (FORMAT parquet, COMPRESSION zstd)\`);
     stored += Number(r.rowsChanged);
     rmSync(path, { force: true });

@@ -1,4 +1,4 @@
-import { apiJson, percentile, startQueryProbe } from './_http';
+import { apiJson, BENCH_KEYS, percentile, startQueryProbe } from './_http';
 import { countEvents, spawnedTarget, waitForCount as waitForTargetCount, type ServerTarget } from './_target';
 import { averageBytes, batchBodies, captureBodies, eBodies, type Body } from './_ingest-payloads';
 import { cpuSeconds, peakRssMb, resetPeakRss, spawnBareServer, spawnDurableFloorServer, spawnRealServer, spawnStoreFloorServer, type Child } from './_ingest-procs';
@@ -157,8 +157,8 @@ const bench: Benchmark = async (ctx) => {
   const notes: string[] = [];
   const rows: BenchRow[] = [];
   const problems: string[] = [];
-  // INGEST_PHASES=sustained (or autocannon,wrk,...) runs only those phases.
-  const phases = new Set((process.env.INGEST_PHASES ?? 'autocannon,wrk,sustained').split(','));
+  // INGEST_PHASES=sustained (or autocannon,wrk,large,...) runs only those phases.
+  const phases = new Set((process.env.INGEST_PHASES ?? 'autocannon,wrk,sustained,large').split(','));
 
   if (phases.has('autocannon')) {
     // ---- phase 1: autocannon, exact accounting ------------------------------------------------
@@ -405,6 +405,9 @@ const bench: Benchmark = async (ctx) => {
     }
   }
 
+  // ---- phase 4: the largest bodies the API takes, for the memory bound ---------------------------
+  if (phases.has('large')) rows.push(...(await largeBodies(quick ? 5 : 20, notes, problems, ctx.log)));
+
   notes.push(
     `${rounds} run(s) per case and server (medians), ~${durationS} s each, interleaved bare/floors/real; single events 64 connections, batches 16; durable mode (fsync before 200)`,
     'ratios: single events compare req/s, batches events/s, each to the bare Bun.serve (read + gunzip when gzip + JSON.parse) measured in the same run',
@@ -417,6 +420,108 @@ const bench: Benchmark = async (ctx) => {
 };
 
 export default bench;
+
+/** The peak RSS the issue allows at any load with the defaults. */
+const PEAK_RSS_BOUND_MB = 1024;
+
+/**
+ * `/batch/` bodies of ~19 MB (just under `MAX_BODY_BYTES`) on 4 connections for `seconds`: the
+ * store floor with them (the baseline of the same run), then the real server alone, then the
+ * real server again with a csv export of its newest 100,000 events pulled back to back beside
+ * the load. Each run: acknowledged and queryable events/s, the 503s (bodies past the capture
+ * budget's wait), and the peak RSS against the bound.
+ */
+async function largeBodies(seconds: number, notes: string[], problems: string[], log: (line: string) => void): Promise<BenchRow[]> {
+  const c: Case = {
+    name: 'POST /batch/ ~19 MB',
+    kind: 'batch',
+    connections: 4,
+    path: '/batch/',
+    bodies: batchBodies(2, 19_000_000, { gzip: false, seed: 25 }),
+    headers: { 'content-type': 'application/json' },
+  };
+  const events = c.bodies[0].events;
+  log(`${c.name}: ${events} events and ~${(averageBytes(c.bodies) / 1e6).toFixed(1)} MB a body, ${c.connections} connections, ${seconds} s`);
+  const rows: BenchRow[] = [];
+  const row = (name: string, server: string, run: RunResult, peak: number | null, seen: { seconds: number } | null, extra: Omit<BenchRow, 'case'> = {}): BenchRow => {
+    const stored = seen ? run.ackedEvents / (run.seconds + seen.seconds) : Number.NaN;
+    return {
+      case: name,
+      server,
+      'req/s': round(run.rps, 2),
+      'events/s': round(run.eps),
+      'p50 ms': round(run.p50, 1),
+      'p99 ms': round(run.p99, 1),
+      'peak RSS MB': peak,
+      'non-200': run.non200 + run.errors,
+      'queryable after s': seen ? round(seen.seconds, 2) : null,
+      'queryable events/s': round(stored),
+      target: `peak RSS ≤ ${PEAK_RSS_BOUND_MB} MB`,
+      met: peak === null ? null : peak <= PEAK_RSS_BOUND_MB ? 'yes' : 'NO',
+      ...extra,
+    };
+  };
+  const store = await spawnStoreFloorServer();
+  try {
+    const run = await cannon(store.url, c, { amount: 100_000, connections: c.connections, maxSeconds: seconds });
+    const seen = await waitForCount(store.url, run.ackedEvents, run.indeterminate * events, 600_000, true);
+    rows.push(row(`${c.name} ${seconds} s [autocannon]`, SERVER_NAMES.store, run, peakRssMb(store.pid), seen));
+  } finally {
+    await store.stop();
+  }
+  const real = await spawnRealServer();
+  try {
+    let acked = 0;
+    let unknown = 0;
+    for (const exporting of [false, true]) {
+      resetPeakRss(real.pid);
+      const exports = exporting ? startCsvExports(real.url) : null;
+      const run = await cannon(real.url, c, { amount: 100_000, connections: c.connections, maxSeconds: seconds });
+      const exported = await exports?.stop();
+      acked += run.ackedEvents;
+      unknown += run.indeterminate * events;
+      const seen = await waitForCount(real.url, acked, unknown, 600_000);
+      if (seen.count === null || seen.count < acked || seen.count > acked + unknown) problems.push(`${c.name}: events API shows ${seen.count}, ${acked} acknowledged (+${unknown} of unknown fate)`);
+      const peak = peakRssMb(real.pid);
+      const name = exporting ? `${c.name} ${seconds} s + csv exports of 100k events back to back [autocannon]` : `${c.name} ${seconds} s [autocannon]`;
+      rows.push(row(name, SERVER_NAMES.real, run, peak, seen, exported ? { exports: exported.count, 'export rows/s': round(exported.rowsPerS) } : {}));
+      log(`${name}: acked ${round(run.eps)}/s, ${run.non200} non-200, queryable after ${seen.seconds.toFixed(1)} s, RSS peak ${peak} MB`);
+    }
+  } finally {
+    await real.stop();
+  }
+  notes.push(
+    `~19 MB bodies: the capture budget keeps 32 MiB of bodies in hand a parser thread, so these are taken one at a time and the others wait (up to 5 s, then 503 with Retry-After); peak RSS is the server's VmHWM, bound ${PEAK_RSS_BOUND_MB} MB`,
+  );
+  return rows;
+}
+
+/** Csv exports of the newest 100,000 events of project 1, one after another until stopped: how many, and their rows a second. */
+function startCsvExports(url: string) {
+  let on = true;
+  let count = 0;
+  let rows = 0;
+  let busyMs = 0;
+  const loop = (async () => {
+    while (on) {
+      const t = performance.now();
+      const response = await fetch(`${url}/api/projects/1/events/?format=csv&limit=100000`, { headers: { authorization: `Bearer ${BENCH_KEYS.personal}` } });
+      const text = await response.text();
+      if (response.status !== 200) throw new Error(`csv export answered ${response.status}: ${text.slice(0, 200)}`);
+      busyMs += performance.now() - t;
+      count++;
+      // Records, less the header: no property of these events holds a line break.
+      rows += text.split('\n').length - 2;
+    }
+  })();
+  return {
+    async stop() {
+      on = false;
+      await loop;
+      return { count, rowsPerS: rows / (busyMs / 1000) };
+    },
+  };
+}
 
 /**
  * The sustained load against a real server, with queries probing it meanwhile: acknowledged,

@@ -102,6 +102,34 @@ describe('BodyBudget', () => {
     expect(budget.inHand).toBe(100_000);
   });
 
+  test('a wait whose client leaves ends at once with the abort, and its place goes to the next in line', async () => {
+    const timers = manualTimers();
+    const budget = new BodyBudget(300_000, 5_000, timers.schedule);
+    const held = await budget.take(150_000);
+    const left = new AbortController();
+    const large = budget.take(300_000, left.signal);
+    const after = budget.take(100_000);
+    expect(await states([large, after])).toEqual(['waiting', 'waiting']);
+    left.abort(new DOMException('The connection was closed.', 'AbortError'));
+    const reason = await large.catch((e: unknown) => e);
+    expect(reason).toBeInstanceOf(DOMException);
+    expect((reason as DOMException).name).toBe('AbortError');
+    // The one behind it fits beside the held body: let in now, not after the large one's turn.
+    expect(await states([after])).toEqual(['taken']);
+    expect(budget.queued).toBe(0);
+    expect(timers.pending).toEqual([]);
+    held();
+    (await after)();
+    expect(budget.inHand).toBe(0);
+    // A signal already aborted is refused before it queues.
+    const gone = new AbortController();
+    gone.abort();
+    const full = await budget.take(300_000);
+    await expect(budget.take(100_000, gone.signal)).rejects.toMatchObject({ name: 'AbortError' });
+    expect(budget.queued).toBe(0);
+    full();
+  });
+
   test('with no wait allowed, a body that does not fit is refused at once', async () => {
     const budget = new BodyBudget(300_000, 0);
     const held = await budget.take(250_000);

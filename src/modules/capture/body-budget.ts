@@ -38,24 +38,37 @@ export class BodyBudget {
     return this.waiting.length;
   }
 
-  /** Room for a body of `bytes`: resolves with its release (call it once, when the request is answered). */
-  take(bytes: number): Promise<() => void> {
+  /**
+   * Room for a body of `bytes`: resolves with its release (call it once, when the request is
+   * answered). A wait ends early when `signal` aborts (the client left): rejected with its reason,
+   * and its place given to those behind it.
+   */
+  take(bytes: number, signal?: AbortSignal): Promise<() => void> {
     const size = Math.min(Math.max(0, bytes), this.maxBytes);
     if (this.fits(size) && (this.waiting.length === 0 || size <= SMALL_BODY_BYTES)) return Promise.resolve(this.grant(size));
     if (this.maxWaitMs <= 0) return Promise.reject(refused());
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
+      const leave = (error: unknown) => {
+        const at = this.waiting.indexOf(waiter);
+        if (at < 0) return;
+        this.waiting.splice(at, 1);
+        waiter.cancel();
+        reject(error);
+        this.next();
+      };
+      const onAbort = () => leave(signal!.reason);
+      const stopTimer = this.schedule(() => leave(refused()), this.maxWaitMs);
       const waiter: Waiter = {
         size,
         resolve,
-        cancel: this.schedule(() => {
-          const at = this.waiting.indexOf(waiter);
-          if (at < 0) return;
-          this.waiting.splice(at, 1);
-          reject(refused());
-          this.next();
-        }, this.maxWaitMs),
+        cancel: () => {
+          stopTimer();
+          signal?.removeEventListener('abort', onAbort);
+        },
       };
       this.waiting.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
