@@ -13,10 +13,19 @@ export interface AppMetrics {
   readonly querySeconds: Histogram;
   /** Collections of the main thread's heap started by the memory guard (memory-guard.ts). */
   forcedCollections: number;
+  /** The capture bodies in hand and waiting (modules/capture/body-budget.ts), once the capture module is made. */
+  captureBodies: CaptureBodiesFigures | null;
+}
+
+/** What the capture module's body budget shows: bytes in hand, requests waiting, requests refused since the start. */
+export interface CaptureBodiesFigures {
+  readonly inHand: number;
+  readonly queued: number;
+  readonly refused: number;
 }
 
 export function createAppMetrics(): AppMetrics {
-  return { requests: new Map(), eventsAcknowledged: 0, querySeconds: newHistogram(), forcedCollections: 0 };
+  return { requests: new Map(), eventsAcknowledged: 0, querySeconds: newHistogram(), forcedCollections: 0, captureBodies: null };
 }
 
 export function countRequest(metrics: AppMetrics, method: string, route: string, status: number): void {

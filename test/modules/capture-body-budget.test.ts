@@ -6,6 +6,7 @@ import { decodedSizeHint } from '../../src/modules/capture/ingest';
 import { bodiesInHandBytes } from '../../src/modules/capture';
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { parseExposition } from '../helpers/prometheus';
 import { createTestApp, BASE } from '../helpers/test-app';
 
 /** A scheduler the test runs by hand: the waits' time-outs fire when the test says. */
@@ -96,6 +97,7 @@ describe('BodyBudget', () => {
     expect(await states([large, after])).toEqual(['waiting', 'waiting']);
     timers.fireFirst();
     expect(await states([large, after])).toEqual(['refused unavailable 1', 'taken']);
+    expect(budget.refused).toBe(1);
     expect(budget.queued).toBe(0);
     expect(timers.pending).toEqual([]);
     held();
@@ -117,6 +119,7 @@ describe('BodyBudget', () => {
     // The one behind it fits beside the held body: let in now, not after the large one's turn.
     expect(await states([after])).toEqual(['taken']);
     expect(budget.queued).toBe(0);
+    expect(budget.refused).toBe(0);
     expect(timers.pending).toEqual([]);
     held();
     (await after)();
@@ -134,6 +137,7 @@ describe('BodyBudget', () => {
     const budget = new BodyBudget(300_000, 0);
     const held = await budget.take(250_000);
     expect(await states([budget.take(100_000)])).toEqual(['refused unavailable 1']);
+    expect(budget.refused).toBe(1);
     held();
     expect(await states([budget.take(100_000)])).toEqual(['taken']);
   });
@@ -178,7 +182,10 @@ describe('capture holds large bodies to the budget', () => {
    * does (with its Content-Length: a Request made here has none of its own); `storedTags` lists the
    * tags of the stored events' distinct ids, sorted.
    */
-  async function withBudget(waitMs: number, run: (h: { batch: (n: number, tag: string) => string; post: (body: string | Uint8Array, headers?: Record<string, string>) => Promise<Response>; storedTags: () => Promise<string[]> }) => Promise<void>) {
+  async function withBudget(
+    waitMs: number,
+    run: (h: { batch: (n: number, tag: string) => string; post: (body: string | Uint8Array, headers?: Record<string, string>) => Promise<Response>; storedTags: () => Promise<string[]>; metric: (name: string) => Promise<number> }) => Promise<void>,
+  ) {
     const t = await createTestApp();
     try {
       const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs } });
@@ -188,6 +195,7 @@ describe('capture holds large bodies to the budget', () => {
           const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body;
           return app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { ...headers, 'content-length': String(bytes.byteLength) }, body: bytes }));
         },
+        metric: async (name) => parseExposition(await (await app.handle(new Request(`${BASE}/metrics`))).text()).value(name),
         storedTags: async () => {
           await t.deps.storage.events.flush();
           const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
@@ -200,7 +208,7 @@ describe('capture holds large bodies to the budget', () => {
   }
 
   test('requests past the budget are answered 503 with Retry-After before their body is read, and what was answered 200 is stored', () =>
-    withBudget(0, async ({ batch, post, storedTags }) => {
+    withBudget(0, async ({ batch, post, storedTags, metric }) => {
       const answers = await Promise.all(['a', 'b', 'c'].map((tag) => post(batch(200, tag))));
       const seen = await Promise.all(answers.map(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.json() })));
       expect(seen).toEqual([
@@ -211,6 +219,8 @@ describe('capture holds large bodies to the budget', () => {
           body: { type: 'server_error', code: 'unavailable', detail: 'Too many large request bodies are being received; retry later.', attr: null },
         })),
       ]);
+      // /metrics shows the refusals, and nothing left in hand or waiting once all are answered.
+      expect([await metric('hogbase_capture_bodies_refused_total'), await metric('hogbase_capture_bodies_waiting'), await metric('hogbase_capture_body_bytes_in_hand')]).toEqual([2, 0, 0]);
       // Room again once the first is answered.
       expect((await post(batch(200, 'd'))).status).toBe(200);
       expect(await storedTags()).toEqual([...Array(200).fill('a'), ...Array(200).fill('d')]);

@@ -32,6 +32,7 @@ describe('GET /metrics', () => {
       expect(before.value('hogbase_ingest_events_dropped_total', { reason })).toBe(0);
     }
     expect(before.value('hogbase_ingest_accepting')).toBe(1);
+    expect([before.value('hogbase_capture_body_bytes_in_hand'), before.value('hogbase_capture_bodies_waiting'), before.value('hogbase_capture_bodies_refused_total')]).toEqual([0, 0, 0]);
     expect(before.value('hogbase_query_duration_seconds_count')).toBe(0);
     expect(before.value('hogbase_storage_work_duration_seconds_count', { work: 'load' })).toBe(0);
     expect(before.value('process_resident_memory_bytes')).toBeGreaterThan(0);

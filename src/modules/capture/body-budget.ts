@@ -17,6 +17,7 @@ import { AppError } from '../../errors';
 export class BodyBudget {
   private used = 0;
   private readonly waiting: Waiter[] = [];
+  private refusals = 0;
 
   constructor(
     readonly maxBytes: number,
@@ -38,6 +39,11 @@ export class BodyBudget {
     return this.waiting.length;
   }
 
+  /** Requests refused since the start (no room within the wait). */
+  get refused(): number {
+    return this.refusals;
+  }
+
   /**
    * Room for a body of `bytes`: resolves with its release (call it once, when the request is
    * answered). A wait ends early when `signal` aborts (the client left): rejected with its reason,
@@ -46,7 +52,7 @@ export class BodyBudget {
   take(bytes: number, signal?: AbortSignal): Promise<() => void> {
     const size = Math.min(Math.max(0, bytes), this.maxBytes);
     if (this.fits(size) && (this.waiting.length === 0 || size <= SMALL_BODY_BYTES)) return Promise.resolve(this.grant(size));
-    if (this.maxWaitMs <= 0) return Promise.reject(refused());
+    if (this.maxWaitMs <= 0) return Promise.reject(this.refuse());
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
       const leave = (error: unknown) => {
@@ -58,7 +64,7 @@ export class BodyBudget {
         this.next();
       };
       const onAbort = () => leave(signal!.reason);
-      const stopTimer = this.schedule(() => leave(refused()), this.maxWaitMs);
+      const stopTimer = this.schedule(() => leave(this.refuse()), this.maxWaitMs);
       const waiter: Waiter = {
         size,
         resolve,
@@ -70,6 +76,11 @@ export class BodyBudget {
       this.waiting.push(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  private refuse(): AppError {
+    this.refusals++;
+    return refused();
   }
 
   private fits(size: number): boolean {

@@ -39,6 +39,7 @@ export const captureModule = (deps: Deps) => {
   const budget = deps.captureBodies
     ? new BodyBudget(deps.captureBodies.bytes, deps.captureBodies.waitMs)
     : new BodyBudget(bodiesInHandBytes(deps.config), BODY_WAIT_MS);
+  deps.metrics.captureBodies = budget;
   const handle = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string) => {
     // Most SDK posts carry no query string: skip parsing the URL then.
     const query = request.url.includes('?') ? new URL(request.url).searchParams : NO_QUERY;
