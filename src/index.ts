@@ -5,7 +5,7 @@ import { bootstrap, describeAccount } from './bootstrap';
 import { ConfigError, loadConfig, type Config } from './config';
 import type { Deps } from './deps';
 import { createLogger, type Logger } from './logger';
-import { startMemoryGuard, triggerFor } from './memory-guard';
+import { startMemoryGuard } from './memory-guard';
 import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
@@ -146,8 +146,7 @@ async function main() {
   // The operator CLI's way in while this process holds the database.
   if (!stopping) stopControl = serveControlSocket(config.DATA_DIR, storage, logger);
   if (!stopping) {
-    stopGuard = startMemoryGuard(memoryCap, deps.metrics).stop;
-    ingestParser?.watchMemory(triggerFor(memoryCap));
+    stopGuard = startMemoryGuard(memoryCap, deps.metrics, ingestParser ? (past) => ingestParser.notePastTrigger(past) : undefined).stop;
   }
   logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY, role: config.ROLE ?? 'embedded' });
   console.log(`Listening on http://${config.HOST}:${app.server?.port}`);

@@ -9,6 +9,8 @@ export interface MemoryGuardOptions {
   read(): { residentBytes: number; jsBytes: number };
   /** A full, synchronous collection of the main thread's heap. */
   collect(): void;
+  /** Told when the process passes the trigger, and when it is back under it (the parser threads collect more while past). */
+  onPastTrigger?(past: boolean): void;
 }
 
 /**
@@ -29,6 +31,8 @@ export interface MemoryGuardOptions {
 export class MemoryGuard {
   /** The lowest `jsBytes` seen since the last collection this guard started, or right after it. */
   private low = Infinity;
+  /** Whether the last look found the process past the trigger. */
+  private past = false;
 
   constructor(private readonly o: MemoryGuardOptions) {}
 
@@ -36,6 +40,10 @@ export class MemoryGuard {
   check(): boolean {
     const { residentBytes, jsBytes } = this.o.read();
     this.low = Math.min(this.low, jsBytes);
+    if (residentBytes > this.o.triggerBytes !== this.past) {
+      this.past = !this.past;
+      this.o.onPastTrigger?.(this.past);
+    }
     if (residentBytes <= this.o.triggerBytes || jsBytes - this.low < this.o.minGarbageBytes) return false;
     this.o.collect();
     this.low = this.o.read().jsBytes;
@@ -66,10 +74,11 @@ export function triggerFor(capBytes: number): number {
  * The guard of this process, looking every `CHECK_EVERY_MS` while the process runs (the timer
  * does not keep it alive); `capBytes` is DuckDB's memory cap the operator set (DUCKDB_MEMORY_LIMIT,
  * as DuckDB reads it back), from which the process's budget follows. Its collections are counted
- * in `metrics`.
+ * in `metrics`; `onPastTrigger` hears when the process passes the trigger and when it is back under.
  */
-export function startMemoryGuard(capBytes: number, metrics: AppMetrics): { guard: MemoryGuard; stop: () => void } {
+export function startMemoryGuard(capBytes: number, metrics: AppMetrics, onPastTrigger?: (past: boolean) => void): { guard: MemoryGuard; stop: () => void } {
   const guard = new MemoryGuard({
+    onPastTrigger,
     triggerBytes: triggerFor(capBytes),
     minGarbageBytes: MIN_GARBAGE_BYTES,
     read: () => {

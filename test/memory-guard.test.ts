@@ -55,6 +55,33 @@ describe('MemoryGuard', () => {
     expect(state.collections).toBe(1);
   });
 
+  test('says when the process passes the trigger and when it is back under, once each time, whether it collects or not', () => {
+    const told: boolean[] = [];
+    const state = { resident: 600 * MB, js: 80 * MB };
+    const guard = new MemoryGuard({
+      triggerBytes: 800 * MB,
+      minGarbageBytes: 128 * MB,
+      read: () => ({ residentBytes: state.resident, jsBytes: state.js }),
+      collect: () => {},
+      onPastTrigger: (past) => told.push(past),
+    });
+    const looks = (resident: number) => {
+      state.resident = resident * MB;
+      guard.check();
+    };
+    looks(600);
+    looks(700);
+    expect(told).toEqual([]);
+    looks(900); // past, with nothing worth collecting: still told
+    looks(950);
+    expect(told).toEqual([true]);
+    looks(800); // at the trigger is not past it
+    looks(790);
+    expect(told).toEqual([true, false]);
+    looks(801);
+    expect(told).toEqual([true, false, true]);
+  });
+
   test("JavaScriptCore's own collections lower the mark the garbage is counted from", () => {
     const { guard, state } = fakeProcess({ resident: 700 * MB, js: 300 * MB, live: 60 * MB });
     expect(guard.check()).toBe(false);

@@ -32,12 +32,13 @@ export interface AnonymizingNote {
 }
 
 /**
- * Sent to every thread, unanswered: the process's resident size past which a thread also
- * collects a smaller heap after a reply (the memory guard's trigger, src/memory-guard.ts).
+ * Sent to every thread, unanswered, when the process passes the memory guard's trigger and when
+ * it is back under it (src/memory-guard.ts): while past, a thread also collects a smaller heap
+ * after a reply.
  */
 export interface MemoryNote {
   type: 'memory';
-  collectPastResidentBytes: number;
+  pastTrigger: boolean;
 }
 
 /** The answer to `parse` or `run`, or the AppError that answers it, or a bug. */

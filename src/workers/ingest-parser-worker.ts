@@ -34,11 +34,12 @@ const COLLECT_PAST_BYTES = 160 * 1024 * 1024;
  * rest must fit beside it. Not smaller: a heap of a few runs' rows is not worth a collection a reply.
  */
 const NEAR_CAP_COLLECT_PAST_BYTES = 48 * 1024 * 1024;
-let collectPastResident = Infinity;
+/** As the main thread's memory guard last told (`MemoryNote`): it reads the process's size, this thread does not. */
+let pastTrigger = false;
 
 function collectIfWorth(): void {
   const heap = heapSize();
-  if (heap > COLLECT_PAST_BYTES || (heap > NEAR_CAP_COLLECT_PAST_BYTES && process.memoryUsage.rss() > collectPastResident)) Bun.gc(true);
+  if (heap > COLLECT_PAST_BYTES || (pastTrigger && heap > NEAR_CAP_COLLECT_PAST_BYTES)) Bun.gc(true);
 }
 
 /** Keys whose projects anonymize addresses (as the main thread last told). */
@@ -46,7 +47,7 @@ const anonymizing = new Set<string>();
 
 port.on('message', (m: WorkerRequest) => {
   if (m.type === 'memory') {
-    collectPastResident = m.collectPastResidentBytes;
+    pastTrigger = m.pastTrigger;
     return;
   }
   if (m.type === 'anonymizing') {

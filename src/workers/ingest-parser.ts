@@ -8,8 +8,8 @@ import type { IntakeContext, LoggedRequest } from '../storage/events';
 import { movable, type AnonymizingNote, type MemoryNote, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 export interface IngestParserPool extends IngestParser, RowPreparer {
-  /** Past this resident size of the process, the threads also collect smaller heaps (`MemoryNote`). */
-  watchMemory(collectPastResidentBytes: number): void;
+  /** Whether the process is past the memory guard's trigger: while it is, the threads also collect smaller heaps (`MemoryNote`). */
+  notePastTrigger(past: boolean): void;
   close(): Promise<void>;
 }
 
@@ -50,8 +50,8 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
       const reply = await least().ask(message, movable(req.body));
       return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };
     },
-    watchMemory(collectPastResidentBytes) {
-      tellAll({ type: 'memory', collectPastResidentBytes });
+    notePastTrigger(pastTrigger) {
+      tellAll({ type: 'memory', pastTrigger });
     },
     noteAnonymizing(token, anonymizes) {
       tellAll({ type: 'anonymizing', token, anonymizes });
