@@ -25,6 +25,9 @@ import { freePort, stopAll } from '../src/cli/cluster/processes';
  *   visitors (`$set` on some events, `$identify` merges on others), so persons do real work;
  * - `/batch/` with ~100 KB and ~1 MB bodies, plain and gzip, 16 connections.
  *
+ * - `/batch/` with ~19 MB bodies (just under the body cap), 4 connections, alone and then beside
+ *   csv exports pulled back to back: the peak RSS against the 1 GB plan (`largeBodies`).
+ *
  * Load: autocannon in `amount` mode (every request sent is answered before a run ends, so the
  * acknowledged count is exact), sized from a warm-up run to last about `durationS`; and, for the
  * single-event ceilings, `wrk` when installed (autocannon tops out near half of Bun's rate on
@@ -443,7 +446,7 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
   const events = c.bodies[0].events;
   log(`${c.name}: ${events} events and ~${(averageBytes(c.bodies) / 1e6).toFixed(1)} MB a body, ${c.connections} connections, ${seconds} s`);
   const rows: BenchRow[] = [];
-  const row = (name: string, server: string, run: RunResult, peak: number | null, seen: { seconds: number } | null, extra: Omit<BenchRow, 'case'> = {}): BenchRow => {
+  const row = (name: string, server: string, run: RunResult, peak: number | null, seen: { seconds: number } | null, extra: Omit<BenchRow, 'case'> = {}, bound = true): BenchRow => {
     const stored = seen ? run.ackedEvents / (run.seconds + seen.seconds) : Number.NaN;
     return {
       case: name,
@@ -456,8 +459,9 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
       'non-200': run.non200 + run.errors,
       'queryable after s': seen ? round(seen.seconds, 2) : null,
       'queryable events/s': round(stored),
-      target: `peak RSS ≤ ${PEAK_RSS_BOUND_MB} MB`,
-      met: peak === null ? null : peak <= PEAK_RSS_BOUND_MB ? 'yes' : 'NO',
+      // The store floor is the baseline of the rates, not held to the plan.
+      target: bound ? `peak RSS ≤ ${PEAK_RSS_BOUND_MB} MB` : null,
+      met: !bound || peak === null ? null : peak <= PEAK_RSS_BOUND_MB ? 'yes' : 'NO',
       ...extra,
     };
   };
@@ -465,7 +469,7 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
   try {
     const run = await cannon(store.url, c, { amount: 100_000, connections: c.connections, maxSeconds: seconds });
     const seen = await waitForCount(store.url, run.ackedEvents, run.indeterminate * events, 600_000, true);
-    rows.push(row(`${c.name} ${seconds} s [autocannon]`, SERVER_NAMES.store, run, peakRssMb(store.pid), seen));
+    rows.push(row(`${c.name} ${seconds} s [autocannon]`, SERVER_NAMES.store, run, peakRssMb(store.pid), seen, {}, false));
   } finally {
     await store.stop();
   }
@@ -474,10 +478,11 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
     let acked = 0;
     let unknown = 0;
     for (const exporting of [false, true]) {
-      resetPeakRss(real.pid);
+      if (!resetPeakRss(real.pid)) problems.push(`${c.name}: the peak RSS could not be reset; the run's peak may be an earlier one`);
       const exports = exporting ? startCsvExports(real.url) : null;
-      const run = await cannon(real.url, c, { amount: 100_000, connections: c.connections, maxSeconds: seconds });
+      const run = await cannon(real.url, c, { amount: 100_000, connections: c.connections, maxSeconds: seconds }).finally(() => exports?.stopping());
       const exported = await exports?.stop();
+      if (exported?.failures.length) problems.push(`${c.name}: csv exports failed: ${exported.failures.slice(0, 3).join('; ')}`);
       acked += run.ackedEvents;
       unknown += run.indeterminate * events;
       const seen = await waitForCount(real.url, acked, unknown, 600_000);
@@ -491,34 +496,48 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
     await real.stop();
   }
   notes.push(
-    `~19 MB bodies: the capture budget keeps 32 MiB of bodies in hand a parser thread, so these are taken one at a time and the others wait (up to 5 s, then 503 with Retry-After); peak RSS is the server's VmHWM, bound ${PEAK_RSS_BOUND_MB} MB`,
+    `~19 MB bodies: the capture body budget (src/modules/capture) takes them one at a time while the others wait for room (or get 503 with Retry-After); peak RSS is the server's VmHWM, reset before each run; the plan is ${PEAK_RSS_BOUND_MB} MB`,
   );
   return rows;
 }
 
-/** Csv exports of the newest 100,000 events of project 1, one after another until stopped: how many, and their rows a second. */
+/**
+ * Csv exports of the newest 100,000 events of project 1, one after another until stopped: how
+ * many, their records a second (counted as the body streams, not held), and what failed.
+ */
 function startCsvExports(url: string) {
   let on = true;
   let count = 0;
-  let rows = 0;
+  let records = 0;
   let busyMs = 0;
+  const failures: string[] = [];
   const loop = (async () => {
     while (on) {
       const t = performance.now();
-      const response = await fetch(`${url}/api/projects/1/events/?format=csv&limit=100000`, { headers: { authorization: `Bearer ${BENCH_KEYS.personal}` } });
-      const text = await response.text();
-      if (response.status !== 200) throw new Error(`csv export answered ${response.status}: ${text.slice(0, 200)}`);
+      try {
+        const response = await fetch(`${url}/api/projects/1/events/?format=csv&limit=100000`, { headers: { authorization: `Bearer ${BENCH_KEYS.personal}` }, signal: AbortSignal.timeout(120_000) });
+        if (response.status !== 200) throw new Error(`answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+        let lines = 0;
+        for await (const chunk of response.body!) for (const byte of chunk) if (byte === 0x0a) lines++;
+        // Records end in CRLF; the header is one of the lines. No property of these events holds a line break.
+        records += lines - 1;
+        count++;
+      } catch (error) {
+        failures.push(String(error));
+        await Bun.sleep(1000);
+      }
       busyMs += performance.now() - t;
-      count++;
-      // Records, less the header: no property of these events holds a line break.
-      rows += text.split('\n').length - 2;
     }
   })();
   return {
+    /** No export starts after this. */
+    stopping() {
+      on = false;
+    },
     async stop() {
       on = false;
       await loop;
-      return { count, rowsPerS: rows / (busyMs / 1000) };
+      return { count, rowsPerS: records / (busyMs / 1000), failures };
     },
   };
 }

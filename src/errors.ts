@@ -22,6 +22,8 @@ export const ERROR_KINDS = {
   query_timeout: { status: 504, type: 'server_error' },
   unavailable: { status: 503, type: 'server_error' },
   error: { status: 500, type: 'server_error' },
+  /** nginx's status for a request whose client left before its answer: nobody reads it, but the request log and metrics tell such requests apart. */
+  client_closed: { status: 499, type: 'invalid_request' },
 } as const;
 
 export type ErrorKind = keyof typeof ERROR_KINDS;
@@ -56,3 +58,6 @@ export const isAppError = (value: unknown): value is AppError => value instanceo
 
 /** DRF's answer to a method a resource refuses (soft-deleted resources refuse DELETE). */
 export const methodNotAllowed = (method: string) => new AppError('method_not_allowed', `Method "${method}" not allowed.`);
+
+/** The client closed its connection while its request was read or waited to be: not a failure of this server. */
+export const clientClosed = () => new AppError('client_closed', 'The client closed the connection before its request was answered.');

@@ -62,10 +62,6 @@ function answer(logger: Logger, code: unknown, error: unknown, request: Request,
     case 'NOT_FOUND':
       return errorResponse(new AppError('not_found', 'Not found.'), cors);
     default: {
-      if (clientGone(error, request)) {
-        logger.info('client closed the connection before its answer', { method: request.method, url: new URL(request.url).pathname });
-        return new Response(null, { status: CLIENT_CLOSED });
-      }
       // Never leak the cause (SQL, paths, stack) to the client; keep it in the log.
       const kept = typeof status === 'number' && status >= 400 && status < 500 ? status : 500;
       if (kept >= 500) logger.error('unhandled error', { method: request.method, url: new URL(request.url).pathname, error });
@@ -73,15 +69,6 @@ function answer(logger: Logger, code: unknown, error: unknown, request: Request,
     }
   }
 }
-
-/** nginx's status for a request whose client left before its answer: the request log and metrics tell such requests apart. */
-export const CLIENT_CLOSED = 499;
-
-/**
- * A body (or a wait for room to read one) cut short because the client closed its connection:
- * not a failure of this server, and nobody is left to read the answer.
- */
-const clientGone = (error: unknown, request: Request) => request.signal.aborted && error instanceof Error && error.name === 'AbortError';
 
 /**
  * The public endpoints' CORS: browsers post from any site with the project key, so the Origin is

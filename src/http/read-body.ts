@@ -1,4 +1,4 @@
-import { AppError } from '../errors';
+import { AppError, clientClosed } from '../errors';
 
 const tooLarge = (max: number) => new AppError('payload_too_large', `Request body is larger than the limit of ${max} bytes.`);
 
@@ -9,11 +9,16 @@ const tooLarge = (max: number) => new AppError('payload_too_large', `Request bod
  */
 export function readBodyCapped(request: Request, max: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length');
-  if (declared === null) return readStreamCapped(request, max);
+  if (declared === null) return readStreamCapped(request, max).catch((error) => cutShort(request, error));
   if (Number(declared) > max) return Promise.reject(tooLarge(max));
   // Known length within the cap: one read of the whole body, handed back as it is (no async
   // wrapper around it, no stream made of `request.body`: both cost more than reading a small body).
-  return request.bytes();
+  return request.bytes().catch((error) => cutShort(request, error));
+}
+
+/** A read that failed because the client left is `client_closed`, not a failure of this server. */
+function cutShort(request: Request, error: unknown): never {
+  throw request.signal.aborted ? clientClosed() : error;
 }
 
 /** A body of unknown length (chunked), cut off as soon as it crosses the cap. */

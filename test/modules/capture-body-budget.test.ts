@@ -5,7 +5,9 @@ import { AppError } from '../../src/errors';
 import { decodedSizeHint } from '../../src/modules/capture/ingest';
 import { bodiesInHandBytes } from '../../src/modules/capture';
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
+import { eventually } from '../helpers/cluster';
 import { parseExposition } from '../helpers/prometheus';
 import { createTestApp, BASE } from '../helpers/test-app';
 
@@ -104,31 +106,30 @@ describe('BodyBudget', () => {
     expect(budget.inHand).toBe(100_000);
   });
 
-  test('a wait whose client leaves ends at once with the abort, and its place goes to the next in line', async () => {
+  test('a wait whose client leaves ends at once as client_closed, not a refusal, and its place goes to the next in line', async () => {
     const timers = manualTimers();
     const budget = new BodyBudget(300_000, 5_000, timers.schedule);
     const held = await budget.take(150_000);
     const left = new AbortController();
-    const large = budget.take(300_000, left.signal);
+    const large = budget.take(300_000, () => left.signal);
     const after = budget.take(100_000);
     expect(await states([large, after])).toEqual(['waiting', 'waiting']);
-    left.abort(new DOMException('The connection was closed.', 'AbortError'));
-    const reason = await large.catch((e: unknown) => e);
-    expect(reason).toBeInstanceOf(DOMException);
-    expect((reason as DOMException).name).toBe('AbortError');
+    left.abort();
     // The one behind it fits beside the held body: let in now, not after the large one's turn.
-    expect(await states([after])).toEqual(['taken']);
+    expect(await states([large, after])).toEqual(['refused client_closed undefined', 'taken']);
     expect(budget.queued).toBe(0);
     expect(budget.refused).toBe(0);
     expect(timers.pending).toEqual([]);
     held();
     (await after)();
     expect(budget.inHand).toBe(0);
-    // A signal already aborted is refused before it queues.
+    // A client already gone is not queued; one that fits is taken without its signal being asked for.
     const gone = new AbortController();
     gone.abort();
-    const full = await budget.take(300_000);
-    await expect(budget.take(100_000, gone.signal)).rejects.toMatchObject({ name: 'AbortError' });
+    const full = await budget.take(300_000, () => {
+      throw new Error('a body that fits needs no signal');
+    });
+    expect(await states([budget.take(100_000, () => gone.signal)])).toEqual(['refused client_closed undefined']);
     expect(budget.queued).toBe(0);
     full();
   });
@@ -237,6 +238,44 @@ describe('capture holds large bodies to the budget', () => {
       expect(answers.map((r) => r.status)).toEqual([200, 503]);
       expect(await storedTags()).toEqual(Array(200).fill('g'));
     }));
+
+  test('over a real socket, a client that leaves while its body waits, or while it is read, frees its place: answered client_closed (499), nothing left in hand or waiting, the next request taken', async () => {
+    const t = await createTestApp();
+    const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 60_000 } });
+    app.listen({ port: 0, hostname: '127.0.0.1' });
+    try {
+      const url = `http://127.0.0.1:${app.server!.port}`;
+      const metrics = async () => parseExposition(await (await fetch(`${url}/metrics`)).text());
+      const figure = (name: string, labels?: Record<string, string>) => async () => (await metrics()).value(name, labels);
+      const body = batchText(t.account.project.apiToken, 200, 'x');
+      expect(Buffer.byteLength(body) * 2).toBeGreaterThan(300_000); // two do not fit together
+      // Headers and the start of the body, the rest never sent.
+      const partly = () => {
+        const socket = connect(app.server!.port!, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.write(`POST /batch/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 1000)}`);
+        return socket;
+      };
+      const reading = partly();
+      expect(await eventually(figure('hogbase_capture_body_bytes_in_hand'), (n) => n > 0, 5_000)).toBe(Buffer.byteLength(body));
+      const waiting = partly();
+      expect(await eventually(figure('hogbase_capture_bodies_waiting'), (n) => n === 1, 5_000)).toBe(1);
+      waiting.destroy();
+      expect(await eventually(figure('hogbase_capture_bodies_waiting'), (n) => n === 0, 5_000)).toBe(0);
+      reading.destroy();
+      expect(await eventually(figure('hogbase_capture_body_bytes_in_hand'), (n) => n === 0, 5_000)).toBe(0);
+      const answered = await eventually(figure('hogbase_http_requests_total', { method: 'POST', route: '/batch/', status: '499' }), (n) => n === 2, 5_000);
+      expect([answered, await figure('hogbase_capture_bodies_refused_total')()]).toEqual([2, 0]);
+      const whole = await fetch(`${url}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(whole.status).toBe(200);
+      await t.deps.storage.events.flush();
+      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+      expect(listed.body.results).toHaveLength(200);
+    } finally {
+      await app.stop(true);
+      await t.close();
+    }
+  });
 
   test('with a wait allowed, every request is answered 200 in turn and all their events are stored', () =>
     withBudget(60_000, async ({ batch, post, storedTags }) => {

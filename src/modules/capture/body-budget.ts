@@ -1,4 +1,4 @@
-import { AppError } from '../../errors';
+import { AppError, clientClosed } from '../../errors';
 
 /**
  * Capture bodies in hand at once, in bytes: from before a body is read until its request is
@@ -46,25 +46,27 @@ export class BodyBudget {
 
   /**
    * Room for a body of `bytes`: resolves with its release (call it once, when the request is
-   * answered). A wait ends early when `signal` aborts (the client left): rejected with its reason,
-   * and its place given to those behind it.
+   * answered). A wait ends early when the signal `leftOn` gives aborts (the client left): rejected
+   * as `client_closed`, and its place given to those behind it. (A getter: only a request that
+   * waits has its signal made.)
    */
-  take(bytes: number, signal?: AbortSignal): Promise<() => void> {
+  take(bytes: number, leftOn?: () => AbortSignal): Promise<() => void> {
     const size = Math.min(Math.max(0, bytes), this.maxBytes);
     if (this.fits(size) && (this.waiting.length === 0 || size <= SMALL_BODY_BYTES)) return Promise.resolve(this.grant(size));
+    const signal = leftOn?.();
+    if (signal?.aborted) return Promise.reject(clientClosed());
     if (this.maxWaitMs <= 0) return Promise.reject(this.refuse());
-    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
-      const leave = (error: unknown) => {
+      const leave = (why: 'timeout' | 'left') => {
         const at = this.waiting.indexOf(waiter);
         if (at < 0) return;
         this.waiting.splice(at, 1);
         waiter.cancel();
-        reject(error);
+        reject(why === 'timeout' ? this.refuse() : clientClosed());
         this.next();
       };
-      const onAbort = () => leave(signal!.reason);
-      const stopTimer = this.schedule(() => leave(this.refuse()), this.maxWaitMs);
+      const onAbort = () => leave('left');
+      const stopTimer = this.schedule(() => leave('timeout'), this.maxWaitMs);
       const waiter: Waiter = {
         size,
         resolve,

@@ -46,7 +46,7 @@ export const captureModule = (deps: Deps) => {
     if (request.method !== 'POST') return answer(request, server, path, query, new Uint8Array(0));
     const max = deps.config.MAX_BODY_BYTES;
     const declared = request.headers.get('content-length');
-    const release = await budget.take(declared === null ? max : decodedSizeHint(Number(declared) || 0, request.headers, query, max), request.signal);
+    const release = await budget.take(declared === null ? max : decodedSizeHint(Number(declared) || 0, request.headers, query, max), () => request.signal);
     try {
       return await answer(request, server, path, query, await readBodyCapped(request, max));
     } finally {
