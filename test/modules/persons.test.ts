@@ -170,3 +170,31 @@ describe('after a restart', () => {
     expect(await call('GET', `${URL}${before.body.id}/`)).toEqual(before);
   });
 });
+
+describe('persons from pageviews, as posthog-js sends them', () => {
+  test("a new page or browser alone does not update the person; the person's next other change, or a $set event, writes them", async () => {
+    const app = await createTestApp({}, () => NOW);
+    try {
+      const send = async (event: string, properties: Record<string, unknown>) => {
+        const res = await app.call('POST', '/e/', { key: null, body: { api_key: app.account.project.apiToken, event, distinct_id: 'erin', properties } });
+        expect(res.status).toBe(200);
+      };
+      const erin = async () => {
+        const listed = await app.json('GET', `${URL}?distinct_id=erin`);
+        const { $creator_event_uuid: _creator, ...properties } = listed.body.results[0].properties;
+        return properties;
+      };
+      const initial = { $initial_current_url: 'https://a.test/1', $initial_browser: 'Chrome' };
+      await send('$pageview', { $current_url: 'https://a.test/1', $browser: 'Chrome' });
+      expect(await erin()).toEqual({ $current_url: 'https://a.test/1', $browser: 'Chrome', ...initial });
+      await send('$pageview', { $current_url: 'https://a.test/2', $browser: 'Firefox' });
+      expect(await erin()).toEqual({ $current_url: 'https://a.test/1', $browser: 'Chrome', ...initial });
+      await send('$pageview', { $current_url: 'https://a.test/3', $browser: 'Firefox', $set: { plan: 'pro' } });
+      expect(await erin()).toEqual({ $current_url: 'https://a.test/3', $browser: 'Firefox', plan: 'pro', ...initial });
+      await send('$set', { $current_url: 'https://a.test/4' });
+      expect(await erin()).toEqual({ $current_url: 'https://a.test/4', $browser: 'Firefox', plan: 'pro', ...initial });
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -3,7 +3,9 @@
  * PostHog's `person-state.ts`:
  *
  * - An unknown distinct_id gets a new person: `{...$set_once, ...$set, $creator_event_uuid}`.
- * - A known one gets `$set_once` (only keys not present), then `$set`, then `$unset`.
+ * - A known one gets `$set_once` (only keys not present), then `$set`, then `$unset`; outside
+ *   the person events (`$identify`, `$create_alias`, `$merge_dangerously`, `$set`), new values of
+ *   the page and browser keys it has (`QUIET_PERSON_PROPERTIES`) are written only with another change.
  * - `$identify` with `$anon_distinct_id`, and `$create_alias` / `$merge_dangerously` with `alias`,
  *   link the other id to the event's distinct_id and mark the person identified:
  *     neither has a person → one new person with both ids;
@@ -150,7 +152,7 @@ function createPerson(event: PersonEvent, distinctIds: string[], isIdentified: b
 
 /** Emits an update only when something changes; returns the person id. */
 function updatePerson(event: PersonEvent, person: PersonRecord, isIdentified: boolean, plan: PersonPlan): string {
-  const { properties, changed } = applyPropertyUpdates(person.properties, event);
+  const { properties, changed } = applyPropertyUpdates(person.properties, event, PERSON_EVENTS.has(event.event) ? NONE_QUIET : QUIET_PERSON_PROPERTIES);
   const identifiedNow = isIdentified || person.isIdentified;
   if (changed || identifiedNow !== person.isIdentified) {
     plan.operations.push({ type: 'update_person', personId: person.personId, properties, isIdentified: identifiedNow });
@@ -158,11 +160,35 @@ function updatePerson(event: PersonEvent, person: PersonRecord, isIdentified: bo
   return person.personId;
 }
 
+/** The events that name persons: they apply every change they carry, quiet keys included. */
+const PERSON_EVENTS: ReadonlySet<string> = new Set(['$identify', '$create_alias', '$merge_dangerously', '$set']);
+
+/**
+ * plugin-server `FILTERED_PERSON_UPDATE_PROPERTIES`: properties of the browser, the page and the
+ * place that change from one event to the next (the client copies them into `$set` on every
+ * event). A new value of one of these on a person that already has the key is no reason to update
+ * the person: it is written only with another change, as PostHog does. Without this, every
+ * pageview rewrote its person.
+ */
+export const QUIET_PERSON_PROPERTIES: ReadonlySet<string> = new Set([
+  '$current_url', '$pathname', '$referring_domain', '$referrer',
+  '$screen_height', '$screen_width', '$viewport_height', '$viewport_width',
+  '$browser', '$browser_version', '$device_type', '$raw_user_agent', '$os', '$os_name', '$os_version',
+  '$geoip_postal_code', '$geoip_time_zone', '$geoip_latitude', '$geoip_longitude', '$geoip_accuracy_radius',
+  '$geoip_subdivision_1_code', '$geoip_subdivision_1_name', '$geoip_subdivision_2_code', '$geoip_subdivision_2_name',
+  '$geoip_subdivision_3_code', '$geoip_subdivision_3_name',
+  '$geoip_city_confidence', '$geoip_country_confidence', '$geoip_postal_code_confidence', '$geoip_subdivision_1_confidence', '$geoip_subdivision_2_confidence',
+]);
+const NONE_QUIET: ReadonlySet<string> = new Set();
+
 /**
  * `$set_once` for absent keys, then `$set`, then `$unset`; a value equal by identity is no change.
- * The properties are copied only on the first change: most `$set`s repeat what the person has.
+ * Nothing changes unless something other than a new value of a `quiet` key the person already
+ * has does; then every change is applied, quiet ones included. The properties are copied only on
+ * the first change: most `$set`s repeat what the person has.
  */
-export function applyPropertyUpdates(current: Properties, updates: Pick<PersonEvent, 'set' | 'setOnce' | 'unset'>): { properties: Properties; changed: boolean } {
+export function applyPropertyUpdates(current: Properties, updates: Pick<PersonEvent, 'set' | 'setOnce' | 'unset'>, quiet: ReadonlySet<string> = NONE_QUIET): { properties: Properties; changed: boolean } {
+  if (quiet.size > 0 && !changesAnythingLoud(current, updates, quiet)) return { properties: current, changed: false };
   let properties: Properties | null = null;
   for (const key in updates.setOnce) {
     if (!Object.hasOwn(updates.setOnce, key) || Object.hasOwn(properties ?? current, key)) continue;
@@ -183,6 +209,18 @@ export function applyPropertyUpdates(current: Properties, updates: Pick<PersonEv
     delete properties[key];
   }
   return properties ? { properties, changed: true } : { properties: current, changed: false };
+}
+
+/** Whether `updates` change `current` beyond new values of `quiet` keys it already has. */
+function changesAnythingLoud(current: Properties, updates: Pick<PersonEvent, 'set' | 'setOnce' | 'unset'>, quiet: ReadonlySet<string>): boolean {
+  for (const key in updates.setOnce) if (Object.hasOwn(updates.setOnce, key) && !Object.hasOwn(current, key)) return true;
+  for (const key in updates.set) {
+    if (!Object.hasOwn(updates.set, key)) continue;
+    if (!Object.hasOwn(current, key)) return true;
+    if (current[key] !== updates.set[key] && !quiet.has(key)) return true;
+  }
+  for (const key of updates.unset) if (Object.hasOwn(current, key)) return true;
+  return false;
 }
 
 /** Property keys come from clients: `__proto__` must stay a key, never become a prototype. */

@@ -61,6 +61,26 @@ describe('planPersonUpdates: plain events', () => {
     expect(plan(event({ set: { a: 1 }, setOnce: { a: 2 }, unset: ['b'] }), state)).toEqual({ personId: 'p', operations: [], warnings: [] });
   });
 
+  test("new values of the page and browser keys a person has change nothing alone (PostHog's filtered person properties); with another change every change is written", () => {
+    const had = { $current_url: 'https://a.test/1', $browser: 'Chrome', $geoip_latitude: 1, $geoip_city_name: 'Berlin', plan: 'free' };
+    const state = stateWith(['p', ['user'], had, false, T0]);
+    const quietOnly = { $current_url: 'https://a.test/2', $browser: 'Firefox', $geoip_latitude: 2 };
+    expect(plan(event({ event: '$pageview', set: quietOnly }), state)).toEqual({ personId: 'p', operations: [], warnings: [] });
+    const update = (properties: Record<string, unknown>): PersonPlan => ({ personId: 'p', operations: [{ type: 'update_person', personId: 'p', properties, isIdentified: false }], warnings: [] });
+    // Another change: a key not quiet, a quiet key the person lacks, a $set_once filling a gap, an $unset.
+    expect(plan(event({ event: '$pageview', set: { ...quietOnly, plan: 'pro' } }), state)).toEqual(update({ ...had, ...quietOnly, plan: 'pro' }));
+    expect(plan(event({ event: '$pageview', set: { ...quietOnly, $os: 'Linux' } }), state)).toEqual(update({ ...had, ...quietOnly, $os: 'Linux' }));
+    expect(plan(event({ event: '$pageview', set: { ...quietOnly, $geoip_city_name: 'Paris' } }), state)).toEqual(update({ ...had, ...quietOnly, $geoip_city_name: 'Paris' }));
+    expect(plan(event({ event: '$pageview', set: quietOnly, setOnce: { $initial_browser: 'Chrome' } }), state)).toEqual(update({ ...had, ...quietOnly, $initial_browser: 'Chrome' }));
+    const { plan: _gone, ...kept } = had;
+    expect(plan(event({ event: '$pageview', set: quietOnly, unset: ['plan'] }), state)).toEqual(update({ ...kept, ...quietOnly }));
+    // The person events write them whatever else they carry.
+    expect(plan(event({ event: '$set', set: quietOnly }), state)).toEqual(update({ ...had, ...quietOnly }));
+    expect(plan(event({ event: '$identify', set: quietOnly }), stateWith(['p', ['user'], had, true, T0]))).toEqual({
+      personId: 'p', operations: [{ type: 'update_person', personId: 'p', properties: { ...had, ...quietOnly }, isIdentified: true }], warnings: [],
+    });
+  });
+
   test('$process_person_profile: false changes no person', () => {
     const state = stateWith(['p', ['user'], {}, false, T0]);
     expect(plan(event({ processPerson: false, set: { a: 1 } }), state)).toEqual({ personId: 'p', operations: [], warnings: [] });
