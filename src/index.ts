@@ -93,6 +93,11 @@ async function main() {
   let stopping = false;
   let stopControl = () => {};
   let stopGuard = () => {};
+  // Storage first: closing drains processing, which prepares rows in the parser threads.
+  const closeData = async () => {
+    await storage.close();
+    await ingestParser?.close();
+  };
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -107,9 +112,7 @@ async function main() {
       clearTimeout(cut);
       stopControl();
       stopGuard();
-      // Storage first: closing drains processing, which prepares rows in the parser threads.
-      await storage.close();
-      await ingestParser?.close();
+      await closeData();
       logger.info('stopped cleanly');
       process.exit(0);
     } catch (error) {
@@ -137,8 +140,7 @@ async function main() {
     });
   } catch (error) {
     // Taken between the preflight and now: leave the data as a clean stop would.
-    await storage.close();
-    await ingestParser?.close();
+    await closeData();
     if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
     console.error(portTakenMessage(config));
     process.exit(EXIT_IN_USE);
