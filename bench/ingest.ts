@@ -446,30 +446,15 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
   const events = c.bodies[0].events;
   log(`${c.name}: ${events} events and ~${(averageBytes(c.bodies) / 1e6).toFixed(1)} MB a body, ${c.connections} connections, ${seconds} s`);
   const rows: BenchRow[] = [];
-  const row = (name: string, server: string, run: RunResult, peak: number | null, seen: { seconds: number } | null, extra: Omit<BenchRow, 'case'> = {}, bound = true): BenchRow => {
-    const stored = seen ? run.ackedEvents / (run.seconds + seen.seconds) : Number.NaN;
-    return {
-      case: name,
-      server,
-      'req/s': round(run.rps, 2),
-      'events/s': round(run.eps),
-      'p50 ms': round(run.p50, 1),
-      'p99 ms': round(run.p99, 1),
-      'peak RSS MB': peak,
-      'non-200': run.non200 + run.errors,
-      'queryable after s': seen ? round(seen.seconds, 2) : null,
-      'queryable events/s': round(stored),
-      // The store floor is the baseline of the rates, not held to the plan.
-      target: bound ? `peak RSS ≤ ${PEAK_RSS_BOUND_MB} MB` : null,
-      met: !bound || peak === null ? null : peak <= PEAK_RSS_BOUND_MB ? 'yes' : 'NO',
-      ...extra,
-    };
-  };
+  // Only the real server is held to the plan: the store floor is the baseline of the rates.
+  const bounded = (peak: number | null) => ({ target: `peak RSS ≤ ${PEAK_RSS_BOUND_MB} MB`, met: peak === null ? null : peak <= PEAK_RSS_BOUND_MB ? 'yes' : 'NO' });
+  let floorStored = Number.NaN;
   const store = await spawnStoreFloorServer();
   try {
     const run = await cannon(store.url, c, { amount: 100_000, connections: c.connections, maxSeconds: seconds });
     const seen = await waitForCount(store.url, run.ackedEvents, run.indeterminate * events, 600_000, true);
-    rows.push(row(`${c.name} ${seconds} s [autocannon]`, SERVER_NAMES.store, run, peakRssMb(store.pid), seen, {}, false));
+    floorStored = run.ackedEvents / (run.seconds + seen.seconds);
+    rows.push(storedRow(`${c.name} ${seconds} s [autocannon]`, SERVER_NAMES.store, run, peakRssMb(store.pid), seen));
   } finally {
     await store.stop();
   }
@@ -489,7 +474,9 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
       if (seen.count === null || seen.count < acked || seen.count > acked + unknown) problems.push(`${c.name}: events API shows ${seen.count}, ${acked} acknowledged (+${unknown} of unknown fate)`);
       const peak = peakRssMb(real.pid);
       const name = exporting ? `${c.name} ${seconds} s + csv exports of 100k events back to back [autocannon]` : `${c.name} ${seconds} s [autocannon]`;
-      rows.push(row(name, SERVER_NAMES.real, run, peak, seen, exported ? { exports: exported.count, 'export rows/s': round(exported.rowsPerS) } : {}));
+      const stored = run.ackedEvents / (run.seconds + seen.seconds);
+      rows.push({ ...storedRow(name, SERVER_NAMES.real, run, peak, seen), ...bounded(peak), ...(exported ? { exports: exported.count, 'export rows/s': round(exported.rowsPerS) } : {}) });
+      notes.push(`${name}: hogbase stored ${round(stored)} events/s, ${round(stored / floorStored, 3)} of the store floor's ${round(floorStored)}; peak RSS ${peak} MB`);
       log(`${name}: acked ${round(run.eps)}/s, ${run.non200} non-200, queryable after ${seen.seconds.toFixed(1)} s, RSS peak ${peak} MB`);
     }
   } finally {
@@ -557,6 +544,26 @@ async function sustainedLoad(server: Child, c: Case, seconds: number) {
   return { run, unknown, seen, latencies, peak: peakRssMb(server.pid), stored: run.ackedEvents / (run.seconds + seen.seconds) };
 }
 
+/**
+ * A load's row: acknowledged, then queryable (acknowledged events over the load plus the wait
+ * until the events API counts them all), the peak RSS and what was not answered 200.
+ */
+function storedRow(name: string, server: string, run: RunResult, peak: number | null, seen: { seconds: number }): BenchRow {
+  return {
+    case: name,
+    server,
+    // Large bodies come a few a second.
+    'req/s': round(run.rps, run.rps < 10 ? 2 : 0),
+    'events/s': round(run.eps),
+    'p50 ms': round(run.p50, 1),
+    'p99 ms': round(run.p99, 1),
+    'peak RSS MB': peak,
+    'non-200': run.non200 + run.errors,
+    'queryable after s': round(seen.seconds, 2),
+    'queryable events/s': round(run.ackedEvents / (run.seconds + seen.seconds)),
+  };
+}
+
 /** A sustained run's row (against the issue's targets) and its queries' rows. */
 function sustainedRows(
   name: string,
@@ -565,20 +572,7 @@ function sustainedRows(
   queries: string,
 ): BenchRow[] {
   return [
-    {
-      case: name,
-      server,
-      'req/s': round(m.run.rps),
-      'events/s': round(m.run.eps),
-      'p50 ms': round(m.run.p50, 1),
-      'p99 ms': round(m.run.p99, 1),
-      'peak RSS MB': m.peak,
-      'non-200': m.run.non200 + m.run.errors,
-      'queryable after s': round(m.seen.seconds, 2),
-      'queryable events/s': round(m.stored),
-      target: 'queryable events/s ≥ 100,000',
-      met: m.stored >= 100_000 ? 'yes' : 'NO',
-    },
+    { ...storedRow(name, server, m.run, m.peak, m.seen), target: 'queryable events/s ≥ 100,000', met: m.stored >= 100_000 ? 'yes' : 'NO' },
     ...Object.entries(m.latencies).map(([query, lat]) => ({
       case: `${queries}: ${query}`,
       server,

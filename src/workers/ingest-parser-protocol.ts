@@ -16,7 +16,7 @@ import type { IntakeContext, RunFailure } from '../storage/events';
  *   (moved) with where each ends, the contexts as one JSON text: cloning them as objects cost
  *   the sending thread more than preparing them had;
  * - `anonymizing`: the keys whose projects anonymize addresses, as the main thread learns them;
- * - `memory`: the process's resident size past which a thread collects smaller heaps.
+ * - `memory`: whether the process is past the memory guard's trigger (a thread then collects smaller heaps).
  */
 export type WorkerRequest =
   | { type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }

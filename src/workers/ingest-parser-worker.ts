@@ -23,8 +23,8 @@ const loggedEvents = (context: IntakeContext, body: string | Uint8Array) =>
 /**
  * The thread's heap size past which it collects its garbage once a reply is sent. A large batch
  * parsed and prepared leaves several times its size of garbage here (its events, their
- * properties' text), which JavaScriptCore collected late: with ~19 MB bodies this heap reached
- * ~270 MB and the process passed its 1 GB plan (bench/NOTES.md). Between messages little is
+ * properties' text), which JavaScriptCore collected late enough for the largest bodies to take
+ * the process past its memory plan (bench/NOTES.md, body-budget.ts). Between messages little is
  * live, so the collection is short.
  */
 const COLLECT_PAST_BYTES = 160 * 1024 * 1024;

@@ -38,7 +38,7 @@ function manualTimers() {
 /** Which of these promises have settled, and how (without waiting for the others). */
 async function states(promises: Promise<unknown>[]): Promise<string[]> {
   const out = promises.map(() => 'waiting');
-  promises.forEach((p, i) => p.then(() => (out[i] = 'taken'), (e) => (out[i] = e instanceof AppError ? `refused ${e.kind} ${e.retryAfter}` : 'failed')));
+  promises.forEach((p, i) => p.then(() => (out[i] = 'taken'), (e) => (out[i] = e instanceof AppError ? `${e.kind}${e.retryAfter === undefined ? '' : `, retry after ${e.retryAfter}`}` : 'failed')));
   await Bun.sleep(0);
   return out;
 }
@@ -90,23 +90,10 @@ describe('BodyBudget', () => {
     expect(await states([next])).toEqual(['taken']);
   });
 
-  test('a wait that outlasts its bound is refused with 503 and Retry-After, and the next in line is let in if it fits', async () => {
-    const timers = manualTimers();
-    const budget = new BodyBudget(300_000, 5_000, timers.schedule);
-    const held = await budget.take(150_000);
-    const large = budget.take(300_000);
-    const after = budget.take(100_000);
-    expect(await states([large, after])).toEqual(['waiting', 'waiting']);
-    timers.fireFirst();
-    expect(await states([large, after])).toEqual(['refused unavailable 1', 'taken']);
-    expect(budget.refused).toBe(1);
-    expect(budget.queued).toBe(0);
-    expect(timers.pending).toEqual([]);
-    held();
-    expect(budget.inHand).toBe(100_000);
-  });
-
-  test('a wait whose client leaves ends at once as client_closed, not a refusal, and its place goes to the next in line', async () => {
+  test.each([
+    ['outlasts its bound: refused with 503 and Retry-After, counted as a refusal', 'timeout', 'unavailable, retry after 1', 1],
+    ['ends as its client leaves: client_closed, not a refusal', 'client leaves', 'client_closed', 0],
+  ] as const)('a wait that %s; the next in line is let in if it fits', async (_, end, ended, refusals) => {
     const timers = manualTimers();
     const budget = new BodyBudget(300_000, 5_000, timers.schedule);
     const held = await budget.take(150_000);
@@ -114,22 +101,24 @@ describe('BodyBudget', () => {
     const large = budget.take(300_000, () => left.signal);
     const after = budget.take(100_000);
     expect(await states([large, after])).toEqual(['waiting', 'waiting']);
-    left.abort();
+    if (end === 'timeout') timers.fireFirst();
+    else left.abort();
     // The one behind it fits beside the held body: let in now, not after the large one's turn.
-    expect(await states([large, after])).toEqual(['refused client_closed undefined', 'taken']);
-    expect(budget.queued).toBe(0);
-    expect(budget.refused).toBe(0);
-    expect(timers.pending).toEqual([]);
+    expect(await states([large, after])).toEqual([ended, 'taken']);
+    expect([budget.refused, budget.queued, timers.pending.length]).toEqual([refusals, 0, 0]);
     held();
     (await after)();
     expect(budget.inHand).toBe(0);
-    // A client already gone is not queued; one that fits is taken without its signal being asked for.
+  });
+
+  test('a client already gone is not queued; a body that fits is taken without its signal being asked for', async () => {
+    const budget = new BodyBudget(300_000, 5_000, manualTimers().schedule);
     const gone = new AbortController();
     gone.abort();
     const full = await budget.take(300_000, () => {
       throw new Error('a body that fits needs no signal');
     });
-    expect(await states([budget.take(100_000, () => gone.signal)])).toEqual(['refused client_closed undefined']);
+    expect(await states([budget.take(100_000, () => gone.signal)])).toEqual(['client_closed']);
     expect(budget.queued).toBe(0);
     full();
   });
@@ -137,7 +126,7 @@ describe('BodyBudget', () => {
   test('with no wait allowed, a body that does not fit is refused at once', async () => {
     const budget = new BodyBudget(300_000, 0);
     const held = await budget.take(250_000);
-    expect(await states([budget.take(100_000)])).toEqual(['refused unavailable 1']);
+    expect(await states([budget.take(100_000)])).toEqual(['unavailable, retry after 1']);
     expect(budget.refused).toBe(1);
     held();
     expect(await states([budget.take(100_000)])).toEqual(['taken']);
