@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { copyFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EVENT_COLUMNS } from '../../../src/core/events/columns';
-import { makeEvent, openHarness, uuidsOf, type Harness } from './helpers';
+import { makeEvent, openHarness, testClock, uuidsOf, type Harness } from './helpers';
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -237,6 +237,33 @@ describe.each(TARGETS)('idempotence, rows the uuid filter vouches for, $name', (
     const ids = await uuidsOf(h);
     const expected = [...range(0, 50).map((n) => makeEvent(n).uuid), ...range(10, 20).map((n) => other(n).uuid), other(30).uuid, ...range(1000, 2000).map((n) => makeEvent(n).uuid)];
     expect(ids).toEqual(expected.sort());
+  });
+});
+
+describe('idempotence: files merged from rows loaded long ago', () => {
+  test("a merge of files loaded before the dedupe window is not one of the window's files: a load of new rows does not read it once the filter has let its rows go, and a late retry still finds its original there", async () => {
+    const clock = testClock();
+    h = await openHarness({ directMinRows: 1, purgeGraceMs: 60_000, dedupeWindowMs: 60_000, dedupeFilterRows: 100, now: clock.now });
+    await h.store.append(range(0, 50).map((n) => makeEvent(n)));
+    await h.store.flush();
+    await h.store.append(range(50, 100).map((n) => makeEvent(n)));
+    await h.store.flush(); // two files, their rows loaded now
+    clock.advance(61_000);
+    await h.store.compact(); // one file made of them now, of rows loaded 61 s ago
+    expect(h.store.stats().parquetFiles).toBe(1);
+    // 800 later rows, at later times: 8 generations of 100 are held, so the merged rows leave the
+    // filter (the later ones stay in it), and their file, written a moment ago but of rows loaded
+    // before the window, is not read.
+    for (let from = 1000; from < 1800; from += 200) {
+      await h.store.append(range(from, from + 200).map((n) => makeEvent(n)));
+      await h.store.flush();
+    }
+    expect(h.store.stats()).toMatchObject({ freshLoads: 6, priorFilesRead: 0 });
+    // A retry of row 5 looks new to the filter: its time brings the merged file in, and it is dropped.
+    await h.store.append([makeEvent(5)]);
+    await h.store.flush();
+    expect(h.store.stats().duplicateRowsSkipped).toBe(1);
+    expect(await uuidsOf(h)).toEqual([...range(0, 100), ...range(1000, 1800)].map((n) => makeEvent(n).uuid));
   });
 });
 

@@ -141,7 +141,7 @@ export async function erasePersonEvents(
       const kept = n < f.rows ? await writeParquetFile(c, root, select, { teamId, day: f.day }, tag, now, { params: where.params, newestFirst: f.sorted !== false }) : null;
       renamed.set(f.path, kept?.path ?? null);
       // Fewer rows in the same order: sorted or runs, as the file was.
-      if (kept) added.push({ ...kept, createdAt: f.createdAt, ...(f.sorted === false ? { sorted: false } : {}), ...(f.uuidGen === undefined ? {} : { uuidGen: f.uuidGen }) });
+      if (kept) added.push({ ...kept, createdAt: f.createdAt, ...(f.sorted === false ? { sorted: false } : {}), ...(f.uuidGen === undefined ? {} : { uuidGen: f.uuidGen }), ...(f.loadedAt === undefined ? {} : { loadedAt: f.loadedAt }) });
     }
     // Copies are searched on their own: a stale copy (its day merged since) may hold rows no
     // registered file has any more, and it stays on disk until the background replaces it.

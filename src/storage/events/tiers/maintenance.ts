@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Database } from '../../db';
 import { compactHot, mergeFiles, pickMerge, type MergePolicy } from './compaction';
 import { oldestUuidGen } from '../load/recent-uuids';
-import { deleteTeamFiles, parquetRoot, type ParquetFile } from './parquet';
+import { deleteTeamFiles, parquetRoot, rowsLoadedAt, type ParquetFile } from './parquet';
 import { confirmSorted, indexPropertyKeys } from './manifest';
 import { deleteTeamCopies, dueCopies, personCopyRoot, writePersonCopy } from './person-copies';
 import { dropExpired, expiredParts, keptFrom } from './retention';
@@ -275,8 +275,9 @@ export class Maintenance {
 
   private async merge(files: ParquetFile[]): Promise<void> {
     const uuidGen = oldestUuidGen(files);
+    const loadedAt = Math.max(...files.map(rowsLoadedAt));
     const started = performance.now();
-    const merged = (await mergeFiles(this.db, this.root, files, `m${Date.now()}`, this.s.now)).map((f) => ({ ...f, uuidGen }));
+    const merged = (await mergeFiles(this.db, this.root, files, `m${Date.now()}`, this.s.now)).map((f) => ({ ...f, uuidGen, loadedAt }));
     this.tiers.replaceFiles(files, merged);
     this.retired.push({ paths: files.map((f) => join(this.root, f.path)), at: this.s.now() + this.s.purgeGraceMs });
     this.counters.merges++;

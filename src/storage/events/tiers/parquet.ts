@@ -44,7 +44,17 @@ export interface ParquetFile {
    * files written in this process from filtered rows; absent otherwise (then never "covered").
    */
   uuidGen?: number;
+  /**
+   * When its newest rows were loaded (epoch ms), known for files made in this process: a load's
+   * file was made as its rows were loaded; a merge's rows were loaded with its inputs, not when
+   * it was written. Absent: `createdAt`, which is never earlier. The load dedupe's window asks
+   * for files holding rows loaded lately (`Tiers.recentFiles`), not for files written lately.
+   */
+  loadedAt?: number;
 }
+
+/** When a file's newest rows were loaded, as far as is known (never earlier than they were). */
+export const rowsLoadedAt = (f: Pick<ParquetFile, 'loadedAt' | 'createdAt'>): number => f.loadedAt ?? f.createdAt;
 
 export const parquetRoot = (dataDir: string): string => join(dataDir, 'events', 'parquet');
 /** Where files are written before they are renamed into place (`parquet-write.ts`); left over only by a crash. */

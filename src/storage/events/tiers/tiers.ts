@@ -1,4 +1,4 @@
-import type { ParquetFile } from './parquet';
+import { rowsLoadedAt, type ParquetFile } from './parquet';
 import type { PersonCopy } from './person-copies';
 
 /**
@@ -114,12 +114,16 @@ export class Tiers {
     this.hot = this.hot.filter((h) => h.seg > toSeg);
   }
 
-  /** The newest files (of the given teams, or all) within the dedupe window. */
+  /**
+   * The files (of the given teams, or all) holding rows loaded since `since` (the dedupe window),
+   * newest first, up to `maxRows`: by when their rows were loaded (`rowsLoadedAt`), so a merge of
+   * files loaded long ago is not taken for new.
+   */
   recentFiles(teams: ReadonlySet<number> | null, since: number, maxRows: number): ParquetFile[] {
     const out: ParquetFile[] = [];
     let budget = maxRows;
-    for (const f of [...this.snapshot.files].sort((a, b) => b.createdAt - a.createdAt)) {
-      if (f.createdAt < since || budget <= 0) break;
+    for (const f of [...this.snapshot.files].sort((a, b) => rowsLoadedAt(b) - rowsLoadedAt(a))) {
+      if (rowsLoadedAt(f) < since || budget <= 0) break;
       if (teams && !teams.has(f.teamId)) continue;
       out.push(f);
       budget -= f.rows;
