@@ -9,8 +9,8 @@ import type { BenchRow, Benchmark } from './types';
  * runs it) under ~1 MB `/batch/` bodies on 4 connections for `SOAK_MINUTES` (10 by default; 1
  * with --quick), the events-list probe beside it. What a 60-s run does not show: merges come in
  * after minutes, and memory that grows does so slowly. Sampled every 30 s from
- * `/metrics` and /proc: the rate stored in the window, RSS, the log's backlog, and the share of
- * the window that loads and merges were busy. At the end: acknowledged and stored events/s
+ * `/metrics` and /proc: the rate stored in the window, RSS, the log's backlog, the share of
+ * the window that loads and merges were busy, and the Parquet files loads read to rule out repeats. At the end: acknowledged and stored events/s
  * (acknowledged events over the load plus the wait until the events API counts them all), the
  * peak RSS, refusals (503 once the backlog is at its cap) and dead letters. The baseline is the run's
  * own first minute: a stored rate that falls from it is the store falling behind (the floors are
@@ -50,7 +50,7 @@ const bench: Benchmark = async ({ quick, log }) => {
     };
     const probe = startQueryProbe((path) => apiJson(server.url, 'GET', path).then((r) => r.status === 200, () => false));
     const started = Date.now();
-    let last = { at: started, stored: 0, merge: 0, load: 0 };
+    let last = { at: started, stored: 0, merge: 0, load: 0, dedupe: 0 };
     let firstMinuteRate: number | null = null;
     const sample = async () => {
       while (Date.now() < end) {
@@ -58,7 +58,7 @@ const bench: Benchmark = async ({ quick, log }) => {
         const metrics = await (await fetch(`${server.url}/metrics`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })).text();
         const now = Date.now();
         const seconds = (now - last.at) / 1000;
-        const at = { at: now, stored: metric(metrics, 'hogbase_ingest_events_stored_total'), merge: metric(metrics, 'hogbase_storage_work_duration_seconds_sum{work="merge"}'), load: metric(metrics, 'hogbase_storage_work_duration_seconds_sum{work="load"}') };
+        const at = { at: now, stored: metric(metrics, 'hogbase_ingest_events_stored_total'), merge: metric(metrics, 'hogbase_storage_work_duration_seconds_sum{work="merge"}'), load: metric(metrics, 'hogbase_storage_work_duration_seconds_sum{work="load"}'), dedupe: metric(metrics, 'hogbase_storage_dedupe_files_read_total') };
         const rate = (at.stored - last.stored) / seconds;
         if (now - started <= 61_000) firstMinuteRate = (at.stored) / ((now - started) / 1000);
         const row: BenchRow = {
@@ -69,6 +69,7 @@ const bench: Benchmark = async ({ quick, log }) => {
           'log backlog MB': Math.round(metric(metrics, 'hogbase_log_backlog_bytes') / 1e6),
           'loads busy': Math.round(((at.load - last.load) / seconds) * 100) / 100,
           'merges busy': Math.round(((at.merge - last.merge) / seconds) * 100) / 100,
+          'dedupe files read': at.dedupe - last.dedupe,
           refused,
         };
         rows.push(row);
@@ -103,7 +104,7 @@ const bench: Benchmark = async ({ quick, log }) => {
     rows,
     notes: [
       `the real server (durable) under ~1 MB /batch/ bodies (${bodies[0]!.events} events each) on ${CONNECTIONS} connections for ${minutes} min (SOAK_MINUTES), the events-list probe beside it; a row every ${SAMPLE_MS / 1000} s`,
-      'stored events/s of a minute row: events stored in that window; vs first minute: against the rate of the first minute (the run\'s own baseline; floors are in the ingest bench); loads/merges busy: the share of the window they ran',
+      'stored events/s of a minute row: events stored in that window; vs first minute: against the rate of the first minute (the run\'s own baseline; floors are in the ingest bench); loads/merges busy: the share of the window they ran; dedupe files read: Parquet files the window\'s loads read to rule out repeats (hogbase_storage_dedupe_files_read_total), near 0 unless the uuid filter lost track of files loads still overlap',
       'final row: acknowledged events over the load, stored = acknowledged over the load plus the wait until the events API counts them all; refused: 503 answers (the backlog at its cap: MAX_BACKLOG_SECONDS of loading, or 2 GB of log), retried by the load after 200 ms',
     ],
   };

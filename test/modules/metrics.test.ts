@@ -84,6 +84,7 @@ describe('GET /metrics', () => {
     expect(after.value('hogbase_parquet_rows')).toBe(3);
     expect(after.value('hogbase_parquet_bytes')).toBeGreaterThan(0);
     expect(after.value('hogbase_dead_letters')).toBe(0);
+    expect(after.value('hogbase_storage_dedupe_files_read_total')).toBe(t.deps.storage.events.stats().priorFilesRead);
     // The store's memory by what holds it: the kinds it holds now, adding up to the total.
     const kinds = after.samples.filter((s) => s.name === 'hogbase_storage_memory_kind_bytes');
     expect(kinds.length).toBeGreaterThan(0);
