@@ -50,7 +50,7 @@ export async function collectMetrics(deps: Deps): Promise<MetricFamily[]> {
     gauge('hogbase_parquet_rows', 'Events in Parquet files.', stats.parquetRows),
     gauge('hogbase_dead_letters', 'Dead letters: acknowledged requests or events that could not be stored (npm run cli -- dlq).', stats.deadLetters),
     counter('hogbase_storage_load_failures_total', 'Failed attempts to store logged events (retried, then dead-lettered).', stats.flushFailures),
-    counter('hogbase_storage_dedupe_files_read_total', 'Parquet files loads read to drop repeats of stored events that the recent-uuid filter could not rule out (files from before a restart, or older files holding the time of a late event); near 0 under a steady load.', stats.priorFilesRead),
+    counter('hogbase_storage_dedupe_files_read_total', 'Parquet files loads read to drop repeats of stored events that the recent-uuid filter could not rule out (files from before a restart or compacted from the hot table lately, older files holding the time of a late event, every candidate for a load holding a retry); near 0 under a steady batch load.', stats.priorFilesRead),
     {
       name: 'hogbase_storage_work_duration_seconds',
       help: 'Duration of storage work: load (logged events into the store), compaction (hot rows to Parquet), merge (small files into one), person_copy.',

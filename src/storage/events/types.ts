@@ -188,7 +188,7 @@ export interface EventStoreOptions {
    * compacting them later cost more than writing Parquet and merging the small files.
    */
   directMinRows?: number;
-  /** Load-time dedupe also checks Parquet files written this recently (default 60 s)... */
+  /** Load-time dedupe also checks Parquet files of rows loaded this recently (default 60 s)... */
   dedupeWindowMs?: number;
   /** ...up to this many of their rows (default 2,000,000). */
   dedupeWindowRows?: number;

@@ -22,7 +22,7 @@ import { readLinesSql, LINES_TO_EVENT_SELECT, linesToEventSelect } from './line-
  * bench/NOTES.md).
  *
  * Dedupe (client retries): a cheap first pass over the uuid column counts uuids repeated within
- * the load, already in the hot table, or in recently written Parquet files (the dedupe window);
+ * the load, already in the hot table, or in Parquet files of rows loaded lately (the dedupe window);
  * only when it finds any does the load take the filtering plan (DISTINCT ON + anti-joins). What
  * the recent-uuid filter vouches for is not read (`PriorRows.fresh`, `hotCovered`, `uuidGen` of
  * the files): under steady ingestion, usually the whole pass.
@@ -42,8 +42,8 @@ export interface LoadOptions {
 }
 
 /**
- * Parquet files a load checks uuids against: the newest files whatever their time (the dedupe
- * window), and older files whose time range overlaps the load's events, read only within
+ * Parquet files a load checks uuids against: those of rows loaded lately whatever their time (the
+ * dedupe window), and older files whose time range overlaps the load's events, read only within
  * `[lo, hi]` so DuckDB skips the row groups outside it (files are sorted by time).
  */
 export interface PriorRows {

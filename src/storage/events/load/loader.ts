@@ -242,9 +242,10 @@ export class SegmentLoader {
   }
 
   /**
-   * The files of the batch's teams holding rows loaded within the dedupe window (any event time) and every older
-   * file of those teams whose time range overlaps the batch's events: a client retry carries
-   * its original's uuid and timestamp, so however late it comes its original is in one of them.
+   * The files of the batch's teams holding rows loaded within the dedupe window (any event
+   * time) and every older file of those teams whose time range overlaps the batch's events: a
+   * client retry carries its original's uuid and timestamp, so however late it comes its
+   * original is in one of them.
    * Segments whose teams or spans are unknown (recovery, dead-letter replays) check every file.
    */
   private prior(batch: readonly SealedSegment[], fresh = false): PriorRows {

@@ -40,7 +40,7 @@ export async function compactHot(db: Database, root: string, fromSeg: number, to
 export interface MergePolicy {
   /** A partition is merged once it has this many files... */
   minFiles: number;
-  /** ...each registered at least this long ago (fresh files still serve the load dedupe window)... */
+  /** ...each registered at least this long ago (a load's fresh file still serves the dedupe window; a merged file is not merged again at once)... */
   minAgeMs: number;
   /** ...and each smaller than this (big files are left alone); a merge writes at most this many rows. */
   maxFileRows: number;

@@ -103,8 +103,8 @@ const columns = EVENT_COLUMNS.join(', ');
  * leaves only unregistered new files, removed at the next start (and the erasure is run again,
  * see storage/erasure.ts).
  *
- * The rewritten file keeps the old one's `createdAt`: its rows were registered then, which is
- * what the load dedupe window and the merge and copy ages go by. Its property keys are listed
+ * The rewritten file keeps the old one's `createdAt` and `loadedAt`: its rows were registered and
+ * loaded then, which is what the merge and copy ages and the load dedupe window go by. Its property keys are listed
  * again by the background (the person's rows may have been the only ones with some key).
  */
 export async function erasePersonEvents(

@@ -23,7 +23,7 @@ export interface ParquetFile {
   maxTs: number;
   rows: number;
   bytes: number;
-  /** Epoch ms when the file was registered (dedupe window, merge age). */
+  /** Epoch ms when the file was registered (merge and person-copy ages; the dedupe window's stand-in for `loadedAt`). */
   createdAt: number;
   /**
    * The property keys occurring in the file's rows (sorted), once the background indexing has
@@ -45,10 +45,11 @@ export interface ParquetFile {
    */
   uuidGen?: number;
   /**
-   * When its newest rows were loaded (epoch ms), known for files made in this process: a load's
-   * file was made as its rows were loaded; a merge's rows were loaded with its inputs, not when
-   * it was written. Absent: `createdAt`, which is never earlier. The load dedupe's window asks
-   * for files holding rows loaded lately (`Tiers.recentFiles`), not for files written lately.
+   * When its newest rows were loaded (epoch ms): set by a merge (its newest input's: a merge writes
+   * rows loaded a while ago) and kept by an erasure's rewrite. Absent, `createdAt` stands for it:
+   * exact for a load's file, later than the rows were loaded for a compaction's or one from
+   * before a restart (so they are read more, never less). The load dedupe's window asks for files
+   * holding rows loaded lately (`Tiers.recentFiles`), not for files written lately.
    */
   loadedAt?: number;
 }
