@@ -131,8 +131,11 @@ function caseRows(name: string, kind: Case['kind'], entry: Samples): BenchRow[] 
 /** The servers whose events are counted back once stored (the real one's events API, the store floor's count). */
 const STORING: ReadonlySet<Label> = new Set(['store', 'real']);
 
-/** Median of acknowledged events over the load plus the wait until all of them count. */
-const storedRate = (samples: readonly Sample[]) => median(samples.map((s) => s.run.ackedEvents / (s.run.seconds + (s.queryableS ?? Number.NaN))));
+/** Queryable events/s: the events a load acknowledged over its time plus the wait until the events API (or the store floor) counts them all. */
+const queryableRate = (run: Pick<RunResult, 'ackedEvents' | 'seconds'>, waitS: number): number => run.ackedEvents / (run.seconds + waitS);
+
+/** Median of the samples' queryable rates. */
+const storedRate = (samples: readonly Sample[]) => median(samples.map((s) => queryableRate(s.run, s.queryableS ?? Number.NaN)));
 
 /** Where the durable floors stand against bare, and the real server against the better floor and the store floor (medians). */
 function floorNote(name: string, entry: Samples): string {
@@ -364,7 +367,7 @@ const bench: Benchmark = async (ctx) => {
       const storeRun = await cannon(sStore.url, c, { amount: 1_000_000, connections: c.connections, maxSeconds: seconds });
       const storeSeen = await waitForCount(sStore.url, storeRun.ackedEvents, storeRun.indeterminate * c.bodies[0].events, 600_000, true);
       const storePeak = peakRssMb(sStore.pid);
-      const storeStored = storeRun.ackedEvents / (storeRun.seconds + storeSeen.seconds);
+      const storeStored = queryableRate(storeRun, storeSeen.seconds);
       const { run, unknown: unknownS, seen, latencies, peak, stored } = await sustainedLoad(sReal, c, seconds);
       const ok = seen.count !== null && seen.count >= run.ackedEvents && seen.count <= run.ackedEvents + unknownS;
       if (!ok) problems.push(`sustained: events API shows ${seen.count}, ${run.ackedEvents} acknowledged (+${unknownS} of unknown fate)`);
@@ -453,7 +456,7 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
   try {
     const run = await cannon(store.url, c, { amount: 100_000, connections: c.connections, maxSeconds: seconds });
     const seen = await waitForCount(store.url, run.ackedEvents, run.indeterminate * events, 600_000, true);
-    floorStored = run.ackedEvents / (run.seconds + seen.seconds);
+    floorStored = queryableRate(run, seen.seconds);
     rows.push(storedRow(`${c.name} ${seconds} s [autocannon]`, SERVER_NAMES.store, run, peakRssMb(store.pid), seen));
   } finally {
     await store.stop();
@@ -474,7 +477,7 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
       if (seen.count === null || seen.count < acked || seen.count > acked + unknown) problems.push(`${c.name}: events API shows ${seen.count}, ${acked} acknowledged (+${unknown} of unknown fate)`);
       const peak = peakRssMb(real.pid);
       const name = exporting ? `${c.name} ${seconds} s + csv exports of 100k events back to back [autocannon]` : `${c.name} ${seconds} s [autocannon]`;
-      const stored = run.ackedEvents / (run.seconds + seen.seconds);
+      const stored = queryableRate(run, seen.seconds);
       rows.push({ ...storedRow(name, SERVER_NAMES.real, run, peak, seen), ...bounded(peak), ...(exported ? { exports: exported.count, 'export rows/s': round(exported.rowsPerS) } : {}) });
       notes.push(`${name}: hogbase stored ${round(stored)} events/s, ${round(stored / floorStored, 3)} of the store floor's ${round(floorStored)}; peak RSS ${peak} MB`);
       log(`${name}: acked ${round(run.eps)}/s, ${run.non200} non-200, queryable after ${seen.seconds.toFixed(1)} s, RSS peak ${peak} MB`);
@@ -541,7 +544,7 @@ async function sustainedLoad(server: Child, c: Case, seconds: number) {
   const unknown = run.indeterminate * c.bodies[0].events;
   const seen = await waitForCount(server.url, run.ackedEvents, unknown, 600_000);
   const latencies = await probe.stop();
-  return { run, unknown, seen, latencies, peak: peakRssMb(server.pid), stored: run.ackedEvents / (run.seconds + seen.seconds) };
+  return { run, unknown, seen, latencies, peak: peakRssMb(server.pid), stored: queryableRate(run, seen.seconds) };
 }
 
 /**
@@ -560,7 +563,7 @@ function storedRow(name: string, server: string, run: RunResult, peak: number | 
     'peak RSS MB': peak,
     'non-200': run.non200 + run.errors,
     'queryable after s': round(seen.seconds, 2),
-    'queryable events/s': round(run.ackedEvents / (run.seconds + seen.seconds)),
+    'queryable events/s': round(queryableRate(run, seen.seconds)),
   };
 }
 

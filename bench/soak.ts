@@ -12,10 +12,9 @@ import type { BenchRow, Benchmark } from './types';
  * `/metrics` and /proc: the rate stored in the window, RSS, the log's backlog, the share of
  * the window that loads and merges were busy, and the Parquet files loads read to rule out
  * repeats. At the end: acknowledged and stored events/s (acknowledged events over the load plus
- * the wait until the events API counts them all), the
- * peak RSS, refusals (503 once the backlog is at its cap) and dead letters. The baseline is the run's
- * own first minute: a stored rate that falls from it is the store falling behind (the floors are
- * the ingest bench's).
+ * the wait until the events API counts them all), the peak RSS, refusals (503 once the backlog is
+ * at its cap) and dead letters. The baseline is the run's own first minute: a stored rate that
+ * falls from it is the store falling behind (the floors are the ingest bench's).
  */
 const SAMPLE_MS = 30_000;
 const CONNECTIONS = 4;

@@ -103,9 +103,10 @@ const columns = EVENT_COLUMNS.join(', ');
  * leaves only unregistered new files, removed at the next start (and the erasure is run again,
  * see storage/erasure.ts).
  *
- * The rewritten file keeps the old one's `createdAt` and `loadedAt`: its rows were registered and
- * loaded then, which is what the merge and copy ages and the load dedupe window go by. Its property keys are listed
- * again by the background (the person's rows may have been the only ones with some key).
+ * The rewritten file keeps the old one's `createdAt`, `loadedAt` and `uuidGen`: its rows were
+ * registered and loaded then, which is what the merge and copy ages and the load dedupe go by.
+ * Its property keys are listed again by the background (the person's rows may have been the only
+ * ones with some key).
  */
 export async function erasePersonEvents(
   db: Database,
@@ -141,7 +142,7 @@ export async function erasePersonEvents(
       const kept = n < f.rows ? await writeParquetFile(c, root, select, { teamId, day: f.day }, tag, now, { params: where.params, newestFirst: f.sorted !== false }) : null;
       renamed.set(f.path, kept?.path ?? null);
       // Fewer rows in the same order: sorted or runs, as the file was.
-      if (kept) added.push({ ...kept, createdAt: f.createdAt, ...(f.sorted === false ? { sorted: false } : {}), ...(f.uuidGen === undefined ? {} : { uuidGen: f.uuidGen }), ...(f.loadedAt === undefined ? {} : { loadedAt: f.loadedAt }) });
+      if (kept) added.push({ ...kept, createdAt: f.createdAt, uuidGen: f.uuidGen, loadedAt: f.loadedAt, ...(f.sorted === false ? { sorted: false } : {}) });
     }
     // Copies are searched on their own: a stale copy (its day merged since) may hold rows no
     // registered file has any more, and it stays on disk until the background replaces it.
