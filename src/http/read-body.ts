@@ -3,13 +3,22 @@ import { AppError, clientClosed } from '../errors';
 const tooLarge = (max: number) => new AppError('payload_too_large', `Request body is larger than the limit of ${max} bytes.`);
 
 /**
+ * A chunked body read past `bytes`: the read waits for `then` before it goes on, and stops with
+ * its error if it fails (a caller that counts bodies in hand takes room for a larger one there).
+ */
+export interface ReadPast {
+  bytes: number;
+  then: () => Promise<void>;
+}
+
+/**
  * Read a request body into one buffer, never holding more than `max` bytes: a declared
  * Content-Length over the cap is refused before reading, and a chunked body is cut off as soon
  * as it crosses the cap.
  */
-export function readBodyCapped(request: Request, max: number): Promise<Uint8Array> {
+export function readBodyCapped(request: Request, max: number, past?: ReadPast): Promise<Uint8Array> {
   const declared = request.headers.get('content-length');
-  if (declared === null) return readStreamCapped(request, max).catch((error) => cutShort(request, error));
+  if (declared === null) return readStreamCapped(request, max, past).catch((error) => cutShort(request, error));
   if (Number(declared) > max) return Promise.reject(tooLarge(max));
   // Known length within the cap: one read of the whole body, handed back as it is (no async
   // wrapper around it, no stream made of `request.body`: both cost more than reading a small body).
@@ -22,7 +31,7 @@ function cutShort(request: Request, error: unknown): never {
 }
 
 /** A body of unknown length (chunked), cut off as soon as it crosses the cap. */
-async function readStreamCapped(request: Request, max: number): Promise<Uint8Array> {
+async function readStreamCapped(request: Request, max: number, past?: ReadPast): Promise<Uint8Array> {
   const stream = request.body;
   if (!stream) return new Uint8Array(0);
   const reader = stream.getReader();
@@ -31,10 +40,19 @@ async function readStreamCapped(request: Request, max: number): Promise<Uint8Arr
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
+    const before = total;
     total += value.byteLength;
     if (total > max) {
       await reader.cancel().catch(() => undefined);
       throw tooLarge(max);
+    }
+    if (past !== undefined && before <= past.bytes && total > past.bytes) {
+      try {
+        await past.then();
+      } catch (error) {
+        await reader.cancel().catch(() => undefined);
+        throw error;
+      }
     }
     chunks.push(value);
   }

@@ -266,6 +266,75 @@ describe('capture holds large bodies to the budget', () => {
     }
   });
 
+  /** A chunked post (no Content-Length) whose body the test sends a part at a time. */
+  function chunkedPost(t: { handle: (r: Request) => Promise<Response> }, text: string) {
+    const bytes = new TextEncoder().encode(text);
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
+    const response = t.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }));
+    let sent = 0;
+    return {
+      response,
+      /** The body's next `n` bytes (all that is left without `n`). */
+      send(n = bytes.length - sent) {
+        controller.enqueue(bytes.subarray(sent, sent + n));
+        sent += n;
+      },
+      end() {
+        controller.close();
+      },
+    };
+  }
+
+  test('chunked bodies (no Content-Length) are taken as small ones until they are read past that size: several small ones in hand at once', async () => {
+    const t = await createTestApp();
+    try {
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
+      const metric = async (name: string) => parseExposition(await (await app.handle(new Request(`${BASE}/metrics`))).text()).value(name);
+      const posts = ['a', 'b', 'c'].map((tag) => chunkedPost(app, batchText(t.account.project.apiToken, 20, tag)));
+      for (const p of posts) p.send(1000);
+      // All three in hand, mid-read, each counted as a small body.
+      expect(await eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (n) => n === 3 * SMALL_BODY_BYTES, 5_000)).toBe(3 * SMALL_BODY_BYTES);
+      for (const p of posts) {
+        p.send();
+        p.end();
+      }
+      expect(await Promise.all(posts.map(async (p) => (await p.response).status))).toEqual([200, 200, 200]);
+      expect([await metric('hogbase_capture_bodies_refused_total'), await metric('hogbase_capture_body_bytes_in_hand')]).toEqual([0, 0]);
+      await t.deps.storage.events.flush();
+      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0]).sort()).toEqual(['a', 'b', 'c'].flatMap((tag) => Array(20).fill(tag)));
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('a chunked body read past the small size is counted as the largest: a body posted beside it finds no room, and it is stored whole', async () => {
+    const t = await createTestApp();
+    try {
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
+      const metric = async (name: string) => parseExposition(await (await app.handle(new Request(`${BASE}/metrics`))).text()).value(name);
+      const text = batchText(t.account.project.apiToken, 200, 'c');
+      expect(Buffer.byteLength(text)).toBeGreaterThan(SMALL_BODY_BYTES + 1000);
+      const chunked = chunkedPost(app, text);
+      chunked.send(SMALL_BODY_BYTES + 1000);
+      // The whole budget (the largest body, at most the budget) once it is past the small size.
+      expect(await eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (n) => n === 300_000, 5_000)).toBe(300_000);
+      const plain = new TextEncoder().encode(batchText(t.account.project.apiToken, 10, 'p'));
+      const beside = await app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(plain.byteLength) }, body: plain }));
+      expect(beside.status).toBe(503);
+      chunked.send();
+      chunked.end();
+      expect((await chunked.response).status).toBe(200);
+      expect(await metric('hogbase_capture_body_bytes_in_hand')).toBe(0);
+      await t.deps.storage.events.flush();
+      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0])).toEqual(Array(200).fill('c'));
+    } finally {
+      await t.close();
+    }
+  });
+
   test('with a wait allowed, every request is answered 200 in turn and all their events are stored', () =>
     withBudget(60_000, async ({ batch, post, storedTags }) => {
       const answers = await Promise.all(['a', 'b', 'c', 'd'].map((tag) => post(batch(200, tag))));

@@ -12,7 +12,8 @@ import { AppError, clientClosed } from '../../errors';
  *
  * A body that fits is taken at once even while larger ones wait, when it is small
  * (`SMALL_BODY_BYTES`): single events are never held behind a large batch. A body larger than
- * the budget is taken alone.
+ * the budget is taken alone. A body of unknown length is taken small and taken again as the largest
+ * once it is read past that (capture/index.ts).
  */
 export class BodyBudget {
   private used = 0;

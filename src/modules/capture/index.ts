@@ -3,7 +3,7 @@ import type { Deps } from '../../deps';
 import { corsHeaders, preflightResponse } from '../../http/cors';
 import { readBodyCapped } from '../../http/read-body';
 import { ErrorBody } from '../../http/schemas';
-import { BodyBudget } from './body-budget';
+import { BodyBudget, SMALL_BODY_BYTES } from './body-budget';
 import { clientIp } from './client-ip';
 import { decodedSizeHint, ingest } from './ingest';
 
@@ -32,6 +32,7 @@ const CaptureResponses = {
 const BODIES_IN_HAND_BYTES_PER_THREAD = 32 * 1024 * 1024;
 export const bodiesInHandBytes = (config: Pick<Deps['config'], 'MAX_BODY_BYTES' | 'INGEST_PARSE_THREADS'>): number =>
   Math.max(config.MAX_BODY_BYTES, BODIES_IN_HAND_BYTES_PER_THREAD * Math.max(1, config.INGEST_PARSE_THREADS));
+const NOTHING_HELD = () => undefined;
 /** How long a request waits for room before it is answered 503 (a client's retry then spreads the load). */
 const BODY_WAIT_MS = 5_000;
 
@@ -46,9 +47,27 @@ export const captureModule = (deps: Deps) => {
     if (request.method !== 'POST') return answer(request, server, path, query, new Uint8Array(0));
     const max = deps.config.MAX_BODY_BYTES;
     const declared = request.headers.get('content-length');
-    const release = await budget.take(declared === null ? max : decodedSizeHint(Number(declared) || 0, request.headers, query, max), () => request.signal);
+    const leftOn = () => request.signal;
+    if (declared !== null) {
+      const release = await budget.take(decodedSizeHint(Number(declared) || 0, request.headers, query, max), leftOn);
+      try {
+        return await answer(request, server, path, query, await readBodyCapped(request, max));
+      } finally {
+        release();
+      }
+    }
+    // A body of unknown length (chunked) is taken as a small one until its read passes that size,
+    // then as the largest: counted as the largest from the start, small chunked posts were let in
+    // one at a time. Its small room is given back before it waits, so bodies that grow never hold
+    // room while waiting for more.
+    let release = await budget.take(decodedSizeHint(SMALL_BODY_BYTES, request.headers, query, max), leftOn);
+    const grow = async () => {
+      release();
+      release = NOTHING_HELD;
+      release = await budget.take(max, leftOn);
+    };
     try {
-      return await answer(request, server, path, query, await readBodyCapped(request, max));
+      return await answer(request, server, path, query, await readBodyCapped(request, max, { bytes: SMALL_BODY_BYTES, then: grow }));
     } finally {
       release();
     }
