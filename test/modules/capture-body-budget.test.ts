@@ -266,6 +266,19 @@ describe('capture holds large bodies to the budget', () => {
     }
   });
 
+  test('a gzip body that does not say so is counted as decoded once its bytes are read: it and a plain body beside it do not both get in', () =>
+    withBudget(0, async ({ batch, post, storedTags }) => {
+      const gzipped = gzipSync(batch(200, 'g'));
+      const plain = batch(100, 'p');
+      expect(gzipped.length + plain.length).toBeLessThan(300_000);
+      expect(gzipped.length * 8 + plain.length).toBeGreaterThan(300_000);
+      // No Content-Encoding, JSON content type: only the magic bytes tell.
+      const answers = await Promise.all([post(gzipped), post(plain)]);
+      const statuses = answers.map((r) => r.status);
+      expect([...statuses].sort()).toEqual([200, 503]);
+      expect(await storedTags()).toEqual(Array(statuses[0] === 200 ? 200 : 100).fill(statuses[0] === 200 ? 'g' : 'p'));
+    }));
+
   /** A chunked post (no Content-Length) whose body the test sends a part at a time. */
   function chunkedPost(t: { handle: (r: Request) => Promise<Response> }, text: string) {
     const bytes = new TextEncoder().encode(text);

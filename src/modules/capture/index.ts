@@ -5,7 +5,7 @@ import { readBodyCapped } from '../../http/read-body';
 import { ErrorBody } from '../../http/schemas';
 import { BodyBudget, SMALL_BODY_BYTES } from './body-budget';
 import { clientIp } from './client-ip';
-import { decodedSizeHint, ingest } from './ingest';
+import { decodedSize, decodedSizeHint, ingest } from './ingest';
 
 /** Every path real SDKs post events to; each also answers with a trailing slash, GET and OPTIONS. */
 export const CAPTURE_PATHS = ['/capture', '/batch', '/e', '/i/v0/e', '/track', '/engage'] as const;
@@ -48,26 +48,24 @@ export const captureModule = (deps: Deps) => {
     const max = deps.config.MAX_BODY_BYTES;
     const declared = request.headers.get('content-length');
     const leftOn = () => request.signal;
-    if (declared !== null) {
-      const release = await budget.take(decodedSizeHint(Number(declared) || 0, request.headers, query, max), leftOn);
-      try {
-        return await answer(request, server, path, query, await readBodyCapped(request, max));
-      } finally {
-        release();
-      }
-    }
     // A body of unknown length (chunked) is taken as a small one until its read passes that size,
     // then as the largest: counted as the largest from the start, small chunked posts were let in
-    // one at a time. Its small room is given back before it waits, so bodies that grow never hold
-    // room while waiting for more.
-    let release = await budget.take(decodedSizeHint(SMALL_BODY_BYTES, request.headers, query, max), leftOn);
-    const grow = async () => {
+    // one at a time. A body found compressed only by its bytes is taken again at its decoded size
+    // before it is decoded. Room is given back before a wait for more, so a body that grows never
+    // holds room while it waits.
+    let held = decodedSizeHint(declared === null ? SMALL_BODY_BYTES : Number(declared) || 0, request.headers, query, max);
+    let release = await budget.take(held, leftOn);
+    const retake = async (bytes: number) => {
       release();
       release = NOTHING_HELD;
-      release = await budget.take(max, leftOn);
+      release = await budget.take(bytes, leftOn);
+      held = bytes;
     };
     try {
-      return await answer(request, server, path, query, await readBodyCapped(request, max, { bytes: SMALL_BODY_BYTES, then: grow }));
+      const body = await readBodyCapped(request, max, declared === null ? { bytes: SMALL_BODY_BYTES, then: () => retake(max) } : undefined);
+      const decoded = decodedSize(body, max);
+      if (decoded > held) await retake(decoded);
+      return await answer(request, server, path, query, body);
     } finally {
       release();
     }
