@@ -3,12 +3,12 @@ import { AppError, clientClosed } from '../errors';
 const tooLarge = (max: number) => new AppError('payload_too_large', `Request body is larger than the limit of ${max} bytes.`);
 
 /**
- * A chunked body read past `bytes`: the read waits for `then` before it goes on, and stops with
- * its error if it fails (a caller that counts bodies in hand takes room for a larger one there).
+ * A chunked body read past `bytes`: the read waits for `reached` before it goes on, and stops
+ * with its error if it fails (a caller that counts bodies in hand takes room for a larger one there).
  */
 export interface ReadPast {
   bytes: number;
-  then: () => Promise<void>;
+  reached: () => Promise<void>;
 }
 
 /**
@@ -48,7 +48,7 @@ async function readStreamCapped(request: Request, max: number, past?: ReadPast):
     }
     if (past !== undefined && before <= past.bytes && total > past.bytes) {
       try {
-        await past.then();
+        await past.reached();
       } catch (error) {
         await reader.cancel().catch(() => undefined);
         throw error;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { BodyBudget, SMALL_BODY_BYTES } from '../../src/modules/capture/body-budget';
+import { BodyBudget, BodyRoom, SMALL_BODY_BYTES } from '../../src/modules/capture/body-budget';
 import { createApp } from '../../src/app';
 import { AppError } from '../../src/errors';
 import { decodedSizeHint } from '../../src/modules/capture/ingest';
@@ -130,6 +130,35 @@ describe('BodyBudget', () => {
     expect(budget.refused).toBe(1);
     held();
     expect(await states([budget.take(100_000)])).toEqual(['taken']);
+  });
+});
+
+describe('BodyRoom', () => {
+  test('a room grows by what it lacks; while it waits for more, what it holds stays counted; a refused growth keeps what it held until released', async () => {
+    const timers = manualTimers();
+    const budget = new BodyBudget(100_000, 5_000, timers.schedule);
+    const room = new BodyRoom(budget);
+    await room.growTo(100_000 + 1); // at most the budget
+    expect(budget.inHand).toBe(100_000);
+    room.release();
+    expect(budget.inHand).toBe(0);
+    await room.growTo(10_000);
+    const other = await budget.take(80_000);
+    const growing = room.growTo(50_000);
+    expect([await states([growing]), budget.inHand, budget.queued]).toEqual([['waiting'], 90_000, 1]);
+    other();
+    await growing;
+    expect([budget.inHand, budget.queued]).toEqual([50_000, 0]);
+    await room.growTo(20_000); // holds more already: nothing taken
+    expect(budget.inHand).toBe(50_000);
+    const held = await budget.take(40_000);
+    const refused = room.growTo(90_000);
+    timers.fireFirst();
+    expect(await states([refused])).toEqual(['unavailable, retry after 1']);
+    expect(budget.inHand).toBe(90_000);
+    room.release();
+    held();
+    expect([budget.inHand, budget.refused]).toEqual([0, 1]);
   });
 });
 
@@ -330,7 +359,9 @@ describe('capture holds large bodies to the budget', () => {
       const text = batchText(t.account.project.apiToken, 200, 'c');
       expect(Buffer.byteLength(text)).toBeGreaterThan(SMALL_BODY_BYTES + 1000);
       const chunked = chunkedPost(app, text);
-      chunked.send(SMALL_BODY_BYTES + 1000);
+      chunked.send(1000);
+      expect(await eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (n) => n > 0, 5_000)).toBe(SMALL_BODY_BYTES);
+      chunked.send(SMALL_BODY_BYTES);
       // The whole budget (the largest body, at most the budget) once it is past the small size.
       expect(await eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (n) => n === 300_000, 5_000)).toBe(300_000);
       const plain = new TextEncoder().encode(batchText(t.account.project.apiToken, 10, 'p'));
@@ -347,6 +378,66 @@ describe('capture holds large bodies to the budget', () => {
       await t.close();
     }
   });
+
+  test('a chunked body that finds no room for more once past the small size is answered 503, and what it held is given back', async () => {
+    const t = await createTestApp();
+    try {
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
+      const metric = async (name: string) => parseExposition(await (await app.handle(new Request(`${BASE}/metrics`))).text()).value(name);
+      const small = chunkedPost(app, batchText(t.account.project.apiToken, 20, 's'));
+      small.send(1000);
+      expect(await eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (n) => n === SMALL_BODY_BYTES, 5_000)).toBe(SMALL_BODY_BYTES);
+      const large = chunkedPost(app, batchText(t.account.project.apiToken, 200, 'l'));
+      large.send(SMALL_BODY_BYTES + 1000);
+      const refused = await large.response;
+      expect([refused.status, refused.headers.get('retry-after')]).toEqual([503, '1']);
+      // Only the small body's room is left, until it is answered.
+      expect([await metric('hogbase_capture_body_bytes_in_hand'), await metric('hogbase_capture_bodies_refused_total')]).toEqual([SMALL_BODY_BYTES, 1]);
+      small.send();
+      small.end();
+      expect((await small.response).status).toBe(200);
+      expect(await metric('hogbase_capture_body_bytes_in_hand')).toBe(0);
+      await t.deps.storage.events.flush();
+      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0])).toEqual(Array(20).fill('s'));
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('a chunked body that says it is compressed is counted at eight times the small size from the start, and stored', async () => {
+    const t = await createTestApp();
+    try {
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 1_000_000, waitMs: 0 } });
+      const metric = async (name: string) => parseExposition(await (await app.handle(new Request(`${BASE}/metrics`))).text()).value(name);
+      const gzipped = gzipSync(batchText(t.account.project.apiToken, 20, 'z'));
+      expect(gzipped.length).toBeLessThan(SMALL_BODY_BYTES);
+      let controller!: ReadableStreamDefaultController<Uint8Array>;
+      const body = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
+      const response = app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body }));
+      controller.enqueue(gzipped.subarray(0, 100));
+      expect(await eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (n) => n > 0, 5_000)).toBe(8 * SMALL_BODY_BYTES);
+      controller.enqueue(gzipped.subarray(100));
+      controller.close();
+      expect((await response).status).toBe(200);
+      expect(await metric('hogbase_capture_body_bytes_in_hand')).toBe(0);
+      await t.deps.storage.events.flush();
+      const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
+      expect(listed.body.results).toHaveLength(20);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('with a wait allowed, a gzip body found by its bytes waits for room beside a plain body and both are stored', () =>
+    withBudget(60_000, async ({ batch, post, storedTags }) => {
+      const gzipped = gzipSync(batch(200, 'g'));
+      const plain = batch(100, 'p');
+      expect(gzipped.length * 8 + plain.length).toBeGreaterThan(300_000);
+      const answers = await Promise.all([post(gzipped), post(plain)]);
+      expect(answers.map((r) => r.status)).toEqual([200, 200]);
+      expect(await storedTags()).toEqual([...Array(200).fill('g'), ...Array(100).fill('p')]);
+    }));
 
   test('with a wait allowed, every request is answered 200 in turn and all their events are stored', () =>
     withBudget(60_000, async ({ batch, post, storedTags }) => {

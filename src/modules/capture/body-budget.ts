@@ -12,8 +12,8 @@ import { AppError, clientClosed } from '../../errors';
  *
  * A body that fits is taken at once even while larger ones wait, when it is small
  * (`SMALL_BODY_BYTES`): single events are never held behind a large batch. A body larger than
- * the budget is taken alone. A body of unknown length is taken small and taken again as the largest
- * once it is read past that (capture/index.ts).
+ * the budget is taken alone. A request whose body turns out larger than first counted holds more
+ * through its `BodyRoom`.
  */
 export class BodyBudget {
   private used = 0;
@@ -108,6 +108,38 @@ export class BodyBudget {
       waiter.cancel();
       waiter.resolve(this.grant(waiter.size));
     }
+  }
+}
+
+/**
+ * The room one request holds, grown when its body turns out larger than first counted (a chunked
+ * body read past a small size, a body found compressed by its bytes). What more it needs waits
+ * like a new body's room, in arrival order and at most the budget's wait, while what it holds
+ * stays counted: the bytes already read are in hand. Bodies that grow and wait can fill the
+ * budget between them; their waits then end in 503s, which give their room back.
+ */
+export class BodyRoom {
+  private releases: Array<() => void> = [];
+  private held = 0;
+
+  constructor(
+    private readonly budget: BodyBudget,
+    private readonly leftOn?: () => AbortSignal,
+  ) {}
+
+  /** Room for `bytes` in all (at most the budget's), once there is. */
+  async growTo(bytes: number): Promise<void> {
+    const target = Math.min(Math.max(0, bytes), this.budget.maxBytes);
+    if (target <= this.held) return;
+    this.releases.push(await this.budget.take(target - this.held, this.leftOn));
+    this.held = target;
+  }
+
+  /** Everything held given back (once the request is answered). */
+  release(): void {
+    for (const release of this.releases) release();
+    this.releases = [];
+    this.held = 0;
   }
 }
 

@@ -3,7 +3,7 @@ import type { Deps } from '../../deps';
 import { corsHeaders, preflightResponse } from '../../http/cors';
 import { readBodyCapped } from '../../http/read-body';
 import { ErrorBody } from '../../http/schemas';
-import { BodyBudget, SMALL_BODY_BYTES } from './body-budget';
+import { BodyBudget, BodyRoom, SMALL_BODY_BYTES } from './body-budget';
 import { clientIp } from './client-ip';
 import { decodedSize, decodedSizeHint, ingest } from './ingest';
 
@@ -32,7 +32,6 @@ const CaptureResponses = {
 const BODIES_IN_HAND_BYTES_PER_THREAD = 32 * 1024 * 1024;
 export const bodiesInHandBytes = (config: Pick<Deps['config'], 'MAX_BODY_BYTES' | 'INGEST_PARSE_THREADS'>): number =>
   Math.max(config.MAX_BODY_BYTES, BODIES_IN_HAND_BYTES_PER_THREAD * Math.max(1, config.INGEST_PARSE_THREADS));
-const NOTHING_HELD = () => undefined;
 /** How long a request waits for room before it is answered 503 (a client's retry then spreads the load). */
 const BODY_WAIT_MS = 5_000;
 
@@ -48,26 +47,18 @@ export const captureModule = (deps: Deps) => {
     const max = deps.config.MAX_BODY_BYTES;
     const declared = request.headers.get('content-length');
     const leftOn = () => request.signal;
-    // A body of unknown length (chunked) is taken as a small one until its read passes that size,
-    // then as the largest: counted as the largest from the start, small chunked posts were let in
-    // one at a time. A body found compressed only by its bytes is taken again at its decoded size
-    // before it is decoded. Room is given back before a wait for more, so a body that grows never
-    // holds room while it waits.
-    let held = decodedSizeHint(declared === null ? SMALL_BODY_BYTES : Number(declared) || 0, request.headers, query, max);
-    let release = await budget.take(held, leftOn);
-    const retake = async (bytes: number) => {
-      release();
-      release = NOTHING_HELD;
-      release = await budget.take(bytes, leftOn);
-      held = bytes;
-    };
+    // A body of unknown length (chunked) is counted as a small one until its read passes that
+    // size, then as the largest: counted as the largest from the start, small chunked posts were
+    // let in one at a time. A body found compressed only by its bytes is counted at its decoded
+    // size before it is decoded.
+    const room = new BodyRoom(budget, leftOn);
+    await room.growTo(decodedSizeHint(declared === null ? SMALL_BODY_BYTES : Number(declared) || 0, request.headers, query, max));
     try {
-      const body = await readBodyCapped(request, max, declared === null ? { bytes: SMALL_BODY_BYTES, then: () => retake(max) } : undefined);
-      const decoded = decodedSize(body, max);
-      if (decoded > held) await retake(decoded);
+      const body = await readBodyCapped(request, max, declared === null ? { bytes: SMALL_BODY_BYTES, reached: () => room.growTo(max) } : undefined);
+      await room.growTo(decodedSize(body, max));
       return await answer(request, server, path, query, body);
     } finally {
-      release();
+      room.release();
     }
   };
   const answer = async (request: Request, server: { requestIP(r: Request): { address: string } | null } | null, path: string, query: URLSearchParams, body: Uint8Array) => {
