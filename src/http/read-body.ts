@@ -3,12 +3,13 @@ import { AppError, clientClosed } from '../errors';
 const tooLarge = (max: number) => new AppError('payload_too_large', `Request body is larger than the limit of ${max} bytes.`);
 
 /**
- * A chunked body read past `bytes`: the read waits for `reached` before it goes on, and stops
- * with its error if it fails (a caller that counts bodies in hand takes room for a larger one there).
+ * A chunked body read past `bytes`: the read waits for `reached` (given the bytes read so far)
+ * before it goes on, and stops with its error if it fails; it resolves with the size past which
+ * it is called again (a caller that counts bodies in hand takes room for a larger one there).
  */
 export interface ReadPast {
   bytes: number;
-  reached: () => Promise<void>;
+  reached: (read: number) => Promise<number>;
 }
 
 /**
@@ -37,18 +38,18 @@ async function readStreamCapped(request: Request, max: number, past?: ReadPast):
   const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
+  let next = past?.bytes ?? Number.POSITIVE_INFINITY;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    const before = total;
     total += value.byteLength;
     if (total > max) {
       await reader.cancel().catch(() => undefined);
       throw tooLarge(max);
     }
-    if (past !== undefined && before <= past.bytes && total > past.bytes) {
+    if (total > next) {
       try {
-        await past.reached();
+        next = await past!.reached(total);
       } catch (error) {
         await reader.cancel().catch(() => undefined);
         throw error;

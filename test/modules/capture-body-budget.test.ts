@@ -351,29 +351,38 @@ describe('capture holds large bodies to the budget', () => {
     }
   });
 
-  test('a chunked body read past the small size is counted as the largest: a body posted beside it finds no room, and it is stored whole', async () => {
+  test('a chunked body is counted as twice what was read each time its read passes what it holds: a body beside it fits or finds no room by that count, and it is stored whole', async () => {
     const t = await createTestApp();
     try {
       const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
       const metric = async (name: string) => parseExposition(await (await app.handle(new Request(`${BASE}/metrics`))).text()).value(name);
+      const inHand = (n: number) => eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (v) => v === n, 5_000);
+      const beside = (n: number, tag: string) => {
+        const plain = new TextEncoder().encode(batchText(t.account.project.apiToken, n, tag));
+        return app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(plain.byteLength) }, body: plain }));
+      };
       const text = batchText(t.account.project.apiToken, 200, 'c');
-      expect(Buffer.byteLength(text)).toBeGreaterThan(SMALL_BODY_BYTES + 1000);
+      expect(Buffer.byteLength(text)).toBeGreaterThan(SMALL_BODY_BYTES + 71_000);
       const chunked = chunkedPost(app, text);
       chunked.send(1000);
-      expect(await eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (n) => n > 0, 5_000)).toBe(SMALL_BODY_BYTES);
+      expect(await inHand(SMALL_BODY_BYTES)).toBe(SMALL_BODY_BYTES);
       chunked.send(SMALL_BODY_BYTES);
-      // The whole budget (the largest body, at most the budget) once it is past the small size.
-      expect(await eventually(() => metric('hogbase_capture_body_bytes_in_hand'), (n) => n === 300_000, 5_000)).toBe(300_000);
-      const plain = new TextEncoder().encode(batchText(t.account.project.apiToken, 10, 'p'));
-      const beside = await app.handle(new Request(`${BASE}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(plain.byteLength) }, body: plain }));
-      expect(beside.status).toBe(503);
+      const first = 2 * (SMALL_BODY_BYTES + 1000);
+      expect(await inHand(first)).toBe(first);
+      // ~10 kB fits beside it.
+      expect((await beside(10, 'p')).status).toBe(200);
+      chunked.send(70_000);
+      const second = 2 * (SMALL_BODY_BYTES + 71_000);
+      expect(await inHand(second)).toBe(second);
+      // ~39 kB does not: 273,072 + 39k is past the 300 kB budget.
+      expect((await beside(40, 'q')).status).toBe(503);
       chunked.send();
       chunked.end();
       expect((await chunked.response).status).toBe(200);
       expect(await metric('hogbase_capture_body_bytes_in_hand')).toBe(0);
       await t.deps.storage.events.flush();
       const listed = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=big&limit=1000`);
-      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0])).toEqual(Array(200).fill('c'));
+      expect(listed.body.results.map((e: { distinct_id: string }) => e.distinct_id.split('-')[0]).sort()).toEqual([...Array(200).fill('c'), ...Array(10).fill('p')]);
     } finally {
       await t.close();
     }
@@ -382,7 +391,8 @@ describe('capture holds large bodies to the budget', () => {
   test('a chunked body that finds no room for more once past the small size is answered 503, and what it held is given back', async () => {
     const t = await createTestApp();
     try {
-      const app = createApp({ ...t.deps, captureBodies: { bytes: 300_000, waitMs: 0 } });
+      // Two small bodies fit; one grown to twice its first 66,536 bytes does not fit beside the other.
+      const app = createApp({ ...t.deps, captureBodies: { bytes: 150_000, waitMs: 0 } });
       const metric = async (name: string) => parseExposition(await (await app.handle(new Request(`${BASE}/metrics`))).text()).value(name);
       const small = chunkedPost(app, batchText(t.account.project.apiToken, 20, 's'));
       small.send(1000);

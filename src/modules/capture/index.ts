@@ -47,14 +47,20 @@ export const captureModule = (deps: Deps) => {
     const max = deps.config.MAX_BODY_BYTES;
     const declared = request.headers.get('content-length');
     const leftOn = () => request.signal;
-    // A body of unknown length (chunked) is counted as a small one until its read passes that
-    // size, then as the largest: counted as the largest from the start, small chunked posts were
-    // let in one at a time. A body found compressed only by its bytes is counted at its decoded
-    // size before it is decoded.
+    // A body of unknown length (chunked) is counted as a small one, then as twice what was read
+    // each time its read passes what it holds: counted as the largest from the start, chunked
+    // posts were let in one at a time. A body found compressed only by its bytes is counted at
+    // its decoded size before it is decoded.
+    const counted = (bytes: number) => decodedSizeHint(bytes, request.headers, query, max);
     const room = new BodyRoom(budget, leftOn);
-    await room.growTo(decodedSizeHint(declared === null ? SMALL_BODY_BYTES : Number(declared) || 0, request.headers, query, max));
+    await room.growTo(counted(declared === null ? SMALL_BODY_BYTES : Number(declared) || 0));
+    const grow = async (read: number) => {
+      const next = Math.min(2 * read, max);
+      await room.growTo(counted(next));
+      return next;
+    };
     try {
-      const body = await readBodyCapped(request, max, declared === null ? { bytes: SMALL_BODY_BYTES, reached: () => room.growTo(max) } : undefined);
+      const body = await readBodyCapped(request, max, declared === null ? { bytes: SMALL_BODY_BYTES, reached: grow } : undefined);
       await room.growTo(decodedSize(body, max));
       return await answer(request, server, path, query, body);
     } finally {
