@@ -331,15 +331,24 @@ describe('capture holds large bodies to the budget', () => {
     }
   });
 
-  test('a gzip body that does not say so is counted as decoded once its bytes are read: it and a plain body beside it do not both get in', () =>
-    withBudget(0, async ({ batch, post, storedTags }) => {
-      const { gzipped, plain } = gzipAndPlain(batch);
-      // No Content-Encoding, JSON content type: only the magic bytes tell.
-      const answers = await Promise.all([post(gzipped), post(plain)]);
-      const statuses = answers.map((r) => r.status);
-      expect([...statuses].sort()).toEqual([200, 503]);
-      expect(await storedTags()).toEqual(Array(statuses[0] === 200 ? 200 : 100).fill(statuses[0] === 200 ? 'g' : 'p'));
-    }));
+  // Neither says it is compressed: a gzip body sent as JSON (only its magic bytes tell), and an old
+  // snippet's form whose `data=` is base64 of gzip.
+  const undeclared = {
+    'a gzip body that does not say so': (gzipped: Uint8Array) => ({ body: gzipped, type: 'application/json' }),
+    "a form whose data is base64 gzip": (gzipped: Uint8Array) => ({ body: `data=${encodeURIComponent(Buffer.from(gzipped).toString('base64'))}`, type: 'application/x-www-form-urlencoded' }),
+  };
+  for (const [name, shape] of Object.entries(undeclared)) {
+    test(`${name} is counted as decoded once its bytes are read: it and a plain body beside it do not both get in`, () =>
+      withBudget(0, async ({ batch, post, storedTags }) => {
+        const { gzipped, plain } = gzipAndPlain(batch);
+        const { body, type } = shape(gzipped);
+        expect(Buffer.byteLength(body) + plain.length).toBeLessThan(300_000);
+        const answers = await Promise.all([post(body, { 'content-type': type }), post(plain)]);
+        const statuses = answers.map((r) => r.status);
+        expect([...statuses].sort()).toEqual([200, 503]);
+        expect(await storedTags()).toEqual(Array(statuses[0] === 200 ? 200 : 100).fill(statuses[0] === 200 ? 'g' : 'p'));
+      }));
+  }
 
   test('chunked bodies (no Content-Length) are taken as small ones until they are read past that size: several small ones in hand at once', () =>
     withBudget(0, async ({ batch, chunked, inHand, metric, storedTags }) => {

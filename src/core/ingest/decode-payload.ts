@@ -87,7 +87,8 @@ function selectData({ body, contentType, query }: DecodePayloadInput): { data: U
   return { data: body, form: null };
 }
 
-function isForm(contentType: string | null, body: Uint8Array): boolean {
+/** A form body (`data=` and `compression=` fields): its data may be base64 or lz64, and compressed. */
+export function isForm(contentType: string | null, body: Uint8Array): boolean {
   const mediaType = (contentType ?? '').split(';')[0].trim().toLowerCase();
   if (mediaType === 'application/x-www-form-urlencoded') return true;
   // Old snippets post `data=...` as text/plain.

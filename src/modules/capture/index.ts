@@ -49,8 +49,8 @@ export const captureModule = (deps: Deps) => {
     const leftOn = () => request.signal;
     // A body of unknown length (chunked) is counted as a small one, then as twice what was read
     // each time its read passes what it holds: counted as the largest from the start, chunked
-    // posts were let in one at a time. A body found compressed only by its bytes is counted at
-    // its decoded size before it is decoded.
+    // posts were let in one at a time. A body found compressed only by its bytes (gzip, a form's
+    // data) is counted at its decoded size before it is decoded.
     const counted = (bytes: number) => decodedSizeHint(bytes, request.headers, query, max);
     const room = new BodyRoom(budget, leftOn);
     await room.growTo(counted(declared === null ? SMALL_BODY_BYTES : Number(declared) || 0));
@@ -61,7 +61,7 @@ export const captureModule = (deps: Deps) => {
     };
     try {
       const body = await readBodyCapped(request, max, declared === null ? { bytes: SMALL_BODY_BYTES, reached: grow } : undefined);
-      await room.growTo(decodedSize(body, max));
+      await room.growTo(decodedSize(body, request.headers.get('content-type'), max));
       return await answer(request, server, path, query, body);
     } finally {
       room.release();

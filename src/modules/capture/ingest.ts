@@ -1,4 +1,4 @@
-import { selectCompression } from '../../core/ingest/decode-payload';
+import { isForm, selectCompression } from '../../core/ingest/decode-payload';
 import { prepareIngest, type IngestRequest, type PreparedIngest } from '../../core/ingest/prepare-ingest';
 import type { Deps } from '../../deps';
 import type { PreparedRows } from '../../pipeline';
@@ -19,16 +19,20 @@ const GZIP_RATIO = 8;
 
 const parseSize = (body: Uint8Array) => (body[0] === 0x1f && body[1] === 0x8b ? body.length * GZIP_RATIO : body.length);
 
-/** What a body read will take once decoded, as far as its bytes tell (gzip's magic), at most `max`. */
-export const decodedSize = (body: Uint8Array, max: number): number => Math.min(parseSize(body), max);
+/**
+ * What a body read will take once decoded, at most `max`, as far as its bytes tell: gzip (its
+ * magic) or a form (old snippets' `data=`, whose lz64 or base64 gzip unpacks) counts GZIP_RATIO
+ * times its size.
+ */
+export const decodedSize = (body: Uint8Array, contentType: string | null, max: number): number =>
+  Math.min(isForm(contentType, body) ? body.length * GZIP_RATIO : parseSize(body), max);
 
 /**
  * What a body of `declared` bytes will take once decoded, as far as its request tells before
  * the body is read: GZIP_RATIO times that when it names gzip or lz64 (its Content-Encoding or
  * `compression` query parameter, read as decoding reads them) or is posthog-js's gzip, which
  * comes as text/plain; at most `max` (the cap on a decoded body). A compressed body that says
- * nothing is counted again by its bytes once read (`decodedSize`); one that names it only in its
- * form (lz64 `data=`) is counted as sent.
+ * nothing, or names it only in its form, is counted again by its bytes once read (`decodedSize`).
  */
 export function decodedSizeHint(declared: number, headers: Headers, query: URLSearchParams, max: number): number {
   const named = selectCompression(query.get('compression'), null, headers.get('content-encoding'));
