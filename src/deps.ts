@@ -27,6 +27,12 @@ export interface Deps {
    * setting: tests make it small.
    */
   captureBodies?: { bytes: number; waitMs: number };
+  /**
+   * Whether the process's memory is tight now (the memory guard found it past `tightFor` its
+   * DuckDB cap lately, src/memory-guard.ts): an export planned then sorts smaller slices
+   * (export-plan.ts). Absent: never.
+   */
+  memoryTight?: () => boolean;
   /** Decodes and parses large capture bodies in worker threads (`src/workers/`); absent: the main thread does. */
   ingestParser?: IngestParser;
 }

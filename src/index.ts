@@ -5,7 +5,7 @@ import { bootstrap, describeAccount } from './bootstrap';
 import { ConfigError, loadConfig, type Config } from './config';
 import type { Deps } from './deps';
 import { createLogger, type Logger } from './logger';
-import { startMemoryGuard } from './memory-guard';
+import { startMemoryGuard, type MemoryGuard } from './memory-guard';
 import { createAppMetrics } from './metrics';
 import { withPipeline } from './pipeline';
 import { portTakenMessage, preflight } from './preflight';
@@ -83,7 +83,9 @@ async function main() {
   }
   // DUCKDB_MEMORY_LIMIT as DuckDB reads it (the memory guard's cap), asked before any signal handler exists.
   const memoryCap = (await storage.memoryUsage()).limitBytes;
-  const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser, metrics: createAppMetrics() };
+  // The memory guard starts once the server listens.
+  let guard: MemoryGuard | null = null;
+  const deps: Deps = { config, storage, logger, version: VERSION, now: () => new Date(), ingestParser, metrics: createAppMetrics(), memoryTight: () => guard?.tight() ?? false };
   const readiness = { accepting: true };
   const app = createApp(deps, readiness);
 
@@ -148,7 +150,9 @@ async function main() {
   // The operator CLI's way in while this process holds the database.
   if (!stopping) stopControl = serveControlSocket(config.DATA_DIR, storage, logger);
   if (!stopping) {
-    stopGuard = startMemoryGuard(memoryCap, deps.metrics, ingestParser ? (past) => ingestParser.notePastTrigger(past) : undefined).stop;
+    const started = startMemoryGuard(memoryCap, deps.metrics, ingestParser ? (past) => ingestParser.notePastTrigger(past) : undefined);
+    guard = started.guard;
+    stopGuard = started.stop;
   }
   logger.info('listening', { host: config.HOST, port: app.server?.port, dataDir: config.DATA_DIR, durability: config.DURABILITY, role: config.ROLE ?? 'embedded' });
   console.log(`Listening on http://${config.HOST}:${app.server?.port}`);

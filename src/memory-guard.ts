@@ -11,6 +11,10 @@ export interface MemoryGuardOptions {
   collect(): void;
   /** Told when the process passes the trigger, and when it is back under it (the parser threads collect more while past). */
   onPastTrigger?(past: boolean): void;
+  /** Resident size (bytes) past which memory is tight for a large sort (`tight`); absent: never. */
+  tightBytes?: number;
+  /** The clock `tight` counts from (epoch ms); absent: Date.now. */
+  now?(): number;
 }
 
 /**
@@ -33,12 +37,24 @@ export class MemoryGuard {
   private low = Infinity;
   /** Whether the last look found the process past the trigger. */
   private past = false;
+  /** When a look last found the process past `tightBytes`. */
+  private tightAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly o: MemoryGuardOptions) {}
+
+  /** Whether a look found the process past `tightBytes` within the last TIGHT_FOR_MS. */
+  tight(): boolean {
+    return this.clock() - this.tightAt <= TIGHT_FOR_MS;
+  }
+
+  private clock(): number {
+    return this.o.now ? this.o.now() : Date.now();
+  }
 
   /** One look: collects, and says so, when the process is past the trigger with garbage worth collecting. */
   check(): boolean {
     const { residentBytes, jsBytes } = this.o.read();
+    if (residentBytes > (this.o.tightBytes ?? Number.POSITIVE_INFINITY)) this.tightAt = this.clock();
     this.low = Math.min(this.low, jsBytes);
     if (residentBytes > this.o.triggerBytes !== this.past) {
       this.past = !this.past;
@@ -64,6 +80,24 @@ export const MIN_GARBAGE_BYTES = 128 * 1024 * 1024;
 /** How often the guard looks (a look reads the process's memory figures once). */
 export const CHECK_EVERY_MS = 100;
 
+/**
+ * Past this share of the process's budget its memory is tight for a large sort: an export planned
+ * then sorts smaller slices (modules/events/export-plan.ts). A full-size slice's sort held most of
+ * DuckDB's cap, which a process busy with large batches could not spare beside it.
+ */
+export const TIGHT_SHARE = 0.6;
+/**
+ * How long memory stays tight after a look found the process past TIGHT_SHARE: under large
+ * batches the resident size swings by hundreds of megabytes within seconds, and an export planned
+ * in a dip sorts its slices in the swings that follow (bench/NOTES.md).
+ */
+export const TIGHT_FOR_MS = 30_000;
+
+/** The resident size past which exports sort smaller slices, for DuckDB's cap `capBytes` (Infinity: never). */
+export function tightFor(capBytes: number): number {
+  return Number.isFinite(capBytes) ? capBytes * BUDGET_PER_CAP * TIGHT_SHARE : Infinity;
+}
+
 /** The resident size past which the guard may collect, for DuckDB's cap `capBytes`. */
 export function triggerFor(capBytes: number): number {
   // A cap DuckDB did not show in a form we read leaves JavaScriptCore to its own schedule.
@@ -80,6 +114,7 @@ export function startMemoryGuard(capBytes: number, metrics: AppMetrics, onPastTr
   const guard = new MemoryGuard({
     onPastTrigger,
     triggerBytes: triggerFor(capBytes),
+    tightBytes: tightFor(capBytes),
     minGarbageBytes: MIN_GARBAGE_BYTES,
     read: () => {
       const m = process.memoryUsage();

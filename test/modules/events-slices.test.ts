@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { planSlices, type Slice } from '../../src/modules/events/export-plan';
+import { exportSliceRows, planSlices, type Slice } from '../../src/modules/events/export-plan';
 
 const H = 3_600_000;
 const hour = (start: number, n: number) => ({ from: start * H, to: (start + 1) * H, n });
@@ -78,5 +78,35 @@ describe('planSlices (export slices from counted buckets)', () => {
 
   test('no rows, no slices', () => {
     expect(planSlices([], { bottom: null, top: 1 }, 'DESC', null)).toEqual([]);
+  });
+});
+
+describe('exportSliceRows', () => {
+  test('100,000 rows a slice after a first of 25,000; while memory is tight, every slice 25,000 (a smaller sort); a context\'s own sizes whatever the memory', () => {
+    let tight = false;
+    const memoryTight = () => tight;
+    const sizes = () => [exportSliceRows({}), exportSliceRows({ memoryTight }), exportSliceRows({ memoryTight, exportSlices: { rows: 7, firstRows: 3 } })];
+    expect(sizes()).toEqual([
+      { rows: 100_000, firstRows: 25_000 },
+      { rows: 100_000, firstRows: 25_000 },
+      { rows: 7, firstRows: 3 },
+    ]);
+    tight = true;
+    expect(sizes()).toEqual([
+      { rows: 100_000, firstRows: 25_000 },
+      { rows: 25_000, firstRows: 25_000 },
+      { rows: 7, firstRows: 3 },
+    ]);
+    // Planned with those sizes: 16 hours of 10,000 rows each.
+    const counted = Array.from({ length: 16 }, (_, i) => hour(i, 10_000));
+    const plan = (t: boolean) => {
+      tight = t;
+      const { rows, firstRows } = exportSliceRows({ memoryTight });
+      return planSlices(counted, { bottom: 0, top: 16 * H }, 'ASC', null, rows, firstRows).map((slice) => counted.filter((b) => b.from >= (slice.from ?? 0) && b.to <= slice.to).length * 10_000);
+    };
+    expect([plan(false), plan(true)]).toEqual([
+      [30_000, 50_000, 80_000],
+      [30_000, 30_000, 30_000, 30_000, 30_000, 10_000],
+    ]);
   });
 });

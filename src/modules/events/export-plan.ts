@@ -16,13 +16,21 @@ export interface ExportContext extends ListContext {
   logger: Logger;
   /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS. */
   exportSlices?: Deps['exportSlices'];
+  /** Whether the process's memory is tight (see `exportSliceRows`). */
+  memoryTight?: Deps['memoryTight'];
   /** Where an export writes its temporary files (`Storage.exportsDir`). */
   scratchDir: string;
 }
 
 /** Rows a slice aims at: DuckDB sorts one slice at a time, so this bounds an export's memory. */
 const SLICE_ROWS = 100_000;
-/** The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written. */
+/**
+ * The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written.
+ * Also every slice's, for an export planned while the process's memory is tight (`memoryTight`):
+ * the sort of a full-size slice of ~1.4 KB events held most of DuckDB's 512 MB beside large
+ * batches and took the process past 1 GB; slices this size always would cost a large export on
+ * fresh data about a fifth of its pace (bench/NOTES.md).
+ */
 const FIRST_SLICE_ROWS = 25_000;
 /** An export's rows are counted by hour first (see `countBuckets`). */
 const HOUR_MS = 3_600_000;
@@ -118,9 +126,12 @@ export async function planExport(ctx: ExportContext, req: ListRequest, scope: Sc
   return planSlices(await countBuckets(ctx, scope, window, rows), window, req.order, limit, rows, firstRows);
 }
 
-/** Rows a slice aims at, and the first slice's: the context's (tests make them small), else the defaults. */
-export function exportSliceRows(ctx: ExportContext): { rows: number; firstRows: number } {
-  const rows = ctx.exportSlices?.rows ?? SLICE_ROWS;
+/**
+ * Rows a slice aims at, and the first slice's: the context's (tests make them small), else the
+ * defaults, every slice at the first's size while memory is tight.
+ */
+export function exportSliceRows(ctx: Pick<ExportContext, 'exportSlices' | 'memoryTight'>): { rows: number; firstRows: number } {
+  const rows = ctx.exportSlices?.rows ?? (ctx.memoryTight?.() ? FIRST_SLICE_ROWS : SLICE_ROWS);
   return { rows, firstRows: ctx.exportSlices?.firstRows ?? Math.min(rows, FIRST_SLICE_ROWS) };
 }
 

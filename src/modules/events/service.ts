@@ -50,6 +50,7 @@ export function createEventsService(deps: Deps) {
       logger: deps.logger,
       scratchDir: deps.storage.exportsDir,
       ...(deps.exportSlices ? { exportSlices: deps.exportSlices } : {}),
+      ...(deps.memoryTight ? { memoryTight: deps.memoryTight } : {}),
       ...personFilter(teamId, personId, runner.dialect),
       counts,
       flushPersons: () => persons.flush(),
