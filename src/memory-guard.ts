@@ -13,7 +13,7 @@ export interface MemoryGuardOptions {
   onPastTrigger?(past: boolean): void;
   /** Resident size (bytes) past which memory is tight for a large sort (`tight`); absent: never. */
   tightBytes?: number;
-  /** The clock `tight` counts from (epoch ms); absent: Date.now. */
+  /** The clock `tight` counts from (ms, monotonic: a window over real looks); absent: performance.now. */
   now?(): number;
 }
 
@@ -30,7 +30,8 @@ export interface MemoryGuardOptions {
  * started (JavaScriptCore's own collections lower that mark too) keeps the swings small. Below
  * the trigger nothing changes; above it, collections come at most once per `minGarbageBytes` the
  * main thread gains, so memory past the trigger that is DuckDB's or live is not collected at
- * every look.
+ * every look. Its looks also tell whether memory is tight for a large sort (`tight`: past
+ * `tightBytes` lately), which exports ask when they plan their slices.
  */
 export class MemoryGuard {
   /** The lowest `jsBytes` seen since the last collection this guard started, or right after it. */
@@ -48,7 +49,7 @@ export class MemoryGuard {
   }
 
   private clock(): number {
-    return this.o.now ? this.o.now() : Date.now();
+    return this.o.now ? this.o.now() : performance.now();
   }
 
   /** One look: collects, and says so, when the process is past the trigger with garbage worth collecting. */
@@ -95,13 +96,17 @@ export const TIGHT_FOR_MS = 30_000;
 
 /** The resident size past which exports sort smaller slices, for DuckDB's cap `capBytes` (Infinity: never). */
 export function tightFor(capBytes: number): number {
-  return Number.isFinite(capBytes) ? capBytes * BUDGET_PER_CAP * TIGHT_SHARE : Infinity;
+  return budgetShare(capBytes, TIGHT_SHARE);
 }
 
 /** The resident size past which the guard may collect, for DuckDB's cap `capBytes`. */
 export function triggerFor(capBytes: number): number {
-  // A cap DuckDB did not show in a form we read leaves JavaScriptCore to its own schedule.
-  return Number.isFinite(capBytes) ? capBytes * BUDGET_PER_CAP * TRIGGER_SHARE : Infinity;
+  return budgetShare(capBytes, TRIGGER_SHARE);
+}
+
+/** `share` of the process's budget for DuckDB's cap `capBytes`; Infinity for a cap DuckDB did not show in a form we read (JavaScriptCore then keeps its own schedule, and memory is never tight). */
+function budgetShare(capBytes: number, share: number): number {
+  return Number.isFinite(capBytes) ? capBytes * BUDGET_PER_CAP * share : Infinity;
 }
 
 /**

@@ -1,4 +1,6 @@
 import { describe, expect, test } from 'bun:test';
+import { createApp } from '../../src/app';
+import { BASE, createTestApp } from '../helpers/test-app';
 import { exportSliceRows, planSlices, type Slice } from '../../src/modules/events/export-plan';
 
 const H = 3_600_000;
@@ -82,20 +84,28 @@ describe('planSlices (export slices from counted buckets)', () => {
 });
 
 describe('exportSliceRows', () => {
-  test('100,000 rows a slice after a first of 25,000; while memory is tight, every slice 25,000 (a smaller sort); a context\'s own sizes whatever the memory', () => {
+  test('100,000 rows a slice after a first of 25,000; while memory is tight, every slice 25,000 (a smaller sort) when this process sorts them; a context\'s own sizes whatever the memory', () => {
     let tight = false;
     const memoryTight = () => tight;
-    const sizes = () => [exportSliceRows({}), exportSliceRows({ memoryTight }), exportSliceRows({ memoryTight, exportSlices: { rows: 7, firstRows: 3 } })];
+    const sizes = () => [
+      exportSliceRows({}),
+      exportSliceRows({ memoryTight }),
+      exportSliceRows({ memoryTight, exportSlices: { rows: 7, firstRows: 3 } }),
+      // ClickHouse sorts on its server: nothing to spare here.
+      exportSliceRows({ memoryTight, runner: { writesFiles: false } }),
+    ];
     expect(sizes()).toEqual([
       { rows: 100_000, firstRows: 25_000 },
       { rows: 100_000, firstRows: 25_000 },
       { rows: 7, firstRows: 3 },
+      { rows: 100_000, firstRows: 25_000 },
     ]);
     tight = true;
     expect(sizes()).toEqual([
       { rows: 100_000, firstRows: 25_000 },
       { rows: 25_000, firstRows: 25_000 },
       { rows: 7, firstRows: 3 },
+      { rows: 100_000, firstRows: 25_000 },
     ]);
     // Planned with those sizes: 16 hours of 10,000 rows each.
     const counted = Array.from({ length: 16 }, (_, i) => hour(i, 10_000));
@@ -108,5 +118,31 @@ describe('exportSliceRows', () => {
       [30_000, 50_000, 80_000],
       [30_000, 30_000, 30_000, 30_000, 30_000, 10_000],
     ]);
+  });
+});
+
+describe('an export asks whether memory is tight when it is planned', () => {
+  test('the app asks once an export, and a tight export gives the same csv as another', async () => {
+    const t = await createTestApp();
+    try {
+      const batch = Array.from({ length: 30 }, (_, i) => ({ event: 'tight', distinct_id: `d-${i}`, properties: { i }, timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString() }));
+      expect((await t.json('POST', '/batch/', { body: { api_key: t.account.project.apiToken, batch }, key: null })).status).toBe(200);
+      await t.deps.storage.events.flush();
+      const exported = async (tight: boolean) => {
+        let asked = 0;
+        const app = createApp({ ...t.deps, memoryTight: () => (asked++, tight) });
+        const response = await app.handle(
+          new Request(`${BASE}/api/projects/${t.account.project.id}/events/?event=tight&format=csv&after=2025-12-31T00:00:00Z`, { headers: { authorization: `Bearer ${t.account.personalApiKey.value}` } }),
+        );
+        return { status: response.status, asked, text: await response.text() };
+      };
+      const loose = await exported(false);
+      const tight = await exported(true);
+      expect([loose.status, loose.asked, tight.status, tight.asked]).toEqual([200, 1, 200, 1]);
+      expect(tight.text).toBe(loose.text);
+      expect(loose.text.trim().split('\r\n')).toHaveLength(31);
+    } finally {
+      await t.close();
+    }
   });
 });

@@ -14,9 +14,9 @@ import { afterKey, allOf, type Order } from '../../storage/events/read/list-stat
 
 export interface ExportContext extends ListContext {
   logger: Logger;
-  /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS. */
+  /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS, or FIRST_SLICE_ROWS while memory is tight. */
   exportSlices?: Deps['exportSlices'];
-  /** Whether the process's memory is tight (see `exportSliceRows`). */
+  /** Whether the process's memory is tight (see `exportSliceRows`); absent: never. */
   memoryTight?: Deps['memoryTight'];
   /** Where an export writes its temporary files (`Storage.exportsDir`). */
   scratchDir: string;
@@ -128,10 +128,12 @@ export async function planExport(ctx: ExportContext, req: ListRequest, scope: Sc
 
 /**
  * Rows a slice aims at, and the first slice's: the context's (tests make them small), else the
- * defaults, every slice at the first's size while memory is tight.
+ * defaults, every slice at the first's size while memory is tight and this process sorts them
+ * (a runner that writes files; ClickHouse sorts on its server).
  */
-export function exportSliceRows(ctx: Pick<ExportContext, 'exportSlices' | 'memoryTight'>): { rows: number; firstRows: number } {
-  const rows = ctx.exportSlices?.rows ?? (ctx.memoryTight?.() ? FIRST_SLICE_ROWS : SLICE_ROWS);
+export function exportSliceRows(ctx: Pick<ExportContext, 'exportSlices' | 'memoryTight'> & { runner?: Pick<ExportContext['runner'], 'writesFiles'> }): { rows: number; firstRows: number } {
+  const sortsHere = ctx.runner?.writesFiles ?? true;
+  const rows = ctx.exportSlices?.rows ?? (sortsHere && ctx.memoryTight?.() ? FIRST_SLICE_ROWS : SLICE_ROWS);
   return { rows, firstRows: ctx.exportSlices?.firstRows ?? Math.min(rows, FIRST_SLICE_ROWS) };
 }
 
