@@ -26,7 +26,8 @@ import { freePort, stopAll } from '../src/cli/cluster/processes';
  * - `/batch/` with ~100 KB and ~1 MB bodies, plain and gzip, 16 connections.
  *
  * - `/batch/` with ~19 MB bodies (just under the body cap), 4 connections, alone and then beside
- *   csv exports pulled back to back: the peak RSS against the 1 GB plan (`largeBodies`).
+ *   csv exports pulled back to back (and on 16 connections beside exports of every event): the
+ *   peak RSS against the 1 GB plan (`largeBodies`).
  *
  * Load: autocannon in `amount` mode (every request sent is answered before a run ends, so the
  * acknowledged count is exact), sized from a warm-up run to last about `durationS`; and, for the
@@ -434,8 +435,10 @@ const PEAK_RSS_BOUND_MB = 1024;
  * `/batch/` bodies of ~19 MB (just under `MAX_BODY_BYTES`) on 4 connections for `seconds`: the
  * store floor with them (the baseline of the same run), then the real server alone, then the
  * real server again with a csv export of its newest 100,000 events pulled back to back beside
- * the load. Each run: acknowledged and queryable events/s, the 503s (bodies past the capture
- * budget's wait), and the peak RSS against the bound.
+ * the load, then on 16 connections with exports of all its events beside it (their slices grow
+ * to the largest sorts; see TIGHT_SHARE in src/memory-guard.ts). Each run: acknowledged and
+ * queryable events/s, the 503s (bodies past the capture budget's wait), and the peak RSS
+ * against the bound.
  */
 async function largeBodies(seconds: number, notes: string[], problems: string[], log: (line: string) => void): Promise<BenchRow[]> {
   const c: Case = {
@@ -465,10 +468,15 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
   try {
     let acked = 0;
     let unknown = 0;
-    for (const exporting of [false, true]) {
+    const runs: Array<{ connections: number; exports: number | 'all' | null }> = [
+      { connections: c.connections, exports: null },
+      { connections: c.connections, exports: 100_000 },
+      { connections: 16, exports: 'all' },
+    ];
+    for (const { connections, exports: exportRows } of runs) {
       if (!resetPeakRss(real.pid)) problems.push(`${c.name}: the peak RSS could not be reset; the run's peak may be an earlier one`);
-      const exports = exporting ? startCsvExports(real.url) : null;
-      const run = await cannon(real.url, c, { amount: 100_000, connections: c.connections, maxSeconds: seconds }).finally(() => exports?.stopping());
+      const exports = exportRows === null ? null : startCsvExports(real.url, exportRows === 'all' ? null : exportRows);
+      const run = await cannon(real.url, c, { amount: 100_000, connections, maxSeconds: seconds }).finally(() => exports?.stopping());
       const exported = await exports?.stop();
       if (exported?.failures.length) problems.push(`${c.name}: csv exports failed: ${exported.failures.slice(0, 3).join('; ')}`);
       acked += run.ackedEvents;
@@ -476,7 +484,8 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
       const seen = await waitForCount(real.url, acked, unknown, 600_000);
       if (seen.count === null || seen.count < acked || seen.count > acked + unknown) problems.push(`${c.name}: events API shows ${seen.count}, ${acked} acknowledged (+${unknown} of unknown fate)`);
       const peak = peakRssMb(real.pid);
-      const name = exporting ? `${c.name} ${seconds} s + csv exports of 100k events back to back [autocannon]` : `${c.name} ${seconds} s [autocannon]`;
+      const beside = exportRows === null ? '' : ` + csv exports of ${exportRows === 'all' ? 'all' : '100k'} events back to back`;
+      const name = `${c.name} ${seconds} s${connections === c.connections ? '' : `, ${connections} connections`}${beside} [autocannon]`;
       const stored = queryableRate(run, seen.seconds);
       rows.push({ ...storedRow(name, SERVER_NAMES.real, run, peak, seen), ...bounded(peak), ...(exported ? { exports: exported.count, 'export rows/s': round(exported.rowsPerS) } : {}) });
       notes.push(`${name}: hogbase stored ${round(stored)} events/s, ${round(stored / floorStored, 3)} of the store floor's ${round(floorStored)}; peak RSS ${peak} MB`);
@@ -492,10 +501,10 @@ async function largeBodies(seconds: number, notes: string[], problems: string[],
 }
 
 /**
- * Csv exports of the newest 100,000 events of project 1, one after another until stopped: how
- * many, their records a second (counted as the body streams, not held), and what failed.
+ * Csv exports of the newest `limit` events of project 1 (null: all), one after another until
+ * stopped: how many, their records a second (counted as the body streams, not held), and what failed.
  */
-function startCsvExports(url: string) {
+function startCsvExports(url: string, limit: number | null) {
   let on = true;
   let count = 0;
   let records = 0;
@@ -505,7 +514,7 @@ function startCsvExports(url: string) {
     while (on) {
       const t = performance.now();
       try {
-        const response = await fetch(`${url}/api/projects/1/events/?format=csv&limit=100000`, { headers: { authorization: `Bearer ${BENCH_KEYS.personal}` }, signal: AbortSignal.timeout(120_000) });
+        const response = await fetch(`${url}/api/projects/1/events/?format=csv${limit === null ? '' : `&limit=${limit}`}`, { headers: { authorization: `Bearer ${BENCH_KEYS.personal}` }, signal: AbortSignal.timeout(120_000) });
         if (response.status !== 200) throw new Error(`answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
         let lines = 0;
         for await (const chunk of response.body!) for (const byte of chunk) if (byte === 0x0a) lines++;
