@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { BodyBudget, BodyRoom, SMALL_BODY_BYTES } from '../../src/modules/capture/body-budget';
 import { createApp } from '../../src/app';
 import { AppError } from '../../src/errors';
-import { decodedSizeHint } from '../../src/modules/capture/ingest';
+import { decodedSize, decodedSizeHint } from '../../src/modules/capture/ingest';
 import { bodiesInHandBytes } from '../../src/modules/capture';
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
@@ -171,6 +171,23 @@ describe('bodiesInHandBytes', () => {
       bodiesInHandBytes({ MAX_BODY_BYTES: 20 * MiB, INGEST_PARSE_THREADS: 3 }),
       bodiesInHandBytes({ MAX_BODY_BYTES: 100 * MiB, INGEST_PARSE_THREADS: 1 }),
     ]).toEqual([32 * MiB, 32 * MiB, 96 * MiB, 100 * MiB]);
+  });
+});
+
+describe('decodedSize', () => {
+  test('by its bytes once read: gzip and forms eight times their size (at most the cap), JSON as sent whatever its content type, anything else as sent', () => {
+    const bytes = (text: string) => new TextEncoder().encode(text);
+    const gzipped = gzipSync('{"event":"e"}'.repeat(500));
+    const form = bytes(`data=${'A'.repeat(1000)}&compression=lz64`);
+    expect([
+      decodedSize(gzipped, 'application/json', 10_000_000),
+      decodedSize(gzipped, 'application/json', 100),
+      decodedSize(form, 'application/x-www-form-urlencoded', 10_000_000),
+      decodedSize(form, 'text/plain', 10_000_000), // old snippets' data= as text/plain
+      decodedSize(bytes('{"event":"e"}'), 'application/x-www-form-urlencoded', 10_000_000), // curl's default type over JSON: read raw
+      decodedSize(bytes('[{"event":"e"}]'), 'application/json', 10_000_000),
+      decodedSize(bytes('eyJldmVudCI6ImUifQ=='), 'application/json', 10_000_000), // base64 without a form: as sent
+    ]).toEqual([gzipped.length * 8, 100, form.length * 8, form.length * 8, 13, 15, 20]);
   });
 });
 

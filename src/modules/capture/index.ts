@@ -54,13 +54,19 @@ export const captureModule = (deps: Deps) => {
     const counted = (bytes: number) => decodedSizeHint(bytes, request.headers, query, max);
     const room = new BodyRoom(budget, leftOn);
     await room.growTo(counted(declared === null ? SMALL_BODY_BYTES : Number(declared) || 0));
-    const grow = async (read: number) => {
-      const next = Math.min(2 * read, max);
-      await room.growTo(counted(next));
-      return next;
-    };
+    const past =
+      declared === null
+        ? {
+            bytes: SMALL_BODY_BYTES,
+            reached: async (read: number) => {
+              const next = Math.min(2 * read, max);
+              await room.growTo(counted(next));
+              return next;
+            },
+          }
+        : undefined;
     try {
-      const body = await readBodyCapped(request, max, declared === null ? { bytes: SMALL_BODY_BYTES, reached: grow } : undefined);
+      const body = await readBodyCapped(request, max, past);
       await room.growTo(decodedSize(body, request.headers.get('content-type'), max));
       return await answer(request, server, path, query, body);
     } finally {

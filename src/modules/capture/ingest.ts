@@ -22,10 +22,14 @@ const parseSize = (body: Uint8Array) => (body[0] === 0x1f && body[1] === 0x8b ? 
 /**
  * What a body read will take once decoded, at most `max`, as far as its bytes tell: gzip (its
  * magic) or a form (old snippets' `data=`, whose lz64 or base64 gzip unpacks) counts GZIP_RATIO
- * times its size.
+ * times its size. A body that opens as JSON is read as sent, whatever its content type says
+ * (decoding reads it raw too), and costs no look at its headers: the usual single event.
  */
-export const decodedSize = (body: Uint8Array, contentType: string | null, max: number): number =>
-  Math.min(isForm(contentType, body) ? body.length * GZIP_RATIO : parseSize(body), max);
+export function decodedSize(body: Uint8Array, contentType: string | null, max: number): number {
+  const first = body[0];
+  if (first === 0x7b || first === 0x5b) return Math.min(body.length, max);
+  return Math.min(isForm(contentType, body) ? body.length * GZIP_RATIO : parseSize(body), max);
+}
 
 /**
  * What a body of `declared` bytes will take once decoded, as far as its request tells before
