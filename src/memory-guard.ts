@@ -31,7 +31,7 @@ export interface MemoryGuardOptions {
  * the trigger nothing changes; above it, collections come at most once per `minGarbageBytes` the
  * main thread gains, so memory past the trigger that is DuckDB's or live is not collected at
  * every look. Its looks also tell whether memory is tight for a large sort (`tight`: past
- * `tightBytes` lately), which exports ask when they plan their slices.
+ * `tightBytes` lately), which exports ask as they read each slice.
  */
 export class MemoryGuard {
   /** The lowest `jsBytes` seen since the last collection this guard started, or right after it. */
@@ -82,15 +82,15 @@ export const MIN_GARBAGE_BYTES = 128 * 1024 * 1024;
 export const CHECK_EVERY_MS = 100;
 
 /**
- * Past this share of the process's budget its memory is tight for a large sort: an export planned
- * then sorts smaller slices (modules/events/export-plan.ts). A full-size slice's sort held most of
+ * Past this share of the process's budget its memory is tight for a large sort: an export then
+ * sorts smaller slices (modules/events/export-plan.ts). A full-size slice's sort held most of
  * DuckDB's cap, which a process busy with large batches could not spare beside it.
  */
 export const TIGHT_SHARE = 0.6;
 /**
  * How long memory stays tight after a look found the process past TIGHT_SHARE: under large
- * batches the resident size swings by hundreds of megabytes within seconds, and an export planned
- * in a dip sorts its slices in the swings that follow (bench/NOTES.md).
+ * batches the resident size swings by hundreds of megabytes within seconds, and a slice read in a
+ * dip is sorted in the swings that follow (bench/NOTES.md).
  */
 export const TIGHT_FOR_MS = 30_000;
 

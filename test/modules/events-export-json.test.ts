@@ -37,7 +37,7 @@ function exportOf(options: JsonSliceOptions) {
     counts: new FileCounts(),
   };
   const page = { last: null, more: false };
-  const slices = [{ from: 0, to: Date.UTC(2025, 0, 1), limit: null }];
+  const slices = [{ from: 0, to: Date.UTC(2025, 0, 1), rows: ROWS.length, limit: null }];
   const rows = async function* () {
     yield ROWS;
   };

@@ -72,7 +72,7 @@ export function eventCsvRecord(row: Row, columns: readonly EventCsvColumn[], per
  * than counted (stored since) still ends the export at `limit`.
  */
 export async function* csvRowSlices(
-  ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[], limit: number | null, columns: readonly EventCsvColumn[],
+  ctx: ExportContext, scope: Scope, order: Order, slices: Iterable<Slice>, limit: number | null, columns: readonly EventCsvColumn[],
 ): AsyncGenerator<Uint8Array> {
   const people = new Map<string, string>();
   const personFields = (distinctId: string): string => {

@@ -53,7 +53,7 @@ export interface JsonSliceOptions {
  */
 export async function* jsonSlices(
   ctx: Pick<ListContext, 'personOf'>,
-  slices: readonly Slice[],
+  slices: Iterable<Slice>,
   max: number | null,
   readSlice: (slice: Slice, cap: number | null) => Promise<AsyncIterable<Row[]>>,
   page: StreamedPage,

@@ -8,7 +8,7 @@ import {
 } from '../../storage/events/read/export-reads';
 import { readKeyAt } from '../../storage/events/read/list-reads';
 import { afterKey, allOf, upToKey, type Order } from '../../storage/events/read/list-statements';
-import { FILE_CHUNK, isSpare, planExport, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { exportUnits, FILE_CHUNK, isSpare, planExport, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { listScope, selectFragment, selectOrder, type Scope } from './list';
 import type { ListRequest } from './params';
 
@@ -51,7 +51,8 @@ async function writeSelectParquet(ctx: ExportContext, req: ListRequest, file: st
 async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: string): Promise<void> {
   const base = await listScope(ctx, req);
   const scope = base && req.limit !== 0 ? await startingPoint(ctx, req, base) : null;
-  const slices = scope ? await planExport(ctx, req, scope, req.limit) : [];
+  // Every part decided now (`exportUnits`): the file is written whole before the response starts.
+  const slices = scope ? [...exportUnits(ctx, await planExport(ctx, req, scope, req.limit), req.order)] : [];
   if (!scope || slices.length === 0) {
     await writeEmptyEventsParquet(ctx, file);
     return;
@@ -115,7 +116,7 @@ async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: 
   if (!last) return plain;
   const keyed: KeyedSlice[] = [...plain.slice(0, at), { slice: { ...cut, limit: null }, where: allOf(scope.where, upToKey(last, order)) }];
   const rest = slices[at + 1];
-  if (rest) keyed.push({ slice: { from: rest.from, to: cut.to, limit: rest.limit }, where: allOf(scope.where, afterKey(last, order)) });
+  if (rest) keyed.push({ slice: { from: rest.from, to: cut.to, rows: rest.rows, limit: rest.limit }, where: allOf(scope.where, afterKey(last, order)) });
   return keyed;
 }
 

@@ -26,10 +26,11 @@ export interface ExportContext extends ListContext {
 const SLICE_ROWS = 100_000;
 /**
  * The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written.
- * Also every slice's, for an export planned while the process's memory is tight (`memoryTight`):
- * the sort of a full-size slice of ~1.4 KB events held most of DuckDB's 512 MB beside large
- * batches and took the process past 1 GB; slices this size always would cost a large export on
- * fresh data about a fifth of its pace (bench/NOTES.md).
+ * Also the size an export is planned in where this process sorts its slices, and every slice's
+ * while the process's memory is tight (`memoryTight`, asked as each slice is about to be read:
+ * `exportUnits`): the sort of a full-size slice of ~1.4 KB events held most of DuckDB's 512 MB
+ * beside large batches and took the process past 1 GB; slices this size always would cost a
+ * large export on fresh data about a fifth of its pace (bench/NOTES.md).
  */
 const FIRST_SLICE_ROWS = 25_000;
 /** An export's rows are counted by hour first (see `countBuckets`). */
@@ -48,6 +49,8 @@ export interface Slice {
   /** Null: the window has no lower bound, and this slice is its oldest. */
   from: number | null;
   to: number;
+  /** The rows counted in it when it was planned. */
+  rows: number;
   /**
    * Null: the slice is read whole. Otherwise it is read under a LIMIT of the rows the export
    * still needs when it is read; the number is what the plan expected that to be (the rows of
@@ -63,7 +66,7 @@ export function plannedToRead(slices: readonly Slice[]): Slice[] {
 }
 
 /** The rest of the window after the slice a limit cuts (see `Slice.limit`). */
-export const isSpare = (slice: Slice): boolean => slice.limit === 0;
+export const isSpare = (slice: Pick<Slice, 'limit'>): boolean => slice.limit === 0;
 
 /** Rows counted in [from, to). */
 export interface Bucket {
@@ -94,16 +97,16 @@ export function planSlices(buckets: readonly Bucket[], window: { bottom: number 
   let at: number | null = desc ? window.top : window.bottom;
   let rows = 0;
   let total = 0;
-  const close = (edge: number | null, cut: number | null) => {
-    slices.push(desc ? { from: edge, to: at as number, limit: cut } : { from: at, to: edge as number, limit: cut });
+  const close = (edge: number | null, cut: number | null, counted = rows) => {
+    slices.push(desc ? { from: edge, to: at as number, rows: counted, limit: cut } : { from: at, to: edge as number, rows: counted, limit: cut });
     at = edge;
     rows = 0;
   };
   for (const b of inside) {
     if (limit !== null && total + b.n >= limit) {
       if (rows > 0) close(desc ? b.to : b.from, null);
-      close(desc ? b.from : b.to, limit - total);
-      if (at !== end) close(end, 0);
+      close(desc ? b.from : b.to, limit - total, b.n);
+      if (at !== end) close(end, 0, 0);
       return slices;
     }
     rows += b.n;
@@ -119,22 +122,57 @@ export function planSlices(buckets: readonly Bucket[], window: { bottom: number 
   return slices;
 }
 
-/** The slices of an export's rows: up to `limit` of them, from the scope's starting point. */
+/**
+ * The slices of an export's rows: up to `limit` of them, from the scope's starting point. Where
+ * this process sorts them, planned at the first slice's size; `exportUnits` joins them as they
+ * are read.
+ */
 export async function planExport(ctx: ExportContext, req: ListRequest, scope: Scope, limit: number | null): Promise<Slice[]> {
   const window = await exportWindow(ctx, { ...req, limit }, scope);
-  const { rows, firstRows } = exportSliceRows(ctx);
-  return planSlices(await countBuckets(ctx, scope, window, rows), window, req.order, limit, rows, firstRows);
+  const { rows, firstRows, sortsHere } = exportSliceRows(ctx);
+  const planned = sortsHere ? firstRows : rows;
+  return planSlices(await countBuckets(ctx, scope, window, planned), window, req.order, limit, planned, firstRows);
 }
+
+type SliceSizing = Pick<ExportContext, 'exportSlices' | 'memoryTight'> & { runner?: Pick<ExportContext['runner'], 'writesFiles'> };
 
 /**
  * Rows a slice aims at, and the first slice's: the context's (tests make them small), else the
- * defaults, every slice at the first's size while memory is tight and this process sorts them
- * (a runner that writes files; ClickHouse sorts on its server).
+ * defaults; `sortsHere` when this process sorts them (a runner that writes files; ClickHouse
+ * sorts on its server).
  */
-export function exportSliceRows(ctx: Pick<ExportContext, 'exportSlices' | 'memoryTight'> & { runner?: Pick<ExportContext['runner'], 'writesFiles'> }): { rows: number; firstRows: number } {
-  const sortsHere = ctx.runner?.writesFiles ?? true;
-  const rows = ctx.exportSlices?.rows ?? (sortsHere && ctx.memoryTight?.() ? FIRST_SLICE_ROWS : SLICE_ROWS);
-  return { rows, firstRows: ctx.exportSlices?.firstRows ?? Math.min(rows, FIRST_SLICE_ROWS) };
+export function exportSliceRows(ctx: SliceSizing): { rows: number; firstRows: number; sortsHere: boolean } {
+  const rows = ctx.exportSlices?.rows ?? SLICE_ROWS;
+  return { rows, firstRows: ctx.exportSlices?.firstRows ?? Math.min(rows, FIRST_SLICE_ROWS), sortsHere: ctx.runner?.writesFiles ?? true };
+}
+
+/**
+ * The planned slices as they are read, each decided when the reader asks for it: consecutive
+ * slices read whole are joined until they hold the first slice's rows, then twice that for the
+ * next, up to the full size (`exportSliceRows`), unless memory is tight then and this process
+ * sorts them, when each is read alone (a smaller sort). An export planned while memory was
+ * plentiful thus sorts small slices once it is tight, and one planned while it was tight sorts
+ * large ones again once it is not. A slice a LIMIT cuts, and the rest of the window after it,
+ * are never joined.
+ */
+export function* exportUnits(ctx: SliceSizing, slices: readonly Slice[], order: Order): Generator<Slice> {
+  const { rows, firstRows, sortsHere } = exportSliceRows(ctx);
+  for (let i = 0, k = 0; i < slices.length; k++) {
+    const first = slices[i] as Slice;
+    if (first.limit !== null || (sortsHere && ctx.memoryTight?.())) {
+      i++;
+      yield first;
+      continue;
+    }
+    const size = Math.min(rows, firstRows * 2 ** k);
+    let last = first;
+    let held = first.rows;
+    for (i++; i < slices.length && held < size && (slices[i] as Slice).limit === null; i++) {
+      last = slices[i] as Slice;
+      held += last.rows;
+    }
+    yield order === 'DESC' ? { from: last.from, to: first.to, rows: held, limit: null } : { from: first.from, to: last.to, rows: held, limit: null };
+  }
 }
 
 /**

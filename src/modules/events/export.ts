@@ -11,7 +11,7 @@ import { slicesPropertyKeys, streamSliceRows, windowPropertyKeys, writeCsvSlice 
 import { streamSelectRows } from '../../storage/events/read/list-reads';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { FILE_CHUNK, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { exportUnits, FILE_CHUNK, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import type { Order } from '../../storage/events/read/list-statements';
@@ -67,7 +67,7 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   if (!scope) return noChunks();
   // Planned, as the JSON export, for one row more than `limit`: the rows after it are then left unread.
   const slices = await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1);
-  return jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order, req.limit === null), { last: null, more: false }, { lines: true });
+  return jsonSlices(ctx, exportUnits(ctx, slices, req.order), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), { last: null, more: false }, { lines: true });
 }
 
 /**
@@ -122,8 +122,9 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   }
   const columns = eventCsvColumns(keys);
   await ctx.flushPersons();
-  if (!ctx.runner.writesFiles) return withHeader(columns, csvRowSlices(ctx, scope, req.order, slices, req.limit, columns));
-  return csvSlices(ctx, scope, req.order, slices, req.limit, columns);
+  const units = exportUnits(ctx, slices, req.order);
+  if (!ctx.runner.writesFiles) return withHeader(columns, csvRowSlices(ctx, scope, req.order, units, req.limit, columns));
+  return csvSlices(ctx, scope, req.order, units, req.limit, columns);
 }
 
 /**
@@ -139,7 +140,7 @@ async function eventJsonChunks(ctx: ExportContext, req: ListRequest, url: URL): 
   const scope = base && (await startingPoint(ctx, req, base));
   const slices = scope ? await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1) : [];
   const page: StreamedPage = { last: null, more: false };
-  const results = scope ? jsonSlices(ctx, slices, req.limit, sliceRows(ctx, scope, req.order, req.limit === null), page) : noChunks();
+  const results = scope ? jsonSlices(ctx, exportUnits(ctx, slices, req.order), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), page) : noChunks();
   const back = req.limit ?? req.offset;
   return streamedEnvelope('{"results":[', results, async () => ({
     next: page.more && page.last ? link(url, { cursor: formatCursor(page.last), offset: null, before: frozenBefore(req, url) }) : null,
@@ -171,9 +172,10 @@ const NO_PERSON = encoder.encode(NO_PERSON_FIELDS);
 /**
  * The slices' CSV records, at most `limit` of them. Each slice is capped by what the slices
  * before it wrote, not by the plan's count: rows stored meanwhile make a slice larger than
- * counted, and the export still ends at `limit`.
+ * counted, and the export still ends at `limit`. A slice is taken from `slices` when its write
+ * starts (see `exportUnits`).
  */
-async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Slice[], limit: number | null, columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
+async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Iterator<Slice>, limit: number | null, columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
   const prefix = join(ctx.scratchDir, `events-export-${randomBytes(8).toString('hex')}`);
   const people = new Map<string, Uint8Array>();
@@ -191,10 +193,15 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
   const before = columns.findIndex((c) => c.kind === 'person');
   if (columns.slice(before, before + EVENT_CSV_PERSON_COLUMNS.length).some((c) => c.kind !== 'person')) throw new Error('the person columns of a CSV export must be consecutive');
   const files: string[] = [];
-  const write = async (i: number, cap: number | null): Promise<Written> => {
-    const file = `${prefix}-${i}.csv`;
+  const write = async (slice: Slice, cap: number | null): Promise<Written> => {
+    const file = `${prefix}-${files.length}.csv`;
     files.push(file); // removed at the end whatever happens
-    return { file, ...(await writeCsvSlice(ctx, scope, order, slices[i] as Slice, columns, cap, file)) };
+    return { file, ...(await writeCsvSlice(ctx, scope, order, slice, columns, cap, file)) };
+  };
+  const next = (cap: number | null): Promise<Written> | null => {
+    if (cap !== null && cap <= 0) return null;
+    const slice = slices.next();
+    return slice.done ? null : write(slice.value, cap);
   };
   let written = 0;
   const left = () => (limit === null ? null : limit - written);
@@ -202,13 +209,12 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
   // ahead was faster alone with sorted slices, but two sorts at once raise the memory; with
   // unsorted slices it was slower. See bench/NOTES.md.) Slice k+1 starts once slice k is
   // written, so its cap is known.
-  let pending: Promise<Written> | null = write(0, left());
+  let pending: Promise<Written> | null = next(left());
   try {
-    for (let i = 0; pending; i++) {
+    while (pending) {
       const done: Written = await pending;
       written += done.rows;
-      const cap = left();
-      pending = i + 1 < slices.length && (cap === null || cap > 0) ? write(i + 1, cap) : null;
+      pending = next(left());
       pending?.catch(() => undefined);
       yield* sliceBytes(done, (chunk) => spliceCsvRecords(chunk, before, personFields));
       await rm(done.file, { force: true });
