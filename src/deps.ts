@@ -29,8 +29,8 @@ export interface Deps {
   captureBodies?: { bytes: number; waitMs: number };
   /**
    * Whether the process's memory is tight now (the memory guard found it past `tightFor` its
-   * DuckDB cap lately, src/memory-guard.ts): an export then sorts the slices it reads next one
-   * planned slice at a time (export-plan.ts `exportUnits`). Absent: never.
+   * DuckDB cap lately, src/memory-guard.ts): an export then cuts a large slice it is about to
+   * read into smaller ones (export-plan.ts `exportUnits`). Absent: never.
    */
   memoryTight?: () => boolean;
   /** Decodes and parses large capture bodies in worker threads (`src/workers/`); absent: the main thread does. */

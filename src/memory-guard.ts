@@ -31,7 +31,7 @@ export interface MemoryGuardOptions {
  * the trigger nothing changes; above it, collections come at most once per `minGarbageBytes` the
  * main thread gains, so memory past the trigger that is DuckDB's or live is not collected at
  * every look. Its looks also tell whether memory is tight for a large sort (`tight`: past
- * `tightBytes` lately), which exports ask as they read each slice.
+ * `tightBytes` lately), which exports ask before they read each large slice.
  */
 export class MemoryGuard {
   /** The lowest `jsBytes` seen since the last collection this guard started, or right after it. */

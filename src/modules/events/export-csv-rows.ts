@@ -72,7 +72,7 @@ export function eventCsvRecord(row: Row, columns: readonly EventCsvColumn[], per
  * than counted (stored since) still ends the export at `limit`.
  */
 export async function* csvRowSlices(
-  ctx: ExportContext, scope: Scope, order: Order, slices: Iterable<Slice>, limit: number | null, columns: readonly EventCsvColumn[],
+  ctx: ExportContext, scope: Scope, order: Order, slices: AsyncIterable<Slice>, limit: number | null, columns: readonly EventCsvColumn[],
 ): AsyncGenerator<Uint8Array> {
   const people = new Map<string, string>();
   const personFields = (distinctId: string): string => {
@@ -86,7 +86,7 @@ export async function* csvRowSlices(
     return fields;
   };
   let sent = 0;
-  for (const slice of slices) {
+  for await (const slice of slices) {
     if (limit !== null && sent >= limit) return;
     const cap = slice.limit === null || limit === null ? null : limit - sent;
     for await (const rows of await streamSliceRows(ctx, scope, order, slice, cap, { scan: false })) {

@@ -53,7 +53,7 @@ export interface JsonSliceOptions {
  */
 export async function* jsonSlices(
   ctx: Pick<ListContext, 'personOf'>,
-  slices: Iterable<Slice>,
+  slices: Iterable<Slice> | AsyncIterable<Slice>,
   max: number | null,
   readSlice: (slice: Slice, cap: number | null) => Promise<AsyncIterable<Row[]>>,
   page: StreamedPage,
@@ -64,7 +64,7 @@ export async function* jsonSlices(
   const personJson = boundedMemo(memoChars, (distinctId) => JSON.stringify(ctx.personOf(distinctId) satisfies PersonObject | null));
   const elementsJson = boundedMemo(memoChars, (chain) => JSON.stringify(parseElementsChain(chain)));
   let sent = 0;
-  for (const slice of slices) {
+  for await (const slice of slices) {
     const wanted = max === null ? null : max + 1 - sent;
     const cap = slice.limit === null ? null : wanted;
     for await (const rows of await readSlice(slice, cap)) {

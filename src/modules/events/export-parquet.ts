@@ -52,7 +52,8 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
   const base = await listScope(ctx, req);
   const scope = base && req.limit !== 0 ? await startingPoint(ctx, req, base) : null;
   // Every part decided now (`exportUnits`): the file is written whole before the response starts.
-  const slices = scope ? [...exportUnits(ctx, await planExport(ctx, req, scope, req.limit), req.order)] : [];
+  const slices: Slice[] = [];
+  if (scope) for await (const slice of exportUnits(ctx, scope, await planExport(ctx, req, scope, req.limit), req.order)) slices.push(slice);
   if (!scope || slices.length === 0) {
     await writeEmptyEventsParquet(ctx, file);
     return;

@@ -14,9 +14,9 @@ import { afterKey, allOf, type Order } from '../../storage/events/read/list-stat
 
 export interface ExportContext extends ListContext {
   logger: Logger;
-  /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS, or FIRST_SLICE_ROWS while memory is tight. */
+  /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS, the first FIRST_SLICE_ROWS. */
   exportSlices?: Deps['exportSlices'];
-  /** Whether the process's memory is tight (see `exportSliceRows`); absent: never. */
+  /** Whether the process's memory is tight (see `exportUnits`); absent: never. */
   memoryTight?: Deps['memoryTight'];
   /** Where an export writes its temporary files (`Storage.exportsDir`). */
   scratchDir: string;
@@ -26,11 +26,10 @@ export interface ExportContext extends ListContext {
 const SLICE_ROWS = 100_000;
 /**
  * The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written.
- * Also the size an export is planned in where this process sorts its slices, and every slice's
- * while the process's memory is tight (`memoryTight`, asked as each slice is about to be read:
- * `exportUnits`): the sort of a full-size slice of ~1.4 KB events held most of DuckDB's 512 MB
- * beside large batches and took the process past 1 GB; slices this size always would cost a
- * large export on fresh data about a fifth of its pace (bench/NOTES.md).
+ * Also every slice's while the process's memory is tight (`memoryTight`, asked as each slice is
+ * about to be read: `exportUnits`): the sort of a full-size slice of ~1.4 KB events held most of
+ * DuckDB's 512 MB beside large batches and took the process past 1 GB; slices this size always
+ * would cost a large export on fresh data about a fifth of its pace (bench/NOTES.md).
  */
 const FIRST_SLICE_ROWS = 25_000;
 /** An export's rows are counted by hour first (see `countBuckets`). */
@@ -122,56 +121,46 @@ export function planSlices(buckets: readonly Bucket[], window: { bottom: number 
   return slices;
 }
 
-/**
- * The slices of an export's rows: up to `limit` of them, from the scope's starting point. Where
- * this process sorts them, planned at the first slice's size; `exportUnits` joins them as they
- * are read.
- */
+/** The slices of an export's rows: up to `limit` of them, from the scope's starting point. */
 export async function planExport(ctx: ExportContext, req: ListRequest, scope: Scope, limit: number | null): Promise<Slice[]> {
   const window = await exportWindow(ctx, { ...req, limit }, scope);
-  const { rows, firstRows, sortsHere } = exportSliceRows(ctx);
-  const planned = sortsHere ? firstRows : rows;
-  return planSlices(await countBuckets(ctx, scope, window, planned), window, req.order, limit, planned, firstRows);
+  const { rows, firstRows } = exportSliceRows(ctx);
+  return planSlices(await countBuckets(ctx, scope, window, rows), window, req.order, limit, rows, firstRows);
 }
 
-type SliceSizing = Pick<ExportContext, 'exportSlices' | 'memoryTight'> & { runner?: Pick<ExportContext['runner'], 'writesFiles'> };
-
-/**
- * Rows a slice aims at, and the first slice's: the context's (tests make them small), else the
- * defaults; `sortsHere` when this process sorts them (a runner that writes files; ClickHouse
- * sorts on its server).
- */
-export function exportSliceRows(ctx: SliceSizing): { rows: number; firstRows: number; sortsHere: boolean } {
+/** Rows a slice aims at, and the first slice's: the context's (tests make them small), else the defaults. */
+export function exportSliceRows(ctx: Pick<ExportContext, 'exportSlices'>): { rows: number; firstRows: number } {
   const rows = ctx.exportSlices?.rows ?? SLICE_ROWS;
-  return { rows, firstRows: ctx.exportSlices?.firstRows ?? Math.min(rows, FIRST_SLICE_ROWS), sortsHere: ctx.runner?.writesFiles ?? true };
+  return { rows, firstRows: ctx.exportSlices?.firstRows ?? Math.min(rows, FIRST_SLICE_ROWS) };
 }
 
 /**
- * The planned slices as they are read, each decided when the reader asks for it: consecutive
- * slices read whole are joined until they hold the first slice's rows, then twice that for the
- * next, up to the full size (`exportSliceRows`), unless memory is tight then and this process
- * sorts them, when each is read alone (a smaller sort). An export planned while memory was
- * plentiful thus sorts small slices once it is tight, and one planned while it was tight sorts
- * large ones again once it is not. A slice a LIMIT cuts, and the rest of the window after it,
- * are never joined.
+ * A slice is cut into slices of the first one's size when it holds more than this many times
+ * that: a slice just over it is not worth a count and a second statement.
  */
-export function* exportUnits(ctx: SliceSizing, slices: readonly Slice[], order: Order): Generator<Slice> {
-  const { rows, firstRows, sortsHere } = exportSliceRows(ctx);
-  for (let i = 0, k = 0; i < slices.length; k++) {
-    const first = slices[i] as Slice;
-    if (first.limit !== null || (sortsHere && ctx.memoryTight?.())) {
-      i++;
-      yield first;
+const CUT_PAST = 1.5;
+
+/**
+ * The planned slices as they are read, each decided when the reader asks for it: where this
+ * process sorts them (a runner that writes files; ClickHouse sorts on its server), a slice of
+ * more than CUT_PAST times the first slice's rows is cut into slices of that size (its rows
+ * counted again, as the plan counts them) if memory is tight then (`memoryTight`), for a smaller
+ * sort. An export planned while memory was plentiful thus sorts small slices once it is tight,
+ * and one that was tight at its start sorts full-size slices again once it is not. A slice a
+ * LIMIT cuts, and the rest of the window after it, are read as planned.
+ */
+export async function* exportUnits(ctx: ExportContext, scope: Scope, slices: readonly Slice[], order: Order): AsyncGenerator<Slice> {
+  const { firstRows } = exportSliceRows(ctx);
+  for (const slice of slices) {
+    if (slice.limit !== null || slice.rows <= CUT_PAST * firstRows || !ctx.runner.writesFiles || !ctx.memoryTight?.()) {
+      yield slice;
       continue;
     }
-    const size = Math.min(rows, firstRows * 2 ** k);
-    let last = first;
-    let held = first.rows;
-    for (i++; i < slices.length && held < size && (slices[i] as Slice).limit === null; i++) {
-      last = slices[i] as Slice;
-      held += last.rows;
-    }
-    yield order === 'DESC' ? { from: last.from, to: first.to, rows: held, limit: null } : { from: first.from, to: last.to, rows: held, limit: null };
+    const window = { bottom: slice.from, top: slice.to };
+    const cut = planSlices(await countBuckets(ctx, scope, window, firstRows), window, order, null, firstRows);
+    // None counted now (erased meanwhile): the slice is read as planned, for rows stored since.
+    if (cut.length === 0) yield slice;
+    else yield* cut;
   }
 }
 

@@ -67,7 +67,7 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   if (!scope) return noChunks();
   // Planned, as the JSON export, for one row more than `limit`: the rows after it are then left unread.
   const slices = await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1);
-  return jsonSlices(ctx, exportUnits(ctx, slices, req.order), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), { last: null, more: false }, { lines: true });
+  return jsonSlices(ctx, exportUnits(ctx, scope, slices, req.order), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), { last: null, more: false }, { lines: true });
 }
 
 /**
@@ -122,7 +122,7 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   }
   const columns = eventCsvColumns(keys);
   await ctx.flushPersons();
-  const units = exportUnits(ctx, slices, req.order);
+  const units = exportUnits(ctx, scope, slices, req.order);
   if (!ctx.runner.writesFiles) return withHeader(columns, csvRowSlices(ctx, scope, req.order, units, req.limit, columns));
   return csvSlices(ctx, scope, req.order, units, req.limit, columns);
 }
@@ -140,7 +140,7 @@ async function eventJsonChunks(ctx: ExportContext, req: ListRequest, url: URL): 
   const scope = base && (await startingPoint(ctx, req, base));
   const slices = scope ? await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1) : [];
   const page: StreamedPage = { last: null, more: false };
-  const results = scope ? jsonSlices(ctx, exportUnits(ctx, slices, req.order), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), page) : noChunks();
+  const results = scope ? jsonSlices(ctx, exportUnits(ctx, scope, slices, req.order), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), page) : noChunks();
   const back = req.limit ?? req.offset;
   return streamedEnvelope('{"results":[', results, async () => ({
     next: page.more && page.last ? link(url, { cursor: formatCursor(page.last), offset: null, before: frozenBefore(req, url) }) : null,
@@ -175,7 +175,7 @@ const NO_PERSON = encoder.encode(NO_PERSON_FIELDS);
  * counted, and the export still ends at `limit`. A slice is taken from `slices` when its write
  * starts (see `exportUnits`).
  */
-async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: Iterator<Slice>, limit: number | null, columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
+async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: AsyncIterator<Slice>, limit: number | null, columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
   const prefix = join(ctx.scratchDir, `events-export-${randomBytes(8).toString('hex')}`);
   const people = new Map<string, Uint8Array>();
@@ -198,9 +198,9 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
     files.push(file); // removed at the end whatever happens
     return { file, ...(await writeCsvSlice(ctx, scope, order, slice, columns, cap, file)) };
   };
-  const next = (cap: number | null): Promise<Written> | null => {
+  const next = async (cap: number | null): Promise<Written | null> => {
     if (cap !== null && cap <= 0) return null;
-    const slice = slices.next();
+    const slice = await slices.next();
     return slice.done ? null : write(slice.value, cap);
   };
   let written = 0;
@@ -209,18 +209,17 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
   // ahead was faster alone with sorted slices, but two sorts at once raise the memory; with
   // unsorted slices it was slower. See bench/NOTES.md.) Slice k+1 starts once slice k is
   // written, so its cap is known.
-  let pending: Promise<Written> | null = next(left());
+  let pending: Promise<Written | null> = next(left());
   try {
-    while (pending) {
-      const done: Written = await pending;
+    for (let done = await pending; done !== null; done = await pending) {
       written += done.rows;
       pending = next(left());
-      pending?.catch(() => undefined);
+      pending.catch(() => undefined);
       yield* sliceBytes(done, (chunk) => spliceCsvRecords(chunk, before, personFields));
       await rm(done.file, { force: true });
     }
   } finally {
-    await pending?.catch(() => undefined);
+    await pending.catch(() => undefined);
     await Promise.all(files.map((f) => rm(f, { force: true })));
   }
 }
