@@ -31,7 +31,8 @@ export interface MemoryGuardOptions {
  * the trigger nothing changes; above it, collections come at most once per `minGarbageBytes` the
  * main thread gains, so memory past the trigger that is DuckDB's or live is not collected at
  * every look. Its looks also tell whether memory is tight for a large sort (`tight`: past
- * `tightBytes` lately), which exports ask before they read each large slice.
+ * `tightBytes` lately), which CSV and JSON exports ask before they read each large slice (a
+ * Parquet export at its start; a ClickHouse store sorts on its own server).
  */
 export class MemoryGuard {
   /** The lowest `jsBytes` seen since the last collection this guard started, or right after it. */

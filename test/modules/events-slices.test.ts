@@ -90,18 +90,22 @@ test('exportSliceRows: 100,000 rows a slice after a first of 25,000, or the cont
 });
 
 describe('an export asks whether memory is tight as it reads its slices', () => {
-  test('a large slice is cut into first-size slices when memory is tight as it is about to be read; the same csv and json either way', async () => {
+  test('a large slice is cut into first-size slices when memory is tight as it is about to be read; the same csv and json either way, in either order', async () => {
     const t = await createTestApp();
     try {
-      // 60 events an hour apart, planned in slices of 5, 10, 20, 20 and 5 rows (first 5, doubling up to 20).
+      // 60 events an hour apart, planned in slices of 5, 10, 20, 20 and 5 rows (first 5, doubling
+      // up to 20) in either order; 55 more of another name, read with no lower bound, newest
+      // first: 5, 10, 20 and 20, the last (the oldest) unbounded below.
       const base = Date.UTC(2026, 0, 1);
-      const batch = Array.from({ length: 60 }, (_, i) => ({ event: 'sliced', distinct_id: `d-${i % 7}`, properties: { i }, timestamp: new Date(base + i * 3_600_000).toISOString() }));
+      const events = (name: string, n: number) =>
+        Array.from({ length: n }, (_, i) => ({ event: name, distinct_id: `d-${i % 7}`, properties: { i }, timestamp: new Date(base + i * 3_600_000 + (name === 'sliced' ? 0 : 1_000)).toISOString() }));
+      const batch = [...events('sliced', 60), ...events('unbounded', 55)];
       expect((await t.json('POST', '/batch/', { body: { api_key: t.account.project.apiToken, batch }, key: null })).status).toBe(200);
       await t.deps.storage.events.flush();
       const store = t.deps.storage.events;
       const original = store.streamQuery.bind(store);
       /** `tight` is asked with the number of slice statements run so far. */
-      const exported = async (format: 'csv' | 'json', tight: (statements: number) => boolean) => {
+      const exported = async (format: 'csv' | 'json', query: string, tight: (statements: number) => boolean) => {
         let asked = 0;
         let statements = 0;
         store.streamQuery = (sql, params, options) => {
@@ -111,27 +115,35 @@ describe('an export asks whether memory is tight as it reads its slices', () => 
         try {
           const app = createApp({ ...t.deps, exportSlices: { rows: 20, firstRows: 5 }, memoryTight: () => (asked++, tight(statements)) });
           const response = await app.handle(
-            new Request(`${BASE}/api/projects/${t.account.project.id}/events/?event=sliced&format=${format}&after=2025-12-31T00:00:00Z`, { headers: { authorization: `Bearer ${t.account.personalApiKey.value}` } }),
+            new Request(`${BASE}/api/projects/${t.account.project.id}/events/?format=${format}&${query}`, { headers: { authorization: `Bearer ${t.account.personalApiKey.value}` } }),
           );
           return { status: response.status, text: await response.text(), asked, statements };
         } finally {
           store.streamQuery = original;
         }
       };
-      for (const format of ['csv', 'json'] as const) {
-        const loose = await exported(format, () => false);
-        const tight = await exported(format, () => true);
-        // Plentiful while the first two slices are read, tight from the third on: an export planned
-        // before memory was tight (asked for each slice only as it is about to be read).
-        const tightening = await exported(format, (statements) => statements >= 2);
-        // Asked for the slices of more than 1.5 times the first's rows (10, 20, 20). Loose: the 5
-        // planned slices; tight: 5, 5 + 5, 4 x 5, 4 x 5, 5; tightening: 5, 10, 4 x 5, 4 x 5, 5.
-        expect([loose, tight, tightening].map((e) => [e.status, e.statements, e.asked])).toEqual([[200, 5, 3], [200, 12, 3], [200, 11, 3]]);
-        expect(tight.text).toBe(loose.text);
-        expect(tightening.text).toBe(loose.text);
+      const cases = [
+        // Asked for the slices of more than 1.5 times the first's rows (10, 20, 20). Plentiful: the
+        // planned slices; tight: 5, 5 + 5, 4 x 5, 4 x 5, 5; turning tight after the second slice
+        // is read (an export planned before memory was tight): 5, 10, 4 x 5, 4 x 5, 5.
+        { query: 'event=sliced&after=2025-12-31T00:00:00Z', rows: 60, statements: [5, 12, 11], asked: 3 },
+        { query: `event=sliced&after=2025-12-31T00:00:00Z&orderBy=${encodeURIComponent('["timestamp"]')}`, rows: 60, statements: [5, 12, 11], asked: 3 },
+        { query: 'event=unbounded', rows: 55, statements: [4, 11, 10], asked: 3 },
+      ];
+      for (const c of cases) {
+        for (const format of ['csv', 'json'] as const) {
+          const loose = await exported(format, c.query, () => false);
+          const tight = await exported(format, c.query, () => true);
+          const tightening = await exported(format, c.query, (statements) => statements >= 2);
+          expect({ query: c.query, format, runs: [loose, tight, tightening].map((e) => [e.status, e.statements, e.asked]) }).toEqual({
+            query: c.query, format, runs: c.statements.map((n) => [200, n, c.asked]),
+          });
+          expect(tight.text).toBe(loose.text);
+          expect(tightening.text).toBe(loose.text);
+        }
+        const [, ...records] = (await exported('csv', c.query, () => false)).text.trim().split('\r\n');
+        expect(records).toHaveLength(c.rows);
       }
-      const [, ...records] = (await exported('csv', () => false)).text.trim().split('\r\n');
-      expect(records).toHaveLength(60);
     } finally {
       await t.close();
     }

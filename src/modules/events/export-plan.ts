@@ -26,10 +26,11 @@ export interface ExportContext extends ListContext {
 const SLICE_ROWS = 100_000;
 /**
  * The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written.
- * Also every slice's while the process's memory is tight (`memoryTight`, asked as each slice is
- * about to be read: `exportUnits`): the sort of a full-size slice of ~1.4 KB events held most of
- * DuckDB's 512 MB beside large batches and took the process past 1 GB; slices this size always
- * would cost a large export on fresh data about a fifth of its pace (bench/NOTES.md).
+ * Also the size a larger slice is cut to while the process's memory is tight (`memoryTight`,
+ * asked as the slice is about to be read: `exportUnits`): the sort of a full-size slice of
+ * ~1.4 KB events held most of DuckDB's 512 MB beside large batches and took the process past
+ * 1 GB; slices this size always would cost a large export on fresh data about a fifth of its
+ * pace (bench/NOTES.md).
  */
 const FIRST_SLICE_ROWS = 25_000;
 /** An export's rows are counted by hour first (see `countBuckets`). */

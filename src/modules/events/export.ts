@@ -26,7 +26,8 @@ const encoder = new TextEncoder();
  * next, previous}`) around the streamed results; CSV is the results alone, as PostHog's CSV
  * renderer writes them. Everything that can fail the request (parsing, compiling, planning, the
  * CSV header's key pass) runs before the response starts, so it still gets a proper error
- * status; after that the body is pulled by the client (backpressure) one slice at a time.
+ * status; after that the body is pulled by the client (backpressure) one slice at a time (a
+ * slice cut while memory is tight is counted then: a failure there cuts the body short).
  */
 export async function exportEvents(ctx: ExportContext, req: ListRequest, format: ExportFormat, requestUrl: string): Promise<Response> {
   const url = new URL(requestUrl);
