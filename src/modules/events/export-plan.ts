@@ -1,6 +1,6 @@
 import type { Logger } from '../../logger';
 import type { Deps } from '../../deps';
-import { countByBucket, newestFilesFloor } from '../../storage/events/read/export-reads';
+import { countByBucket, newestFilesFloor, orderedScan } from '../../storage/events/read/export-reads';
 import { findKeys, listWindow, type ListContext, type Scope } from './list';
 import type { ListRequest } from './params';
 import { afterKey, allOf, type Order } from '../../storage/events/read/list-statements';
@@ -145,15 +145,18 @@ const CUT_PAST = 1.5;
  * The planned slices as they are read, each decided when the reader asks for it: where this
  * process sorts them (a runner that writes files; ClickHouse sorts on its server), a slice of
  * more than CUT_PAST times the first slice's rows is cut into slices of that size (its rows
- * counted again, as the plan counts them) if memory is tight then (`memoryTight`), for a smaller
- * sort. An export planned while memory was plentiful thus sorts small slices once it is tight,
- * and one that was tight at its start sorts full-size slices again once it is not. A slice a
- * LIMIT cuts, and the rest of the window after it, are read as planned.
+ * counted again, as the plan counts them) if memory is tight then (`memoryTight`) and the reader
+ * would sort it (`sorts`: not one it reads from an ordered scan, which sorts nothing), for a
+ * smaller sort. An export planned while memory was plentiful thus sorts small slices once it is
+ * tight, and one that was tight at its start sorts full-size slices again once it is not. A
+ * slice a LIMIT cuts, and the rest of the window after it, are read as planned.
  */
-export async function* exportUnits(ctx: ExportContext, scope: Scope, slices: readonly Slice[], order: Order): AsyncGenerator<Slice> {
+export async function* exportUnits(
+  ctx: ExportContext, scope: Scope, slices: readonly Slice[], order: Order, sorts: (slice: Slice) => Promise<boolean> = async () => true,
+): AsyncGenerator<Slice> {
   const { firstRows } = exportSliceRows(ctx);
   for (const slice of slices) {
-    if (slice.limit !== null || slice.rows <= CUT_PAST * firstRows || !ctx.runner.writesFiles || !ctx.memoryTight?.()) {
+    if (slice.limit !== null || slice.rows <= CUT_PAST * firstRows || !ctx.runner.writesFiles || !ctx.memoryTight?.() || !(await sorts(slice))) {
       yield slice;
       continue;
     }
@@ -164,6 +167,10 @@ export async function* exportUnits(ctx: ExportContext, scope: Scope, slices: rea
     else yield* cut;
   }
 }
+
+/** For `exportUnits`: whether a reader that takes a slice's ordered scan where storage has one would sort it. */
+export const sortsUnlessScanned = (ctx: ExportContext, scope: Scope, order: Order) => async (slice: Slice): Promise<boolean> =>
+  (await orderedScan(ctx, scope, order, slice)) === null;
 
 /**
  * The export's rows counted by hour, and every run of hours holding more than `target` rows
