@@ -30,7 +30,7 @@ export interface Deps {
   /**
    * Whether the process's memory is tight now (the memory guard found it past `tightFor` its
    * DuckDB cap lately, src/memory-guard.ts): an export then cuts a large slice it is about to
-   * read into smaller ones (export-plan.ts `exportUnits`). Absent: never.
+   * read into smaller ones (export-plan.ts `slicesAsRead`). Absent: never.
    */
   memoryTight?: () => boolean;
   /** Decodes and parses large capture bodies in worker threads (`src/workers/`); absent: the main thread does. */

@@ -8,7 +8,7 @@ import {
 } from '../../storage/events/read/export-reads';
 import { readKeyAt } from '../../storage/events/read/list-reads';
 import { afterKey, allOf, upToKey, type Order } from '../../storage/events/read/list-statements';
-import { exportUnits, FILE_CHUNK, isSpare, planExport, sortsUnlessScanned, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { slicesAsRead, FILE_CHUNK, isSpare, planExport, sortsUnlessScanned, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { listScope, selectFragment, selectOrder, type Scope } from './list';
 import type { ListRequest } from './params';
 
@@ -51,9 +51,9 @@ async function writeSelectParquet(ctx: ExportContext, req: ListRequest, file: st
 async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: string): Promise<void> {
   const base = await listScope(ctx, req);
   const scope = base && req.limit !== 0 ? await startingPoint(ctx, req, base) : null;
-  // Every part decided now (`exportUnits`): the file is written whole before the response starts.
+  // Every part decided now (`slicesAsRead`): the file is written whole before the response starts.
   const slices: Slice[] = [];
-  if (scope) for await (const slice of exportUnits(ctx, scope, await planExport(ctx, req, scope, req.limit), req.order, sortsUnlessScanned(ctx, scope, req.order))) slices.push(slice);
+  if (scope) for await (const slice of slicesAsRead(ctx, scope, await planExport(ctx, req, scope, req.limit), req.order, sortsUnlessScanned(ctx, scope, req.order))) slices.push(slice);
   if (!scope || slices.length === 0) {
     await writeEmptyEventsParquet(ctx, file);
     return;

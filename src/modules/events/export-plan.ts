@@ -16,7 +16,7 @@ export interface ExportContext extends ListContext {
   logger: Logger;
   /** Rows a slice aims at (see `exportSliceRows`); absent: SLICE_ROWS, the first FIRST_SLICE_ROWS. */
   exportSlices?: Deps['exportSlices'];
-  /** Whether the process's memory is tight (see `exportUnits`); absent: never. */
+  /** Whether the process's memory is tight (see `slicesAsRead`); absent: never. */
   memoryTight?: Deps['memoryTight'];
   /** Where an export writes its temporary files (`Storage.exportsDir`). */
   scratchDir: string;
@@ -27,7 +27,7 @@ const SLICE_ROWS = 100_000;
 /**
  * The first slice's rows (then doubling up to SLICE_ROWS): the body starts once it is written.
  * Also the size a larger slice is cut to while the process's memory is tight (`memoryTight`,
- * asked as the slice is about to be read: `exportUnits`): the sort of a full-size slice of
+ * asked as the slice is about to be read: `slicesAsRead`): the sort of a full-size slice of
  * ~1.4 KB events held most of DuckDB's 512 MB beside large batches and took the process past
  * 1 GB; slices this size always would cost a large export on fresh data about a fifth of its
  * pace (bench/NOTES.md).
@@ -151,7 +151,7 @@ const CUT_PAST = 1.5;
  * tight, and one that was tight at its start sorts full-size slices again once it is not. A
  * slice a LIMIT cuts, and the rest of the window after it, are read as planned.
  */
-export async function* exportUnits(
+export async function* slicesAsRead(
   ctx: ExportContext, scope: Scope, slices: readonly Slice[], order: Order, sorts: (slice: Slice) => Promise<boolean> = async () => true,
 ): AsyncGenerator<Slice> {
   const { firstRows } = exportSliceRows(ctx);
@@ -168,7 +168,7 @@ export async function* exportUnits(
   }
 }
 
-/** For `exportUnits`: whether a reader that takes a slice's ordered scan where storage has one would sort it. */
+/** For `slicesAsRead`: whether a reader that takes a slice's ordered scan where storage has one would sort it. */
 export const sortsUnlessScanned = (ctx: ExportContext, scope: Scope, order: Order) => async (slice: Slice): Promise<boolean> =>
   (await orderedScan(ctx, scope, order, slice)) === null;
 

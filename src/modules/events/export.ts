@@ -11,7 +11,7 @@ import { slicesPropertyKeys, streamSliceRows, windowPropertyKeys, writeCsvSlice 
 import { streamSelectRows } from '../../storage/events/read/list-reads';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { exportUnits, FILE_CHUNK, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sortsUnlessScanned, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { slicesAsRead, FILE_CHUNK, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sortsUnlessScanned, startingPoint, type ExportContext, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import type { Order } from '../../storage/events/read/list-statements';
@@ -68,7 +68,7 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   if (!scope) return noChunks();
   // Planned, as the JSON export, for one row more than `limit`: the rows after it are then left unread.
   const slices = await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1);
-  return jsonSlices(ctx, exportUnits(ctx, scope, slices, req.order, jsonSorts(ctx, scope, req)), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), { last: null, more: false }, { lines: true });
+  return jsonSlices(ctx, slicesAsRead(ctx, scope, slices, req.order, jsonSorts(ctx, scope, req)), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), { last: null, more: false }, { lines: true });
 }
 
 /**
@@ -80,7 +80,7 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
  */
 const sliceRows = (ctx: ExportContext, scope: Scope, order: Order, scan: boolean) => (slice: Slice, cap: number | null) => streamSliceRows(ctx, scope, order, slice, cap, { scan });
 
-/** Whether the JSON exports sort a slice (for `exportUnits`): all of them under a `limit`, as `sliceRows` reads them. */
+/** Whether the JSON exports sort a slice (for `slicesAsRead`): all of them under a `limit`, as `sliceRows` reads them. */
 const jsonSorts = (ctx: ExportContext, scope: Scope, req: ListRequest) => (req.limit === null ? sortsUnlessScanned(ctx, scope, req.order) : undefined);
 
 function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableStream<Uint8Array> {
@@ -126,7 +126,7 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   }
   const columns = eventCsvColumns(keys);
   await ctx.flushPersons();
-  const units = exportUnits(ctx, scope, slices, req.order, sortsUnlessScanned(ctx, scope, req.order));
+  const units = slicesAsRead(ctx, scope, slices, req.order, sortsUnlessScanned(ctx, scope, req.order));
   if (!ctx.runner.writesFiles) return withHeader(columns, csvRowSlices(ctx, scope, req.order, units, req.limit, columns));
   return csvSlices(ctx, scope, req.order, units, req.limit, columns);
 }
@@ -144,7 +144,7 @@ async function eventJsonChunks(ctx: ExportContext, req: ListRequest, url: URL): 
   const scope = base && (await startingPoint(ctx, req, base));
   const slices = scope ? await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1) : [];
   const page: StreamedPage = { last: null, more: false };
-  const results = scope ? jsonSlices(ctx, exportUnits(ctx, scope, slices, req.order, jsonSorts(ctx, scope, req)), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), page) : noChunks();
+  const results = scope ? jsonSlices(ctx, slicesAsRead(ctx, scope, slices, req.order, jsonSorts(ctx, scope, req)), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), page) : noChunks();
   const back = req.limit ?? req.offset;
   return streamedEnvelope('{"results":[', results, async () => ({
     next: page.more && page.last ? link(url, { cursor: formatCursor(page.last), offset: null, before: frozenBefore(req, url) }) : null,
@@ -177,7 +177,7 @@ const NO_PERSON = encoder.encode(NO_PERSON_FIELDS);
  * The slices' CSV records, at most `limit` of them. Each slice is capped by what the slices
  * before it wrote, not by the plan's count: rows stored meanwhile make a slice larger than
  * counted, and the export still ends at `limit`. A slice is taken from `slices` when its write
- * starts (see `exportUnits`).
+ * starts (see `slicesAsRead`).
  */
 async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: AsyncIterator<Slice>, limit: number | null, columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
