@@ -8,7 +8,7 @@ import {
 } from '../../storage/events/read/export-reads';
 import { readKeyAt } from '../../storage/events/read/list-reads';
 import { afterKey, allOf, upToKey, type Order } from '../../storage/events/read/list-statements';
-import { slicesAsRead, FILE_CHUNK, isSpare, planExport, sortsUnlessScanned, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { FILE_CHUNK, isSpare, planExport, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
 import { listScope, selectFragment, selectOrder, type Scope } from './list';
 import type { ListRequest } from './params';
 
@@ -52,13 +52,14 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
   const base = await listScope(ctx, req);
   const scope = base && req.limit !== 0 ? await startingPoint(ctx, req, base) : null;
   // Every part decided now (`slicesAsRead`): the file is written whole before the response starts.
+  const scans = scope ? sliceScans(ctx, scope, req.order) : null;
   const slices: Slice[] = [];
-  if (scope) for await (const slice of slicesAsRead(ctx, scope, await planExport(ctx, req, scope, req.limit), req.order, sortsUnlessScanned(ctx, scope, req.order))) slices.push(slice);
-  if (!scope || slices.length === 0) {
+  if (scope && scans) for await (const slice of slicesAsRead(ctx, scope, await planExport(ctx, req, scope, req.limit), req.order, scans)) slices.push(slice);
+  if (!scope || !scans || slices.length === 0) {
     await writeEmptyEventsParquet(ctx, file);
     return;
   }
-  const parts = await parquetParts(ctx, scope, req.order, await cutByKey(ctx, scope, req.order, slices));
+  const parts = await parquetParts(ctx, scope, req.order, await cutByKey(ctx, scope, req.order, slices), scans);
   await writeParts(ctx, scope, req.order, parts, req.limit, file);
 }
 
@@ -122,7 +123,7 @@ async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: 
 }
 
 /** The slices as parts: consecutive slices that scan time-ordered rows joined into one (see storage's `orderedScan`). */
-async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slices: readonly KeyedSlice[]): Promise<ParquetPart[]> {
+async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slices: readonly KeyedSlice[], scans: SliceScans): Promise<ParquetPart[]> {
   const parts: ParquetPart[] = [];
   for (const { slice, where } of slices) {
     const last = parts[parts.length - 1];
@@ -136,7 +137,8 @@ async function parquetParts(ctx: ExportContext, scope: Scope, order: Order, slic
         continue;
       }
     }
-    parts.push({ slice, where, scan: await orderedScan(ctx, scope, order, slice, where) });
+    // A slice read under the export's own conditions: its scan as `slicesAsRead` may have asked for it.
+    parts.push({ slice, where, scan: await (where === scope.where ? scans(slice) : orderedScan(ctx, scope, order, slice, where)) });
   }
   return parts;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '../../logger';
 import type { Deps } from '../../deps';
-import { countByBucket, newestFilesFloor, orderedScan } from '../../storage/events/read/export-reads';
+import { countByBucket, newestFilesFloor, orderedScan, type OrderedScan } from '../../storage/events/read/export-reads';
 import { findKeys, listWindow, type ListContext, type Scope } from './list';
 import type { ListRequest } from './params';
 import { afterKey, allOf, type Order } from '../../storage/events/read/list-statements';
@@ -146,15 +146,16 @@ const CUT_PAST = 1.5;
  * process sorts them (a runner that writes files; ClickHouse sorts on its server), a slice of
  * more than CUT_PAST times the first slice's rows is cut into slices of that size (its rows
  * counted again, as the plan counts them) if memory is tight then (`memoryTight`) and the reader
- * would sort it (`sorts`: not one it reads from an ordered scan, which sorts nothing), for a
- * smaller sort. An export planned while memory was plentiful thus sorts small slices once it is
+ * would sort it (not one it reads from an ordered scan, `scanOf`, which sorts nothing; without
+ * `scanOf` it sorts them all), for a smaller sort. An export planned while memory was plentiful thus sorts small slices once it is
  * tight, and one that was tight at its start sorts full-size slices again once it is not. A
  * slice a LIMIT cuts, and the rest of the window after it, are read as planned.
  */
 export async function* slicesAsRead(
-  ctx: ExportContext, scope: Scope, slices: readonly Slice[], order: Order, sorts: (slice: Slice) => Promise<boolean> = async () => true,
+  ctx: ExportContext, scope: Scope, slices: readonly Slice[], order: Order, scanOf?: SliceScans,
 ): AsyncGenerator<Slice> {
   const { firstRows } = exportSliceRows(ctx);
+  const sorts = async (slice: Slice) => !scanOf || (await scanOf(slice)) === null;
   for (const slice of slices) {
     if (slice.limit !== null || slice.rows <= CUT_PAST * firstRows || !ctx.runner.writesFiles || !ctx.memoryTight?.() || !(await sorts(slice))) {
       yield slice;
@@ -168,9 +169,22 @@ export async function* slicesAsRead(
   }
 }
 
-/** For `slicesAsRead`: whether a reader that takes a slice's ordered scan where storage has one would sort it. */
-export const sortsUnlessScanned = (ctx: ExportContext, scope: Scope, order: Order) => async (slice: Slice): Promise<boolean> =>
-  (await orderedScan(ctx, scope, order, slice)) === null;
+/** A slice's ordered scan (storage's `orderedScan`), asked of storage once an export (`sliceScans`). */
+export type SliceScans = (slice: Slice) => Promise<OrderedScan | null>;
+
+/**
+ * The export's slices' ordered scans, each asked of storage once: `slicesAsRead` asks whether a
+ * large slice would be sorted before it cuts it while memory is tight, and the reader then reads
+ * the slice from the same answer instead of asking again (a `newestFirst` and an `EXPLAIN`).
+ */
+export function sliceScans(ctx: ExportContext, scope: Scope, order: Order): SliceScans {
+  const asked = new WeakMap<Slice, Promise<OrderedScan | null>>();
+  return (slice) => {
+    let scan = asked.get(slice);
+    if (!scan) asked.set(slice, (scan = orderedScan(ctx, scope, order, slice)));
+    return scan;
+  };
+}
 
 /**
  * The export's rows counted by hour, and every run of hours holding more than `target` rows

@@ -11,7 +11,7 @@ import { slicesPropertyKeys, streamSliceRows, windowPropertyKeys, writeCsvSlice 
 import { streamSelectRows } from '../../storage/events/read/list-reads';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { slicesAsRead, FILE_CHUNK, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sortsUnlessScanned, startingPoint, type ExportContext, type Slice } from './export-plan';
+import { FILE_CHUNK, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import type { Order } from '../../storage/events/read/list-statements';
@@ -68,7 +68,8 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
   if (!scope) return noChunks();
   // Planned, as the JSON export, for one row more than `limit`: the rows after it are then left unread.
   const slices = await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1);
-  return jsonSlices(ctx, slicesAsRead(ctx, scope, slices, req.order, jsonSorts(ctx, scope, req)), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), { last: null, more: false }, { lines: true });
+  const scans = jsonScans(ctx, scope, req);
+  return jsonSlices(ctx, slicesAsRead(ctx, scope, slices, req.order, scans), req.limit, sliceRows(ctx, scope, req.order, scans), { last: null, more: false }, { lines: true });
 }
 
 /**
@@ -78,10 +79,11 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
  * row's time and uuid) reads its slices sorted, or the next page would give again the rows of
  * that time left after it; NDJSON gives the same rows in the same order.
  */
-const sliceRows = (ctx: ExportContext, scope: Scope, order: Order, scan: boolean) => (slice: Slice, cap: number | null) => streamSliceRows(ctx, scope, order, slice, cap, { scan });
+const sliceRows = (ctx: ExportContext, scope: Scope, order: Order, scans: SliceScans | undefined) => (slice: Slice, cap: number | null) =>
+  streamSliceRows(ctx, scope, order, slice, cap, { scan: scans && cap === null ? scans(slice) : false });
 
-/** Whether the JSON exports sort a slice (for `slicesAsRead`): all of them under a `limit`, as `sliceRows` reads them. */
-const jsonSorts = (ctx: ExportContext, scope: Scope, req: ListRequest) => (req.limit === null ? sortsUnlessScanned(ctx, scope, req.order) : undefined);
+/** The JSON exports' slices' ordered scans: none under a `limit` (see `sliceRows`), where every slice is sorted. */
+const jsonScans = (ctx: ExportContext, scope: Scope, req: ListRequest): SliceScans | undefined => (req.limit === null ? sliceScans(ctx, scope, req.order) : undefined);
 
 function toStream(chunks: AsyncGenerator<Uint8Array>, logger: Logger): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>(
@@ -126,9 +128,9 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   }
   const columns = eventCsvColumns(keys);
   await ctx.flushPersons();
-  const units = slicesAsRead(ctx, scope, slices, req.order, sortsUnlessScanned(ctx, scope, req.order));
-  if (!ctx.runner.writesFiles) return withHeader(columns, csvRowSlices(ctx, scope, req.order, units, req.limit, columns));
-  return csvSlices(ctx, scope, req.order, units, req.limit, columns);
+  if (!ctx.runner.writesFiles) return withHeader(columns, csvRowSlices(ctx, scope, req.order, slicesAsRead(ctx, scope, slices, req.order), req.limit, columns));
+  const scans = sliceScans(ctx, scope, req.order);
+  return csvSlices(ctx, scope, req.order, slicesAsRead(ctx, scope, slices, req.order, scans), scans, req.limit, columns);
 }
 
 /**
@@ -144,7 +146,8 @@ async function eventJsonChunks(ctx: ExportContext, req: ListRequest, url: URL): 
   const scope = base && (await startingPoint(ctx, req, base));
   const slices = scope ? await planExport(ctx, req, scope, req.limit === null ? null : req.limit + 1) : [];
   const page: StreamedPage = { last: null, more: false };
-  const results = scope ? jsonSlices(ctx, slicesAsRead(ctx, scope, slices, req.order, jsonSorts(ctx, scope, req)), req.limit, sliceRows(ctx, scope, req.order, req.limit === null), page) : noChunks();
+  const scans = scope ? jsonScans(ctx, scope, req) : undefined;
+  const results = scope ? jsonSlices(ctx, slicesAsRead(ctx, scope, slices, req.order, scans), req.limit, sliceRows(ctx, scope, req.order, scans), page) : noChunks();
   const back = req.limit ?? req.offset;
   return streamedEnvelope('{"results":[', results, async () => ({
     next: page.more && page.last ? link(url, { cursor: formatCursor(page.last), offset: null, before: frozenBefore(req, url) }) : null,
@@ -179,7 +182,9 @@ const NO_PERSON = encoder.encode(NO_PERSON_FIELDS);
  * counted, and the export still ends at `limit`. A slice is taken from `slices` when its write
  * starts (see `slicesAsRead`).
  */
-async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices: AsyncIterator<Slice>, limit: number | null, columns: readonly EventCsvColumn[]): AsyncGenerator<Uint8Array> {
+async function* csvSlices(
+  ctx: ExportContext, scope: Scope, order: Order, slices: AsyncIterator<Slice>, scans: SliceScans, limit: number | null, columns: readonly EventCsvColumn[],
+): AsyncGenerator<Uint8Array> {
   yield encoder.encode(csvRecord(columns.map((c) => c.name)));
   const prefix = join(ctx.scratchDir, `events-export-${randomBytes(8).toString('hex')}`);
   const people = new Map<string, Uint8Array>();
@@ -200,7 +205,7 @@ async function* csvSlices(ctx: ExportContext, scope: Scope, order: Order, slices
   const write = async (slice: Slice, cap: number | null): Promise<Written> => {
     const file = `${prefix}-${files.length}.csv`;
     files.push(file); // removed at the end whatever happens
-    return { file, ...(await writeCsvSlice(ctx, scope, order, slice, columns, cap, file)) };
+    return { file, ...(await writeCsvSlice(ctx, scope, order, slice, columns, cap, file, slice.limit === null ? scans(slice) : undefined)) };
   };
   const next = async (cap: number | null): Promise<Written | null> => {
     if (cap !== null && cap <= 0) return null;

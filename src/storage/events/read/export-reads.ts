@@ -100,12 +100,13 @@ const ORDER_KEEPING_OPERATORS = new Set(['READ_PARQUET', 'TABLE_SCAN', 'SEQ_SCAN
 
 /**
  * A slice's event rows in list order, at most `cap` (null: all). With `scan` allowed and no cap,
- * from an ordered scan where storage has one (no sort).
+ * from an ordered scan where storage has one (no sort): `scan` is the slice's `orderedScan`, when
+ * the caller asked for it already.
  */
 export async function streamSliceRows(
-  ctx: ReadContext, scope: ReadScope, order: Order, slice: ExportSlice, cap: number | null, options: { scan: boolean },
+  ctx: ReadContext, scope: ReadScope, order: Order, slice: ExportSlice, cap: number | null, options: { scan: boolean | Promise<OrderedScan | null> },
 ): Promise<AsyncIterableIterator<Row[]>> {
-  const scan = options.scan && cap === null ? await orderedScan(ctx, scope, order, slice) : null;
+  const scan = options.scan === false || cap !== null ? null : await (options.scan === true ? orderedScan(ctx, scope, order, slice) : options.scan);
   const statement = scan
     ? sliceScanRowsStatement(relationOf(scan), ctx.teamId, scope.where)
     : sliceRowsStatement(await scopeFrom(ctx, scope, slice), ctx.teamId, scope.where, order, cap, ctx.runner);
@@ -125,13 +126,15 @@ const copy = async (ctx: ReadContext, statement: SqlFragment): Promise<number> =
  * One slice of a CSV export written by the engine's CSV writer to `file`, at most `cap` rows:
  * `spliced` when it was read from an ordered scan, without the person columns (the caller
  * splices them into each record). A slice holding more rows than `cap` (stored since it was
- * counted) is written again, sorted and cut.
+ * counted) is written again, sorted and cut. `ordered` is the slice's `orderedScan`, when the
+ * caller asked for it already.
  */
 export async function writeCsvSlice(
   ctx: ReadContext, scope: ReadScope, order: Order, slice: ExportSlice, columns: readonly EventCsvColumn[], cap: number | null, file: string,
+  ordered?: Promise<OrderedScan | null>,
 ): Promise<{ rows: number; spliced: boolean }> {
   if (slice.limit === null) {
-    const scan = await orderedScan(ctx, scope, order, slice);
+    const scan = await (ordered ?? orderedScan(ctx, scope, order, slice));
     const rows = scan
       ? await copy(ctx, csvSliceScanStatement(relationOf(scan), ctx.teamId, scope.where, columns, file))
       : await copy(ctx, csvSliceCopyStatement(await scopeFrom(ctx, scope, slice), ctx.teamId, scope.where, columns, order, null, file));
