@@ -179,15 +179,19 @@ describe('decodedSize', () => {
     const bytes = (text: string) => new TextEncoder().encode(text);
     const gzipped = gzipSync('{"event":"e"}'.repeat(500));
     const form = bytes(`data=${'A'.repeat(1000)}&compression=lz64`);
+    const typed = (type: string) => new Headers({ 'content-type': type });
+    // A body that opens as JSON is counted without a look at its headers (every single event).
+    const unread = { get: (): never => { throw new Error('a header was read'); } };
     expect([
-      decodedSize(gzipped, 'application/json', 10_000_000),
-      decodedSize(gzipped, 'application/json', 100),
-      decodedSize(form, 'application/x-www-form-urlencoded', 10_000_000),
-      decodedSize(form, 'text/plain', 10_000_000), // old snippets' data= as text/plain
-      decodedSize(bytes('{"event":"e"}'), 'application/x-www-form-urlencoded', 10_000_000), // curl's default type over JSON: read raw
-      decodedSize(bytes('[{"event":"e"}]'), 'application/json', 10_000_000),
-      decodedSize(bytes('eyJldmVudCI6ImUifQ=='), 'application/json', 10_000_000), // base64 without a form: as sent
-    ]).toEqual([gzipped.length * 8, 100, form.length * 8, form.length * 8, 13, 15, 20]);
+      decodedSize(gzipped, typed('application/json'), 10_000_000),
+      decodedSize(gzipped, typed('application/json'), 100),
+      decodedSize(form, typed('application/x-www-form-urlencoded'), 10_000_000),
+      decodedSize(form, typed('text/plain'), 10_000_000), // old snippets' data= as text/plain
+      decodedSize(bytes('{"event":"e"}'), typed('application/x-www-form-urlencoded'), 10_000_000), // curl's default type over JSON: read raw
+      decodedSize(bytes('[{"event":"e"}]'), unread, 10_000_000),
+      decodedSize(bytes('{"event":"e"}'), unread, 10_000_000),
+      decodedSize(bytes('eyJldmVudCI6ImUifQ=='), typed('application/json'), 10_000_000), // base64 without a form: as sent
+    ]).toEqual([gzipped.length * 8, 100, form.length * 8, form.length * 8, 13, 15, 13, 20]);
   });
 });
 

@@ -67,7 +67,7 @@ export const captureModule = (deps: Deps) => {
         : undefined;
     try {
       const body = await readBodyCapped(request, max, past);
-      await room.growTo(decodedSize(body, request.headers.get('content-type'), max));
+      await room.growTo(decodedSize(body, request.headers, max));
       return await answer(request, server, path, query, body);
     } finally {
       room.release();

@@ -25,10 +25,10 @@ const parseSize = (body: Uint8Array) => (body[0] === 0x1f && body[1] === 0x8b ? 
  * times its size. A body that opens as JSON is read as sent, whatever its content type says
  * (decoding reads it raw too), and costs no look at its headers: the usual single event.
  */
-export function decodedSize(body: Uint8Array, contentType: string | null, max: number): number {
+export function decodedSize(body: Uint8Array, headers: Pick<Headers, 'get'>, max: number): number {
   const first = body[0];
   if (first === 0x7b || first === 0x5b) return Math.min(body.length, max);
-  return Math.min(isForm(contentType, body) ? body.length * GZIP_RATIO : parseSize(body), max);
+  return Math.min(isForm(headers.get('content-type'), body) ? body.length * GZIP_RATIO : parseSize(body), max);
 }
 
 /**
