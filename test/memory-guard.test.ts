@@ -182,6 +182,21 @@ describe('startMemoryGuard', () => {
     expect(tightFor(Number.NaN)).toBe(Infinity);
   });
 
+  test("the guard of this process says memory is tight once a look finds it past 60% of its budget (a cap it cannot read: never)", () => {
+    const rss = process.memoryUsage().rss;
+    // A cap whose budget's 60% is under what this process holds now, and one whose budget is far above it.
+    const small = startMemoryGuard(rss / 2, createAppMetrics());
+    const large = startMemoryGuard(rss * 100, createAppMetrics());
+    const unread = startMemoryGuard(Number.NaN, createAppMetrics());
+    try {
+      expect([small, large, unread].map(({ guard }) => guard.tight())).toEqual([false, false, false]); // no look yet
+      for (const { guard } of [small, large, unread]) guard.check();
+      expect([small, large, unread].map(({ guard }) => guard.tight())).toEqual([true, false, false]);
+    } finally {
+      for (const { stop } of [small, large, unread]) stop();
+    }
+  });
+
   test('a cap it cannot read (NaN) leaves the heap to its own schedule', () => {
     const metrics = createAppMetrics();
     const { guard, stop } = startMemoryGuard(Number.NaN, metrics);
