@@ -93,6 +93,8 @@ export async function startRealServer(env: Record<string, string> = {}, options:
       UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16',
       // As `npm start` sets it: glibc's malloc arenas (README, Memory).
       MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+      // As `npm start` sets it: how long Bun's allocator keeps freed pages before returning them (README, Memory).
+      MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '1000',
       PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,

@@ -80,8 +80,8 @@ describe('signals', () => {
 });
 
 describe("the README's start command", () => {
-  test('npm start gives the server its runtime settings: 16 pool threads and two malloc arenas (unless already set)', async () => {
-    const env = { UV_THREADPOOL_SIZE: '', MALLOC_ARENA_MAX: '' };
+  test("npm start gives the server its runtime settings: 16 pool threads, two malloc arenas and a second's purge delay (unless already set)", async () => {
+    const env = { UV_THREADPOOL_SIZE: '', MALLOC_ARENA_MAX: '', MIMALLOC_PURGE_DELAY: '' };
     const server = await startServer(env, undefined, ['npm', 'start']);
     dirs.push(server.dataDir);
     try {
@@ -99,6 +99,7 @@ describe("the README's start command", () => {
       const serverEnv = environOf(pids[0]!);
       expect(serverEnv).toContain('MALLOC_ARENA_MAX=2');
       expect(serverEnv).toContain('UV_THREADPOOL_SIZE=16');
+      expect(serverEnv).toContain('MIMALLOC_PURGE_DELAY=1000');
     } finally {
       await server.stop();
     }
