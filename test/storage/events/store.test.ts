@@ -267,6 +267,37 @@ describe('idempotence: files merged from rows loaded long ago', () => {
   });
 });
 
+describe('idempotence: files compacted from hot rows', () => {
+  test('a compacted file stands for the hot loads it holds: a load of new rows does not read it while the filter holds its rows, nor, once they have left it, as a file of rows loaded lately; a late retry still finds its original there', async () => {
+    const clock = testClock();
+    // Every load goes to the hot table; the filter holds 8 generations of 100 uuids.
+    h = await openHarness({ directMinRows: 1_000_000, purgeGraceMs: 60_000, dedupeWindowMs: 60_000, dedupeFilterRows: 100, now: clock.now });
+    const other = (n: number) => makeEvent(n, { uuid: `00000000-0000-7000-9000-${String(n).padStart(12, '0')}` });
+    await h.store.append(range(0, 50).map((n) => makeEvent(n)));
+    await h.store.flush(); // hot rows: seconds 0..49, loaded now
+    clock.advance(61_000);
+    await h.store.compact(); // one file of them, written 61 s after they were loaded
+    expect(h.store.stats()).toMatchObject({ parquetFiles: 1, hotRows: 0 });
+    // New uuids at times the file covers: every row of it is in the filter, so it is not read.
+    await h.store.append(range(10, 20).map(other));
+    await h.store.flush();
+    expect(h.store.stats()).toMatchObject({ freshLoads: 2, priorFilesRead: 0 });
+    // 800 later rows at later times: the file's rows leave the filter, and the file, written
+    // within the dedupe window but of rows loaded before it, is not one of the window's files.
+    for (let from = 1000; from < 1800; from += 200) {
+      await h.store.append(range(from, from + 200).map((n) => makeEvent(n)));
+      await h.store.flush();
+    }
+    expect(h.store.stats()).toMatchObject({ freshLoads: 6, priorFilesRead: 0 });
+    // A retry of row 5 looks new to the filter: its time brings the file in, and it is dropped.
+    await h.store.append([makeEvent(5)]);
+    await h.store.flush();
+    expect(h.store.stats()).toMatchObject({ freshLoads: 7, priorFilesRead: 1, duplicateRowsSkipped: 1 });
+    const expected = [...range(0, 50).map((n) => makeEvent(n).uuid), ...range(10, 20).map((n) => other(n).uuid), ...range(1000, 1800).map((n) => makeEvent(n).uuid)];
+    expect(await uuidsOf(h)).toEqual(expected.sort());
+  });
+});
+
 describe('large appends', () => {
   // ~1 KB properties: a 2,048-row slice fills a reused encoding buffer (store.ts), so a buffer
   // handed back before its frame is on disk would show up here as rows carrying another's data.

@@ -266,11 +266,25 @@ export class Maintenance {
     const to = compactionEnd(this.tiers.hot, this.store.loadedSegment(), maxRows);
     if (to <= from) return;
     const started = performance.now();
-    const files = await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files, this.s.now);
+    const files = (await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files, this.s.now)).map((f) => ({ ...f, ...this.hotOrigin(from, to) }));
     this.tiers.compacted(to, files);
     this.schedulePurge(to);
     this.counters.compactions++;
     this.done('compaction', started, 'hot rows compacted to Parquet', { rows: sum(files, 'rows'), files: files.length, bytes: sum(files, 'bytes') });
+  }
+
+  /**
+   * What compacted files of the hot loads in segments (from, to] stand for, as a load's own file
+   * would: the recent-uuid filter generation of their oldest rows (none claimed unless every load
+   * has its own in `hotGens`), and when the newest were loaded (not when the files were written).
+   */
+  private hotOrigin(from: number, to: number): Pick<ParquetFile, 'uuidGen' | 'loadedAt'> {
+    const loads = this.tiers.hot.filter((h) => h.seg > from && h.seg <= to);
+    if (loads.length === 0) return {};
+    const gens = this.tiers.hotGens.filter((h) => h.seg > from && h.seg <= to);
+    const loadedAt = Math.max(...loads.map((h) => h.at));
+    const known = new Set(gens.map((g) => g.seg));
+    return loads.every((h) => known.has(h.seg)) ? { uuidGen: oldestUuidGen(gens), loadedAt } : { loadedAt };
   }
 
   private async merge(files: ParquetFile[]): Promise<void> {
