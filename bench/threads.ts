@@ -36,7 +36,8 @@ const bench: Benchmark = async (ctx) => {
           : await cannon(server.url, { path: c.path, bodies: c.bodies, headers: json }, { connections: 4, amount: 10_000_000, maxSeconds: seconds });
         const seen = await waitForCount(spawnedTarget(server.url), run.ackedEvents, 0, 120_000);
         const after = threadCpu(server.pid);
-        const us = (group: string) => ((after.get(group) ?? 0) - (before.get(group) ?? 0)) / run.ackedEvents * 1e6;
+        const us = (group: string) => ((after.get(group)?.seconds ?? 0) - (before.get(group)?.seconds ?? 0)) / run.ackedEvents * 1e6;
+        const faults = [...after].reduce((n, [group, t]) => n + t.faults - (before.get(group)?.faults ?? 0), 0) / run.ackedEvents;
         const figures: Record<string, number> = {
           'acknowledged events/s': run.ackedEvents / run.seconds,
           'stored events/s': run.ackedEvents / (run.seconds + seen.seconds),
@@ -45,6 +46,7 @@ const bench: Benchmark = async (ctx) => {
           'pool µs/event': us('pool'),
           'other µs/event': us('other'),
           'peak RSS MB': peakRssMb(server.pid) ?? Number.NaN,
+          'page faults/event': faults,
         };
         figures['all µs/event'] = figures['main µs/event'] + figures['parser µs/event'] + figures['pool µs/event'] + figures['other µs/event'];
         perRound.push(figures);
@@ -64,15 +66,16 @@ const bench: Benchmark = async (ctx) => {
       `${rounds} round(s) of ${seconds} s per case, a fresh real server (durable) each; medians`,
       'µs/event: the thread group\'s CPU (user + system, /proc/<pid>/task) from the load\'s start until the events API counts every acknowledged event (the catch-up and the count\'s polls included), over the events acknowledged; stored events/s: acknowledged events over the load plus that wait',
       'main: the process\'s first thread; parser: the ingest worker threads; pool: Bun\'s thread pool (DuckDB, file I/O); other: GC, JIT, allocator and the rest',
+      'page faults/event: minor page faults of all the threads over the events acknowledged (memory the allocators gave back and took again costs one each: MIMALLOC_PURGE_DELAY in README, Memory)',
     ],
   };
 };
 
 export default bench;
 
-/** CPU seconds so far of each thread group of process `pid`. */
-function threadCpu(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
+/** CPU seconds and minor page faults so far of each thread group of process `pid`. */
+function threadCpu(pid: number): Map<string, { seconds: number; faults: number }> {
+  const out = new Map<string, { seconds: number; faults: number }>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat: string;
     try {
@@ -84,7 +87,8 @@ function threadCpu(pid: number): Map<string, number> {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
     const group = tid === String(pid) ? 'main' : name === 'Worker' ? 'parser' : name.startsWith('Bun Pool') ? 'pool' : 'other';
-    out.set(group, (out.get(group) ?? 0) + seconds);
+    const sum = out.get(group) ?? { seconds: 0, faults: 0 };
+    out.set(group, { seconds: sum.seconds + seconds, faults: sum.faults + Number(fields[7]) });
   }
   return out;
 }
