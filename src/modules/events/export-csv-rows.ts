@@ -89,7 +89,7 @@ export async function* csvRowSlices(
   for await (const slice of slices) {
     if (limit !== null && sent >= limit) return;
     const cap = slice.limit === null || limit === null ? null : limit - sent;
-    for await (const rows of await streamSliceRows(ctx, scope, order, slice, cap, { scan: false })) {
+    for await (const rows of await streamSliceRows(ctx, scope, order, slice, cap, null)) {
       let out = '';
       for (const row of rows) {
         if (limit !== null && sent >= limit) break;

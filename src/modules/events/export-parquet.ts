@@ -51,14 +51,11 @@ async function writeSelectParquet(ctx: ExportContext, req: ListRequest, file: st
 async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: string): Promise<void> {
   const base = await listScope(ctx, req);
   const scope = base && req.limit !== 0 ? await startingPoint(ctx, req, base) : null;
+  if (!scope) return writeEmptyEventsParquet(ctx, file);
   // Every part decided now (`slicesAsRead`): the file is written whole before the response starts.
-  const scans = scope ? sliceScans(ctx, scope, req.order) : null;
-  const slices: Slice[] = [];
-  if (scope && scans) for await (const slice of slicesAsRead(ctx, scope, await planExport(ctx, req, scope, req.limit), req.order, scans)) slices.push(slice);
-  if (!scope || !scans || slices.length === 0) {
-    await writeEmptyEventsParquet(ctx, file);
-    return;
-  }
+  const scans = sliceScans(ctx, scope, req.order);
+  const slices = await Array.fromAsync(slicesAsRead(ctx, scope, await planExport(ctx, req, scope, req.limit), req.order, scans));
+  if (slices.length === 0) return writeEmptyEventsParquet(ctx, file);
   const parts = await parquetParts(ctx, scope, req.order, await cutByKey(ctx, scope, req.order, slices), scans);
   await writeParts(ctx, scope, req.order, parts, req.limit, file);
 }

@@ -80,7 +80,7 @@ async function eventNdjsonChunks(ctx: ExportContext, req: ListRequest): Promise<
  * that time left after it; NDJSON gives the same rows in the same order.
  */
 const sliceRows = (ctx: ExportContext, scope: Scope, order: Order, scans: SliceScans | undefined) => (slice: Slice, cap: number | null) =>
-  streamSliceRows(ctx, scope, order, slice, cap, { scan: scans && cap === null ? scans(slice) : false });
+  streamSliceRows(ctx, scope, order, slice, cap, scans && cap === null ? scans(slice) : null);
 
 /** The JSON exports' slices' ordered scans: none under a `limit` (see `sliceRows`), where every slice is sorted. */
 const jsonScans = (ctx: ExportContext, scope: Scope, req: ListRequest): SliceScans | undefined => (req.limit === null ? sliceScans(ctx, scope, req.order) : undefined);
@@ -205,7 +205,7 @@ async function* csvSlices(
   const write = async (slice: Slice, cap: number | null): Promise<Written> => {
     const file = `${prefix}-${files.length}.csv`;
     files.push(file); // removed at the end whatever happens
-    return { file, ...(await writeCsvSlice(ctx, scope, order, slice, columns, cap, file, slice.limit === null ? scans(slice) : undefined)) };
+    return { file, ...(await writeCsvSlice(ctx, scope, order, slice, columns, cap, file, slice.limit === null ? scans(slice) : null)) };
   };
   const next = async (cap: number | null): Promise<Written | null> => {
     if (cap !== null && cap <= 0) return null;

@@ -99,14 +99,14 @@ interface PlanNode {
 const ORDER_KEEPING_OPERATORS = new Set(['READ_PARQUET', 'TABLE_SCAN', 'SEQ_SCAN', 'FILTER', 'PROJECTION', 'EMPTY_RESULT']);
 
 /**
- * A slice's event rows in list order, at most `cap` (null: all). With `scan` allowed and no cap,
- * from an ordered scan where storage has one (no sort): `scan` is the slice's `orderedScan`, when
- * the caller asked for it already.
+ * A slice's event rows in list order, at most `cap` (null: all). `scan`: the slice's
+ * `orderedScan` as the caller asked for it; with no cap, the rows are read from it where storage
+ * has one (no sort). Null: sorted.
  */
 export async function streamSliceRows(
-  ctx: ReadContext, scope: ReadScope, order: Order, slice: ExportSlice, cap: number | null, options: { scan: boolean | Promise<OrderedScan | null> },
+  ctx: ReadContext, scope: ReadScope, order: Order, slice: ExportSlice, cap: number | null, scanned: Promise<OrderedScan | null> | null,
 ): Promise<AsyncIterableIterator<Row[]>> {
-  const scan = options.scan === false || cap !== null ? null : await (options.scan === true ? orderedScan(ctx, scope, order, slice) : options.scan);
+  const scan = scanned && cap === null ? await scanned : null;
   const statement = scan
     ? sliceScanRowsStatement(relationOf(scan), ctx.teamId, scope.where)
     : sliceRowsStatement(await scopeFrom(ctx, scope, slice), ctx.teamId, scope.where, order, cap, ctx.runner);
@@ -126,15 +126,15 @@ const copy = async (ctx: ReadContext, statement: SqlFragment): Promise<number> =
  * One slice of a CSV export written by the engine's CSV writer to `file`, at most `cap` rows:
  * `spliced` when it was read from an ordered scan, without the person columns (the caller
  * splices them into each record). A slice holding more rows than `cap` (stored since it was
- * counted) is written again, sorted and cut. `ordered` is the slice's `orderedScan`, when the
- * caller asked for it already.
+ * counted) is written again, sorted and cut. `scanned`: the slice's `orderedScan` as the caller
+ * asked for it (a slice a LIMIT cuts is always sorted; null: sorted).
  */
 export async function writeCsvSlice(
   ctx: ReadContext, scope: ReadScope, order: Order, slice: ExportSlice, columns: readonly EventCsvColumn[], cap: number | null, file: string,
-  ordered?: Promise<OrderedScan | null>,
+  scanned: Promise<OrderedScan | null> | null,
 ): Promise<{ rows: number; spliced: boolean }> {
   if (slice.limit === null) {
-    const scan = await (ordered ?? orderedScan(ctx, scope, order, slice));
+    const scan = scanned ? await scanned : null;
     const rows = scan
       ? await copy(ctx, csvSliceScanStatement(relationOf(scan), ctx.teamId, scope.where, columns, file))
       : await copy(ctx, csvSliceCopyStatement(await scopeFrom(ctx, scope, slice), ctx.teamId, scope.where, columns, order, null, file));

@@ -266,7 +266,8 @@ export class Maintenance {
     const to = compactionEnd(this.tiers.hot, this.store.loadedSegment(), maxRows);
     if (to <= from) return;
     const started = performance.now();
-    const files = (await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files, this.s.now)).map((f) => ({ ...f, ...this.hotOrigin(from, to) }));
+    const origin = this.hotOrigin(from, to);
+    const files = (await compactHot(this.db, this.root, from, to, this.tiers.snapshot.files, this.s.now)).map((f) => ({ ...f, ...origin }));
     this.tiers.compacted(to, files);
     this.schedulePurge(to);
     this.counters.compactions++;
