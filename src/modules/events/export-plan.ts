@@ -147,9 +147,10 @@ const CUT_PAST = 1.5;
  * more than CUT_PAST times the first slice's rows is cut into slices of that size (its rows
  * counted again, as the plan counts them) if memory is tight then (`memoryTight`) and the reader
  * would sort it (not one it reads from an ordered scan, `scanOf`, which sorts nothing; without
- * `scanOf` it sorts them all), for a smaller sort. An export planned while memory was plentiful thus sorts small slices once it is
- * tight, and one that was tight at its start sorts full-size slices again once it is not. A
- * slice a LIMIT cuts, and the rest of the window after it, are read as planned.
+ * `scanOf` it sorts them all), for a smaller sort. An export planned while memory was plentiful
+ * thus sorts small slices once it is tight, and one that was tight at its start sorts full-size
+ * slices again once it is not. A slice a LIMIT cuts, and the rest of the window after it, are
+ * read as planned.
  */
 export async function* slicesAsRead(
   ctx: ExportContext, scope: Scope, slices: readonly Slice[], order: Order, scanOf?: SliceScans,

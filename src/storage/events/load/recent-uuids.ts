@@ -8,9 +8,9 @@
  * certainly new when added skips the dedupe reads of whatever the filter still covers: files
  * and hot rows whose generation is at least `oldestGeneration` (files compacted from hot rows take
  * the oldest of their loads'). Everything else (files and hot rows from before a restart,
- * dead-letter replays, recovered segments: generation unknown) is read as before. Memory: ~9 bytes a uuid covered (64 MB at the default), allocated
- * as it fills, a generation's room at a time (1, 2, 4, then 8 at the default: each step copies
- * what is held).
+ * dead-letter replays, recovered segments: generation unknown) is read as before. Memory: ~9
+ * bytes a uuid covered (64 MB at the default), allocated as it fills, a generation's room at a
+ * time (1, 2, 4, then 8 at the default: each step copies what is held).
  */
 export class RecentUuids {
   /**

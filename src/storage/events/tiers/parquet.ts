@@ -48,8 +48,9 @@ export interface ParquetFile {
    * When its newest rows were loaded (epoch ms): set by a merge (its newest input's: a merge writes
    * rows loaded a while ago) and a compaction of hot rows (its newest load's), kept by an
    * erasure's rewrite. Absent, `createdAt` stands for it: exact for a load's file, later than the
-   * rows were loaded for one from before a restart (so they are read more, never less). The load dedupe's window asks for files
-   * holding rows loaded lately (`Tiers.recentFiles`), not for files written lately.
+   * rows were loaded for one from before a restart (so they are read more, never less). The load
+   * dedupe's window asks for files holding rows loaded lately (`Tiers.recentFiles`), not for
+   * files written lately.
    */
   loadedAt?: number;
 }
