@@ -89,6 +89,23 @@ function beforeStatement(matches: (sql: string) => boolean, nth: number, hook: (
   return { ran: () => ran, restore: () => void (store.streamQuery = original) };
 }
 
+/** Run `hook` (awaited) just after the `nth` statement `matches` picks has given its rows, before its caller goes on. */
+function afterStatement(matches: (sql: string) => boolean, nth: number, hook: () => Promise<void>): { ran: () => boolean; restore(): void } {
+  const store = f.t.deps.storage.events;
+  const original = store.streamQuery.bind(store);
+  let seen = 0;
+  let ran = false;
+  store.streamQuery = (sql, params, options) => {
+    if (!matches(sql) || ++seen !== nth) return original(sql, params, options);
+    return (async function* (): AsyncGenerator<Row[]> {
+      yield* original(sql, params, options);
+      await hook();
+      ran = true;
+    })();
+  };
+  return { ran: () => ran, restore: () => void (store.streamQuery = original) };
+}
+
 /** The statement that reads a slice: a COPY for csv and parquet, the rows for json and ndjson. */
 const sliceStatement = (format: Format) => (sql: string) => (format === 'csv' || format === 'parquet' ? sql.startsWith('COPY') : sql.startsWith('SELECT uuid, event, distinct_id, properties'));
 
@@ -218,6 +235,38 @@ describe('rows erased while an export runs', () => {
     expect(hook.ran()).toBe(true);
     expect(ids).toEqual(await listed(p, { limit: '15' }));
     expect(ids.length).toBe(15);
+  });
+
+  // The CSV export reads the slice a limit cuts up to its last row's key (read first). Rows erased
+  // just after that leave the slice short: the rest of the window must then start just after the
+  // key, inside the cut slice itself (rows of the key's time below it), and not repeat the rows
+  // above it.
+  test('csv: rows erased once the cut key is read, the rest read from just after the key', async () => {
+    const p = await newProject();
+    // Five rows of one millisecond, the newest of the busy hour, in list order (uuid descending):
+    // kept, gone, gone, kept, kept. A limit of 7 (the newest hour's 4 first) is cut at the second gone one.
+    const ms = at(-20 * H + 3_000_000);
+    const head = uuidv7(ms).slice(0, 19);
+    const uuid = (rank: number) => `${head}8000-${String(rank).padStart(12, '0')}`;
+    const tied = ['kept', 'gone', 'gone', 'kept', 'kept'].map((who, i) => ({ event: 'view', distinct_id: who, timestamp: new Date(ms), uuid: uuid(5 - i), properties: { tag: who } }));
+    await f.ingest(p.token, tied);
+    const keyAt = (sql: string) => sql.startsWith('SELECT uuid, timestamp FROM') && /OFFSET/.test(sql);
+    const hook = afterStatement(keyAt, 1, erase(p));
+    const { statements, restore } = recordStatements(f);
+    let ids: string[];
+    try {
+      ids = await exported(p, 'csv', { limit: '7' });
+    } finally {
+      hook.restore();
+      restore();
+    }
+    expect(hook.ran()).toBe(true);
+    const expected = await listed(p, { limit: '7' });
+    expect(expected.slice(4)).toEqual([uuid(5), uuid(2), uuid(1)]);
+    expect(ids).toEqual(expected);
+    // The newest hour, the cut slice up to its key, then the rest of the window from just after it.
+    const copies = statements.filter((s) => s.startsWith('COPY'));
+    expect(copies.map((c) => (c.includes('uuid >=') ? 'cut' : c.includes('uuid <') ? 'rest' : 'whole'))).toEqual(['whole', 'cut', 'rest']);
   });
 
   test('parquet of one part (the newest hour): the rest of the window read too, both joined into the file sent', async () => {

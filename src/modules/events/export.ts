@@ -1,20 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { compileSelect } from '../../core/query';
+import { compileSelect, type SqlFragment } from '../../core/query';
 import { csvRecord, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
 import { countListing } from '../../storage/events/read/counts';
 import { csvRowSlices, NO_PERSON_FIELDS, personCsvFields } from './export-csv-rows';
-import { slicesPropertyKeys, streamSliceRows, windowPropertyKeys, writeCsvSlice } from '../../storage/events/read/export-reads';
-import { streamSelectRows } from '../../storage/events/read/list-reads';
+import { orderedScan, slicesPropertyKeys, streamSliceRows, windowPropertyKeys, writeCsvSlice } from '../../storage/events/read/export-reads';
+import { readKeyAt, streamSelectRows } from '../../storage/events/read/list-reads';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { FILE_CHUNK, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
+import { FILE_CHUNK, isSpare, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
-import type { Order } from '../../storage/events/read/list-statements';
+import { afterKey, allOf, upToKey, type EventKey, type Order } from '../../storage/events/read/list-statements';
 
 export type { ExportContext } from './export-plan';
 
@@ -202,10 +202,14 @@ async function* csvSlices(
   const before = columns.findIndex((c) => c.kind === 'person');
   if (columns.slice(before, before + EVENT_CSV_PERSON_COLUMNS.length).some((c) => c.kind !== 'person')) throw new Error('the person columns of a CSV export must be consecutive');
   const files: string[] = [];
-  const write = async (slice: Slice, cap: number | null): Promise<Written> => {
+  const cut = cutByKey(ctx, scope, order);
+  const write = async (planned: Slice, cap: number | null): Promise<Written> => {
     const file = `${prefix}-${files.length}.csv`;
     files.push(file); // removed at the end whatever happens
-    return { file, ...(await writeCsvSlice(ctx, scope, order, slice, columns, cap, file, slice.limit === null ? scans(slice) : null)) };
+    const { slice, where } = await cut(planned, cap);
+    // A slice read under the export's own conditions: its scan as `slicesAsRead` may have asked for it.
+    const scan = slice.limit !== null ? null : where === scope.where ? scans(slice) : orderedScan(ctx, scope, order, slice, where);
+    return { file, ...(await writeCsvSlice(ctx, { ...scope, where }, order, slice, columns, cap, file, scan)) };
   };
   const next = async (cap: number | null): Promise<Written | null> => {
     if (cap !== null && cap <= 0) return null;
@@ -231,6 +235,26 @@ async function* csvSlices(
     await pending.catch(() => undefined);
     await Promise.all(files.map((f) => rm(f, { force: true })));
   }
+}
+
+/**
+ * The slice a `limit` cuts, read up to the last row the export sends instead of sorted and cut
+ * (as the Parquet export's `cutByKey`): that row's key is read first, at the rows the export
+ * still needs when the slice is read, so the slice can be an ordered scan like the ones before
+ * it. The rest of the window after it (read only when rows went missing) then starts just after
+ * that row, the cut slice's rows below it included. Other slices are read as planned.
+ */
+function cutByKey(ctx: ExportContext, scope: Scope, order: Order): (slice: Slice, cap: number | null) => Promise<{ slice: Slice; where: SqlFragment }> {
+  let after: { key: EventKey; to: number } | null = null;
+  return async (slice, cap) => {
+    if (isSpare(slice)) return after ? { slice: { ...slice, to: after.to }, where: allOf(scope.where, afterKey(after.key, order)) } : { slice, where: scope.where };
+    if (slice.limit === null || cap === null || order !== 'DESC' || scope.person) return { slice, where: scope.where };
+    const key = await readKeyAt(ctx, scope, order, slice, cap);
+    // Fewer rows than the export still needs: the slice is read whole.
+    if (!key) return { slice: { ...slice, limit: null }, where: scope.where };
+    after = { key, to: slice.to };
+    return { slice: { ...slice, limit: null }, where: allOf(scope.where, upToKey(key, order)) };
+  };
 }
 
 /**
