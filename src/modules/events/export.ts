@@ -11,7 +11,7 @@ import { orderedScan, slicesPropertyKeys, streamSliceRows, windowPropertyKeys, w
 import { readKeyAt, streamSelectRows } from '../../storage/events/read/list-reads';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { FILE_CHUNK, isSpare, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
+import { exportSliceRows, FILE_CHUNK, isSpare, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import { afterKey, allOf, upToKey, type EventKey, type Order } from '../../storage/events/read/list-statements';
@@ -242,13 +242,16 @@ async function* csvSlices(
  * (as the Parquet export's `cutByKey`): that row's key is read first, at the rows the export
  * still needs when the slice is read, so the slice can be an ordered scan like the ones before
  * it. The rest of the window after it (read only when rows went missing) then starts just after
- * that row, the cut slice's rows below it included. Other slices are read as planned.
+ * that row, the cut slice's rows below it included. Other slices are read as planned, and so is
+ * a cut slice counted smaller than the first slice: sorting it costs about what the key's read
+ * and the scan's plan check do (see bench/NOTES.md).
  */
 function cutByKey(ctx: ExportContext, scope: Scope, order: Order): (slice: Slice, cap: number | null) => Promise<{ slice: Slice; where: SqlFragment }> {
+  const { firstRows } = exportSliceRows(ctx);
   let after: { key: EventKey; to: number } | null = null;
   return async (slice, cap) => {
     if (isSpare(slice)) return after ? { slice: { ...slice, to: after.to }, where: allOf(scope.where, afterKey(after.key, order)) } : { slice, where: scope.where };
-    if (slice.limit === null || cap === null || order !== 'DESC' || scope.person) return { slice, where: scope.where };
+    if (slice.limit === null || cap === null || order !== 'DESC' || scope.person || slice.rows < firstRows) return { slice, where: scope.where };
     const key = await readKeyAt(ctx, scope, order, slice, cap);
     // Fewer rows than the export still needs: the slice is read whole.
     if (!key) return { slice: { ...slice, limit: null }, where: scope.where };
