@@ -237,11 +237,17 @@ describe('rows erased while an export runs', () => {
     expect(ids.length).toBe(15);
   });
 
-  // The CSV export reads the slice a limit cuts up to its last row's key (read first). Rows erased
-  // just after that leave the slice short: the rest of the window must then start just after the
-  // key, inside the cut slice itself (rows of the key's time below it), and not repeat the rows
-  // above it.
-  test('csv: rows erased once the cut key is read, the rest read from just after the key', async () => {
+  // An export reads the slice a limit cuts up to its last row's key (read first). Rows erased just
+  // after that leave the slice short: the rest must then be read from just after the key, inside
+  // the cut slice itself (rows of the key's time below it), without the rows above it again, and
+  // also when the cut reaches the window's far end (`after`), where no slice was planned after it.
+  const cases = [
+    { format: 'csv', bounded: false },
+    { format: 'csv', bounded: true },
+    { format: 'parquet', bounded: false },
+    { format: 'parquet', bounded: true },
+  ] as const;
+  test.each(cases)('$format, window bounded $bounded: rows erased once the cut key is read, the rest read from just after the key', async ({ format, bounded }) => {
     const p = await newProject();
     // Five rows of one millisecond, the newest of the busy hour, in list order (uuid descending):
     // kept, gone, gone, kept, kept. A limit of 7 (the newest hour's 4 first) is cut at the second gone one.
@@ -250,23 +256,31 @@ describe('rows erased while an export runs', () => {
     const uuid = (rank: number) => `${head}8000-${String(rank).padStart(12, '0')}`;
     const tied = ['kept', 'gone', 'gone', 'kept', 'kept'].map((who, i) => ({ event: 'view', distinct_id: who, timestamp: new Date(ms), uuid: uuid(5 - i), properties: { tag: who } }));
     await f.ingest(p.token, tied);
+    const query = { limit: '7', ...(bounded ? { after: new Date(ms - 1).toISOString() } : {}) };
     const keyAt = (sql: string) => sql.startsWith('SELECT uuid, timestamp FROM') && /OFFSET/.test(sql);
     const hook = afterStatement(keyAt, 1, erase(p));
     const { statements, restore } = recordStatements(f);
+    // Slices of up to 100 rows: the tied rows' hour is one bucket, cut by the limit; with `after`
+    // just below them it is clamped to the window's far end, so no slice is planned after it.
+    const sliceRows = f.t.deps.exportSlices;
+    f.t.deps.exportSlices = { rows: 100, firstRows: 2 };
     let ids: string[];
     try {
-      ids = await exported(p, 'csv', { limit: '7' });
+      ids = await exported(p, format, query);
     } finally {
+      f.t.deps.exportSlices = sliceRows;
       hook.restore();
       restore();
     }
     expect(hook.ran()).toBe(true);
-    const expected = await listed(p, { limit: '7' });
+    const expected = await listed(p, query);
     expect(expected.slice(4)).toEqual([uuid(5), uuid(2), uuid(1)]);
     expect(ids).toEqual(expected);
-    // The newest hour, the cut slice up to its key, then the rest of the window from just after it.
-    const copies = statements.filter((s) => s.startsWith('COPY'));
-    expect(copies.map((c) => (c.includes('uuid >=') ? 'cut' : c.includes('uuid <') ? 'rest' : 'whole'))).toEqual(['whole', 'cut', 'rest']);
+    if (format === 'csv') {
+      // The newest hour, the cut slice up to its key, then the rest from just after it.
+      const copies = statements.filter((s) => s.startsWith('COPY'));
+      expect(copies.map((c) => (c.includes('uuid >=') ? 'cut' : c.includes('uuid <') ? 'rest' : 'whole'))).toEqual(['whole', 'cut', 'rest']);
+    }
   });
 
   test('parquet of one part (the newest hour): the rest of the window read too, both joined into the file sent', async () => {

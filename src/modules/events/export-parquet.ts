@@ -114,8 +114,10 @@ async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: 
   const last = await readKeyAt(ctx, scope, order, cut, cut.limit);
   if (!last) return plain;
   const keyed: KeyedSlice[] = [...plain.slice(0, at), { slice: { ...cut, limit: null }, where: allOf(scope.where, upToKey(last, order)) }];
+  // Read only when rows went missing; planned or not (a cut reaching the window's far end has
+  // none after it), it covers the cut slice's rows below the key.
   const rest = slices[at + 1];
-  if (rest) keyed.push({ slice: { from: rest.from, to: cut.to, rows: rest.rows, limit: rest.limit }, where: allOf(scope.where, afterKey(last, order)) });
+  keyed.push({ slice: { from: rest ? rest.from : cut.from, to: cut.to, rows: rest?.rows ?? 0, limit: 0 }, where: allOf(scope.where, afterKey(last, order)) });
   return keyed;
 }
 

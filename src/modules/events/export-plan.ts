@@ -52,10 +52,11 @@ export interface Slice {
   /** The rows counted in it when it was planned. */
   rows: number;
   /**
-   * Null: the slice is read whole. Otherwise it is read under a LIMIT of the rows the export
-   * still needs when it is read; the number is what the plan expected that to be (the rows of
-   * the slice where the count reaches the export's limit; 0 for the rest of the window after it,
-   * read only when rows went missing meanwhile).
+   * Null: the slice is read whole. Otherwise it is cut at the rows the export still needs when
+   * it is read (under a LIMIT, or up to the key of the last row the export sends: the exports'
+   * `cutByKey`); the number is what the plan expected that to be (the rows of the slice where the
+   * count reaches the export's limit; 0 for the rest of the window after it, read only when rows
+   * went missing meanwhile, and which then also covers the cut slice's rows below a key).
    */
   limit: number | null;
 }
@@ -81,8 +82,8 @@ export interface Bucket {
  * starts at the window's near end and the last reaches its far end. The first slices are
  * smaller (`first`, then doubling up to `target`): nothing is sent until the first slice is
  * written, so a small one starts the body sooner. With a `limit`, the bucket where the count
- * reaches it is a slice of its own (only it needs the sort a cut needs), and the rest of the
- * window one last slice (see `Slice.limit`).
+ * reaches it is a slice of its own (only it is cut), and the rest of the window one last slice
+ * (see `Slice.limit`).
  */
 export function planSlices(buckets: readonly Bucket[], window: { bottom: number | null; top: number }, order: Order, limit: number | null, target = SLICE_ROWS, first = target): Slice[] {
   const desc = order === 'DESC';

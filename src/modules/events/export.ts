@@ -206,15 +206,16 @@ async function* csvSlices(
   const write = async (planned: Slice, cap: number | null): Promise<Written> => {
     const file = `${prefix}-${files.length}.csv`;
     files.push(file); // removed at the end whatever happens
-    const { slice, where } = await cut(planned, cap);
-    // A slice read under the export's own conditions: its scan as `slicesAsRead` may have asked for it.
-    const scan = slice.limit !== null ? null : where === scope.where ? scans(slice) : orderedScan(ctx, scope, order, slice, where);
+    const { slice, where } = await cut.read(planned, cap);
+    // A planned slice read under the export's own conditions: its scan as `slicesAsRead` may have asked for it.
+    const scan = slice.limit !== null ? null : slice === planned ? scans(slice) : orderedScan(ctx, scope, order, slice, where);
     return { file, ...(await writeCsvSlice(ctx, { ...scope, where }, order, slice, columns, cap, file, scan)) };
   };
   const next = async (cap: number | null): Promise<Written | null> => {
     if (cap !== null && cap <= 0) return null;
     const slice = await slices.next();
-    return slice.done ? null : write(slice.value, cap);
+    const planned = slice.done ? cut.rest() : slice.value;
+    return planned ? write(planned, cap) : null;
   };
   let written = 0;
   const left = () => (limit === null ? null : limit - written);
@@ -237,6 +238,18 @@ async function* csvSlices(
   }
 }
 
+/** How the CSV export reads the slice a `limit` cuts (see `cutByKey`). */
+interface KeyedCut {
+  /** The slice as it is read, and the condition its rows meet. */
+  read(slice: Slice, cap: number | null): Promise<{ slice: Slice; where: SqlFragment }>;
+  /**
+   * Once the planned slices are read: the rest of a keyed cut slice below its key, as a slice
+   * read only when rows went missing, when no planned slice followed the cut (the cut reached
+   * the window's far end); null otherwise.
+   */
+  rest(): Slice | null;
+}
+
 /**
  * The slice a `limit` cuts, read up to the last row the export sends instead of sorted and cut
  * (as the Parquet export's `cutByKey`): that row's key is read first, at the rows the export
@@ -246,17 +259,25 @@ async function* csvSlices(
  * a cut slice counted smaller than the first slice: sorting it costs about what the key's read
  * and the scan's plan check do (see bench/NOTES.md).
  */
-function cutByKey(ctx: ExportContext, scope: Scope, order: Order): (slice: Slice, cap: number | null) => Promise<{ slice: Slice; where: SqlFragment }> {
+function cutByKey(ctx: ExportContext, scope: Scope, order: Order): KeyedCut {
   const { firstRows } = exportSliceRows(ctx);
-  let after: { key: EventKey; to: number } | null = null;
-  return async (slice, cap) => {
-    if (isSpare(slice)) return after ? { slice: { ...slice, to: after.to }, where: allOf(scope.where, afterKey(after.key, order)) } : { slice, where: scope.where };
-    if (slice.limit === null || cap === null || order !== 'DESC' || scope.person || slice.rows < firstRows) return { slice, where: scope.where };
-    const key = await readKeyAt(ctx, scope, order, slice, cap);
-    // Fewer rows than the export still needs: the slice is read whole.
-    if (!key) return { slice: { ...slice, limit: null }, where: scope.where };
-    after = { key, to: slice.to };
-    return { slice: { ...slice, limit: null }, where: allOf(scope.where, upToKey(key, order)) };
+  let cut: { key: EventKey; from: number | null; to: number } | null = null;
+  return {
+    async read(slice, cap) {
+      if (isSpare(slice)) {
+        if (!cut) return { slice, where: scope.where };
+        const rest = { slice: { ...slice, to: cut.to }, where: allOf(scope.where, afterKey(cut.key, order)) };
+        cut = null;
+        return rest;
+      }
+      if (slice.limit === null || cap === null || order !== 'DESC' || scope.person || slice.rows < firstRows) return { slice, where: scope.where };
+      const key = await readKeyAt(ctx, scope, order, slice, cap);
+      // Fewer rows than the export still needs: the slice is read whole.
+      if (!key) return { slice: { ...slice, limit: null }, where: scope.where };
+      cut = { key, from: slice.from, to: slice.to };
+      return { slice: { ...slice, limit: null }, where: allOf(scope.where, upToKey(key, order)) };
+    },
+    rest: () => (cut ? { from: cut.from, to: cut.to, rows: 0, limit: 0 } : null),
   };
 }
 

@@ -126,8 +126,9 @@ const copy = async (ctx: ReadContext, statement: SqlFragment): Promise<number> =
  * One slice of a CSV export written by the engine's CSV writer to `file`, at most `cap` rows:
  * `spliced` when it was read from an ordered scan, without the person columns (the caller
  * splices them into each record). A slice holding more rows than `cap` (stored since it was
- * counted) is written again, sorted and cut. `scanned`: the slice's `orderedScan` as the caller
- * asked for it (a slice a LIMIT cuts is always sorted; null: sorted).
+ * counted, or above the key it is read up to) is written again, sorted and cut. `scanned`: the
+ * slice's `orderedScan` as the caller asked for it (a slice with a `limit` is always sorted;
+ * null: sorted).
  */
 export async function writeCsvSlice(
   ctx: ReadContext, scope: ReadScope, order: Order, slice: ExportSlice, columns: readonly EventCsvColumn[], cap: number | null, file: string,
