@@ -262,6 +262,8 @@ describe('rows erased while an export runs', () => {
     const { statements, restore } = recordStatements(f);
     // Slices of up to 100 rows: the tied rows' hour is one bucket, cut by the limit; with `after`
     // just below them it is clamped to the window's far end, so no slice is planned after it.
+    // Without `after` the rest of the window is planned: the rows are hot (no file raises the
+    // window's far end to their time).
     const sliceRows = f.t.deps.exportSlices;
     f.t.deps.exportSlices = { rows: 100, firstRows: 2 };
     let ids: string[];

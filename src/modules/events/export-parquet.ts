@@ -62,7 +62,8 @@ async function writeEventsParquet(ctx: ExportContext, req: ListRequest, file: st
 
 /**
  * The parts, in order, as `file`, at most `limit` rows: each capped by what the parts before it
- * wrote. One part to read (the rest of the window after a limit's slice aside) is the file sent.
+ * wrote. One part to read (the rest after a limit's slice, read only when rows went missing,
+ * aside) is the file sent.
  */
 async function writeParts(ctx: ExportContext, scope: Scope, order: Order, parts: readonly ParquetPart[], limit: number | null, file: string): Promise<void> {
   const alone = parts.filter((p) => !isSpare(p.slice)).length === 1;
@@ -103,8 +104,8 @@ interface KeyedSlice {
  * exported, whose key is read first (DuckDB ranks the slice's narrow columns and returns that one
  * row, however many rows the limit leaves in the slice). A newest-first export of time-ordered
  * files then stays one scan, with no part files to join. Rows of equal time come in the files'
- * order, as in the CSV export's scanned slices. The rest of the window after it starts just
- * after that row.
+ * order, as in the CSV export's scanned slices. A rest after it (read only when rows went
+ * missing; planned or not) starts just after that row, the cut slice's rows below it included.
  */
 async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: readonly Slice[]): Promise<KeyedSlice[]> {
   const plain = slices.map((slice) => ({ slice, where: scope.where }));
