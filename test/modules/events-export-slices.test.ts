@@ -71,36 +71,24 @@ async function exported(p: Project, format: Format, query: Record<string, string
 
 /**
  * Run `hook` (awaited) just before the `nth` statement `matches` picks runs, while the export
- * that issues it waits: rows written there arrive "meanwhile", after the plan was counted.
+ * that issues it waits: rows written there arrive "meanwhile", after the plan was counted. With
+ * `after`: just after that statement has given its rows, before its caller goes on.
  */
-function beforeStatement(matches: (sql: string) => boolean, nth: number, hook: () => Promise<void>): { ran: () => boolean; restore(): void } {
+function beforeStatement(matches: (sql: string) => boolean, nth: number, hook: () => Promise<void>, after = false): { ran: () => boolean; restore(): void } {
   const store = f.t.deps.storage.events;
   const original = store.streamQuery.bind(store);
   let seen = 0;
   let ran = false;
-  store.streamQuery = (sql, params, options) => {
-    if (!matches(sql) || ++seen !== nth) return original(sql, params, options);
-    return (async function* (): AsyncGenerator<Row[]> {
-      await hook();
-      ran = true;
-      yield* original(sql, params, options);
-    })();
+  const run = async () => {
+    await hook();
+    ran = true;
   };
-  return { ran: () => ran, restore: () => void (store.streamQuery = original) };
-}
-
-/** Run `hook` (awaited) just after the `nth` statement `matches` picks has given its rows, before its caller goes on. */
-function afterStatement(matches: (sql: string) => boolean, nth: number, hook: () => Promise<void>): { ran: () => boolean; restore(): void } {
-  const store = f.t.deps.storage.events;
-  const original = store.streamQuery.bind(store);
-  let seen = 0;
-  let ran = false;
   store.streamQuery = (sql, params, options) => {
     if (!matches(sql) || ++seen !== nth) return original(sql, params, options);
     return (async function* (): AsyncGenerator<Row[]> {
+      if (!after) await run();
       yield* original(sql, params, options);
-      await hook();
-      ran = true;
+      if (after) await run();
     })();
   };
   return { ran: () => ran, restore: () => void (store.streamQuery = original) };
@@ -258,7 +246,7 @@ describe('rows erased while an export runs', () => {
     await f.ingest(p.token, tied);
     const query = { limit: '7', ...(bounded ? { after: new Date(ms - 1).toISOString() } : {}) };
     const keyAt = (sql: string) => sql.startsWith('SELECT uuid, timestamp FROM') && /OFFSET/.test(sql);
-    const hook = afterStatement(keyAt, 1, erase(p));
+    const hook = beforeStatement(keyAt, 1, erase(p), true);
     const { statements, restore } = recordStatements(f);
     // Slices of up to 100 rows: the tied rows' hour is one bucket, cut by the limit; with `after`
     // just below them it is clamped to the window's far end, so no slice is planned after it.
