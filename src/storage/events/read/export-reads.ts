@@ -58,15 +58,20 @@ const relationOf = (scan: OrderedScan): string => scanRelations.get(scan) as str
  * sort: a newest-first export, no LIMIT cutting the slice (that needs the uuid tie-break), no
  * person join (a join gives up the order), storage able to give the rows in that order (its
  * `newestFirstRelation`), and a plan for `where` (the slice's conditions; the scope's unless
- * given) made only of operators that keep order (`planKeepsOrder`). Null otherwise: then the
- * engine sorts the slice.
+ * given) made only of operators that keep order (`planKeepsOrder`). That plan is not asked when
+ * the scope's `conditions` (the request's filters without the time bounds) are empty: time
+ * bounds and the row keys an export continues from or cuts at are comparisons, which stay
+ * filters. Null otherwise: then the engine sorts the slice.
  */
-export async function orderedScan(ctx: ReadContext, scope: Pick<ReadScope, 'person' | 'where'>, order: Order, slice: ExportSlice, where = scope.where): Promise<OrderedScan | null> {
+export async function orderedScan(
+  ctx: ReadContext, scope: Pick<ReadScope, 'person' | 'where'> & { conditions?: SqlFragment }, order: Order, slice: ExportSlice, where = scope.where,
+): Promise<OrderedScan | null> {
   if (order !== 'DESC' || slice.limit !== null || scope.person) return null;
   const scan = await ctx.runner.newestFirst(ctx.teamId, { ...(slice.from === null ? {} : { from: slice.from }), to: slice.to });
   if (!scan) return null;
   const relation = asEvents(scan);
-  if (!(await planKeepsOrder(ctx, relation, where))) return null;
+  const timeOnly = scope.conditions !== undefined && scope.conditions.sql.trim() === '';
+  if (!timeOnly && !(await planKeepsOrder(ctx, relation, where))) return null;
   const handle: OrderedScan = Object.freeze({ kind: 'ordered-scan' });
   scanRelations.set(handle, relation);
   return handle;
