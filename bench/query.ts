@@ -305,6 +305,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   for (const c of all) samples.set(c.name, { http: [], httpFirst: [], direct: [], inproc: [], naive: [], statements: 0, rows: 0 });
   const exports = new Map(formats.map((format) => [format, { http: [] as number[], curl: [] as number[], direct: [] as number[], sameColumns: [] as number[], peak: 0, before: 0, at10: 0, at90: 0, bytes: 0, rows: 0 }]));
   const curl = Bun.which('curl');
+  if (!curl) log('curl not found: the exports are timed with the fetch client only');
 
   // The machine is shared and noisy: direct and http alternate in cycles (the database file takes
   // one process at a time), and the medians are over every cycle's runs.
@@ -321,15 +322,19 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
     try {
       await httpPhase(server.url, teamId, all, samples, runs);
       for (const [format, e] of exports) {
-        let rows = 0;
+        // The runs alternate the clients, fetch first: the first fetch run of a cycle is the
+        // format's first export since the server started, and the memory figures are its (as when
+        // it was the only run). Every run must give the same rows.
+        let rows: number | null = null;
         for (let run = 0; run < EXPORT_RUNS; run++) {
           const export_ = await httpExport(server.url, server.proc.pid, teamId, exportRows, format, tmpDir);
-          e.http.push(export_.seconds);
+          if (rows !== null && export_.rows !== rows) throw new Error(`${format} export: ${export_.rows} rows, after ${rows}`);
           rows = export_.rows;
-          if (cycle === CYCLES - 1 && run === EXPORT_RUNS - 1) Object.assign(e, { peak: export_.peak, before: export_.before, at10: export_.at10, at90: export_.at90, bytes: export_.bytes, rows: export_.rows });
+          e.http.push(export_.seconds);
+          if (cycle === CYCLES - 1 && run === 0) Object.assign(e, { peak: export_.peak, before: export_.before, at10: export_.at10, at90: export_.at90, bytes: export_.bytes, rows: export_.rows });
           log(`cycle ${cycle + 1}/${CYCLES}: ${format} ${Math.round(export_.rows / export_.seconds).toLocaleString()} rows/s, server rss ${export_.before} → ${export_.at10} (10%) → ${export_.at90} (90%), peak ${export_.peak} MB`);
+          if (curl) e.curl.push(await curlExport(curl, server.url, teamId, exportRows, format, tmpDir, rows));
         }
-        if (curl) for (let run = 0; run < EXPORT_RUNS; run++) e.curl.push(await curlExport(curl, server.url, teamId, exportRows, format, tmpDir, rows));
       }
     } finally {
       await server.stop();
@@ -389,7 +394,7 @@ const bench: Benchmark = async ({ tmpDir, quick, log }) => {
   const notes = [
     `${total.toLocaleString()} events (95% in the measured project), a month ending at load time; ${copiesOn ? 'person-clustered copies of settled days built before the queries' : 'fresh: no person-clustered copies (QUERY_BENCH_COPIES=off)'}; loaded through EventStore.append in ${loaded.seconds.toFixed(0)} s (${Math.round(total / loaded.seconds).toLocaleString()} rows/s); at query time ${stats.hotRows.toLocaleString()} rows in the hot table, ${stats.parquetRows.toLocaleString()} in ${stats.parquetFiles} Parquet files.`,
     `medians over ${CYCLES} cycles × ${runs} runs (after a warm-up each); http = the real server on loopback, whole body read; http_first = that warm-up, the first request of the case since the server started (per-file counts not yet remembered); direct = the statements the API ran for the same request (its first: per-file counts included), replayed on DuckDB in-process with the same concurrency; naive = one ORDER BY … LIMIT 100 statement over the team's whole relation.`,
-    `exports (${[...exports].map(([format, e]) => `${format} ${(e.bytes / 1e6).toFixed(0)} MB`).join(', ') || 'none'}): the same newest ${exportRows.toLocaleString()} events in each format, body read whole (the Parquet one written to a file, then its rows counted by DuckDB); direct = DuckDB's own COPY of as many rows in that format (raw columns, properties as one JSON column, one unsorted statement); direct_same_columns (csv) = DuckDB's own COPY of the columns the csv export writes (one a property key, no person columns, unsorted); curl = the same export fetched by curl into a file (the http figures' client reads the body in JavaScript, on the same two cores as the server); ${EXPORT_RUNS} runs of each a cycle; target ≥ 200,000 rows/s with the server's memory flat (rss at 10% vs 90% of the export).`,
+    `exports (${[...exports].map(([format, e]) => `${format} ${(e.bytes / 1e6).toFixed(0)} MB`).join(', ') || 'none'}): the same newest ${exportRows.toLocaleString()} events in each format, body read whole (the Parquet one written to a file, then its rows counted by DuckDB); direct = DuckDB's own COPY of as many rows in that format (raw columns, properties as one JSON column, one unsorted statement); direct_same_columns (csv) = DuckDB's own COPY of the columns the csv export writes (one a property key, no person columns, unsorted); ${curl ? 'curl = the same export fetched by curl into a file (the http figures\' client reads the body in JavaScript, on the same two cores as the server), runs alternating with the fetch client\'s; ' : ''}${EXPORT_RUNS} runs of each a cycle, the memory figures from the last cycle's first; target ≥ 200,000 rows/s with the server's memory flat (rss at 10% vs 90% of the export).`,
   ];
   if (onClickHouse) notes.push(onClickHouse.note);
   if (onChdb) notes.push(onChdb.note);
