@@ -11,7 +11,7 @@ import { orderedScan, slicesPropertyKeys, streamSliceRows, windowPropertyKeys, w
 import { readKeyAt, streamSelectRows } from '../../storage/events/read/list-reads';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { exportSliceRows, FILE_CHUNK, isSpare, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
+import { FILE_CHUNK, isSpare, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
 import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import { afterKey, allOf, upToKey, type EventKey, type Order } from '../../storage/events/read/list-statements';
@@ -255,12 +255,9 @@ interface KeyedCut {
  * (as the Parquet export's `cutByKey`): that row's key is read first, at the rows the export
  * still needs when the slice is read, so the slice can be an ordered scan like the ones before
  * it. The rest of the window after it (read only when rows went missing) then starts just after
- * that row, the cut slice's rows below it included. Other slices are read as planned, and so is
- * a cut slice counted smaller than the first slice: sorting it costs about what the key's read
- * and the scan's plan check do (see bench/NOTES.md).
+ * that row, the cut slice's rows below it included. Other slices are read as planned.
  */
 function cutByKey(ctx: ExportContext, scope: Scope, order: Order): KeyedCut {
-  const { firstRows } = exportSliceRows(ctx);
   let cut: { key: EventKey; from: number | null; to: number } | null = null;
   return {
     async read(slice, cap) {
@@ -270,7 +267,7 @@ function cutByKey(ctx: ExportContext, scope: Scope, order: Order): KeyedCut {
         cut = null;
         return rest;
       }
-      if (slice.limit === null || cap === null || order !== 'DESC' || scope.person || slice.rows < firstRows) return { slice, where: scope.where };
+      if (slice.limit === null || cap === null || order !== 'DESC' || scope.person) return { slice, where: scope.where };
       const key = await readKeyAt(ctx, scope, order, slice, cap);
       // Fewer rows than the export still needs: the slice is read whole.
       if (!key) return { slice: { ...slice, limit: null }, where: scope.where };
