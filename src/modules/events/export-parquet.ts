@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
+import { compileSelect, type CompiledSelect } from '../../core/query';
 import type { PropertyType } from '../../core/ingest/property-type';
 import {
   concatParquetParts, orderedScan, writeEmptyEventsParquet, writeParquetPart, writeParquetSelect, type ParquetPart,
 } from '../../storage/events/read/export-reads';
 import { readKeyAt } from '../../storage/events/read/list-reads';
-import { afterKey, allOf, upToKey, type Order } from '../../storage/events/read/list-statements';
-import { FILE_CHUNK, isSpare, planExport, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
+import type { Order } from '../../storage/events/read/list-statements';
+import {
+  afterCut, FILE_CHUNK, isSpare, planExport, sliceScans, slicesAsRead, startingPoint, upToCut, type ExportContext, type KeyedSlice, type SliceScans, type Slice,
+} from './export-plan';
 import { listScope, selectFragment, selectOrder, type Scope } from './list';
 import type { ListRequest } from './params';
 
@@ -93,12 +95,6 @@ async function writeParts(ctx: ExportContext, scope: Scope, order: Order, parts:
   }
 }
 
-/** A slice and the condition its rows meet (the export's, or with the key a limit cuts at). */
-interface KeyedSlice {
-  slice: Slice;
-  where: SqlFragment;
-}
-
 /**
  * The slice a `limit` cuts, as a condition instead of a sort: the rows up to the last one
  * exported, whose key is read first (DuckDB ranks the slice's narrow columns and returns that one
@@ -114,12 +110,9 @@ async function cutByKey(ctx: ExportContext, scope: Scope, order: Order, slices: 
   if (!cut?.limit || order !== 'DESC' || scope.person) return plain;
   const last = await readKeyAt(ctx, scope, order, cut, cut.limit);
   if (!last) return plain;
-  const keyed: KeyedSlice[] = [...plain.slice(0, at), { slice: { ...cut, limit: null }, where: allOf(scope.where, upToKey(last, order)) }];
-  // Read only when rows went missing; planned or not (a cut reaching the window's far end has
-  // none after it), it covers the cut slice's rows below the key.
-  const rest = slices[at + 1];
-  keyed.push({ slice: { from: rest ? rest.from : cut.from, to: cut.to, rows: rest?.rows ?? 0, limit: 0 }, where: allOf(scope.where, afterKey(last, order)) });
-  return keyed;
+  // The rest is there whether the plan has one after the cut or not (a cut reaching the window's
+  // far end has none): its far end is the planned rest's, or the cut slice's own.
+  return [...plain.slice(0, at), upToCut(scope, order, cut, last), afterCut(scope, order, cut, last, (slices[at + 1] ?? cut).from)];
 }
 
 /** The slices as parts: consecutive slices that scan time-ordered rows joined into one (see storage's `orderedScan`). */

@@ -3,7 +3,8 @@ import type { Deps } from '../../deps';
 import { countByBucket, newestFilesFloor, orderedScan, type OrderedScan } from '../../storage/events/read/export-reads';
 import { findKeys, listWindow, type ListContext, type Scope } from './list';
 import type { ListRequest } from './params';
-import { afterKey, allOf, type Order } from '../../storage/events/read/list-statements';
+import { afterKey, allOf, upToKey, type EventKey, type Order } from '../../storage/events/read/list-statements';
+import type { SqlFragment } from '../../core/query';
 
 /**
  * How an export is cut into slices of time: a row count of what it reads by hour (busy hours by
@@ -68,6 +69,30 @@ export function plannedToRead(slices: readonly Slice[]): Slice[] {
 
 /** The rest of the window after the slice a limit cuts (see `Slice.limit`). */
 export const isSpare = (slice: Pick<Slice, 'limit'>): boolean => slice.limit === 0;
+
+/** A slice and the condition its rows meet (the export's, or with the key a limit cuts at). */
+export interface KeyedSlice {
+  slice: Slice;
+  where: SqlFragment;
+}
+
+/**
+ * The slice a `limit` cuts, read up to the key of the last row the export sends instead of sorted
+ * and cut (both exports' `cutByKey`): a newest-first slice of time-ordered files then stays a scan.
+ */
+export const upToCut = (scope: Scope, order: Order, cut: Slice, key: EventKey): KeyedSlice => ({
+  slice: { ...cut, limit: null },
+  where: allOf(scope.where, upToKey(key, order)),
+});
+
+/**
+ * The rest after a keyed cut, read only when rows went missing: from just after its key (the cut
+ * slice's rows below it included) down to `from`, the window's far end.
+ */
+export const afterCut = (scope: Scope, order: Order, cut: Pick<Slice, 'to'>, key: EventKey, from: number | null): KeyedSlice => ({
+  slice: { from, to: cut.to, rows: 0, limit: 0 },
+  where: allOf(scope.where, afterKey(key, order)),
+});
 
 /** Rows counted in [from, to). */
 export interface Bucket {

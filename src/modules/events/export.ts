@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { compileSelect, type SqlFragment } from '../../core/query';
+import { compileSelect } from '../../core/query';
 import { csvRecord, EVENT_CSV_PERSON_COLUMNS, eventCsvColumns, spliceCsvRecords, type EventCsvColumn } from '../../core/events/csv';
 import { AppError } from '../../errors';
 import type { Logger } from '../../logger';
@@ -11,10 +11,13 @@ import { orderedScan, slicesPropertyKeys, streamSliceRows, windowPropertyKeys, w
 import { readKeyAt, streamSelectRows } from '../../storage/events/read/list-reads';
 import { jsonSlices, streamedEnvelope, type StreamedPage } from './export-json';
 import { parquetChunks } from './export-parquet';
-import { FILE_CHUNK, isSpare, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, type ExportContext, type SliceScans, type Slice } from './export-plan';
+import {
+  afterCut, FILE_CHUNK, isSpare, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, upToCut,
+  type ExportContext, type KeyedSlice, type SliceScans, type Slice,
+} from './export-plan';
 import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
-import { afterKey, allOf, upToKey, type EventKey, type Order } from '../../storage/events/read/list-statements';
+import type { EventKey, Order } from '../../storage/events/read/list-statements';
 
 export type { ExportContext } from './export-plan';
 
@@ -241,7 +244,7 @@ async function* csvSlices(
 /** How the CSV export reads the slice a `limit` cuts (see `cutByKey`). */
 interface KeyedCut {
   /** The slice as it is read, and the condition its rows meet. */
-  read(slice: Slice, cap: number | null): Promise<{ slice: Slice; where: SqlFragment }>;
+  read(slice: Slice, cap: number | null): Promise<KeyedSlice>;
   /**
    * Once the planned slices are read: the rest of a keyed cut slice below its key, as a slice
    * read only when rows went missing, when no planned slice followed the cut (the cut reached
@@ -258,12 +261,12 @@ interface KeyedCut {
  * that row, the cut slice's rows below it included. Other slices are read as planned.
  */
 function cutByKey(ctx: ExportContext, scope: Scope, order: Order): KeyedCut {
-  let cut: { key: EventKey; from: number | null; to: number } | null = null;
+  let cut: { slice: Slice; key: EventKey } | null = null;
   return {
     async read(slice, cap) {
       if (isSpare(slice)) {
         if (!cut) return { slice, where: scope.where };
-        const rest = { slice: { ...slice, to: cut.to }, where: allOf(scope.where, afterKey(cut.key, order)) };
+        const rest = afterCut(scope, order, cut.slice, cut.key, slice.from);
         cut = null;
         return rest;
       }
@@ -271,10 +274,11 @@ function cutByKey(ctx: ExportContext, scope: Scope, order: Order): KeyedCut {
       const key = await readKeyAt(ctx, scope, order, slice, cap);
       // Fewer rows than the export still needs: the slice is read whole.
       if (!key) return { slice: { ...slice, limit: null }, where: scope.where };
-      cut = { key, from: slice.from, to: slice.to };
-      return { slice: { ...slice, limit: null }, where: allOf(scope.where, upToKey(key, order)) };
+      cut = { slice, key };
+      return upToCut(scope, order, slice, key);
     },
-    rest: () => (cut ? { from: cut.from, to: cut.to, rows: 0, limit: 0 } : null),
+    // No rest planned after the cut: the cut slice reached the window's far end.
+    rest: () => (cut ? { ...cut.slice, rows: 0, limit: 0 } : null),
   };
 }
 
