@@ -35,6 +35,15 @@ const SLICE_MS = 4;
 const RUN_MAX_BYTES = 512 * 1024;
 
 /**
+ * How long after one run is sent the next waits for more bodies, when it holds less than
+ * RUN_MAX_BYTES: each run wakes the preparing thread, and a wake costs this thread far more than
+ * the message itself (see bench/NOTES.md), so under a stream of single events fewer, fuller runs
+ * leave more of it to requests. A run long after the one before (a quiet server) goes at once;
+ * persons and definitions follow their events by at most this much more.
+ */
+const RUN_GATHER_MS = 10;
+
+/**
  * The processing stage, between the log and the loads: turns each sealed segment's intake
  * frames (capture requests, acknowledged once durable) into rows — normalization, persons and
  * definitions, through the intake processor the store was given (the pipeline) — and writes them
@@ -56,6 +65,8 @@ export class SegmentProcessor {
   /** Processing progress of segments begun from memory (the active one, or just sealed). */
   private states = new Map<number, ProcState>();
   private processedWaiters = new MarkWaiters();
+  /** When the last run was sent to the preparing thread (`performance.now()`). */
+  private lastRunAt = Number.NEGATIVE_INFINITY;
   /** Highest intake sequence number processed: its person changes are visible. */
   processedSeq = 0;
   /** Bytes of intake memos held (released as their segments are processed). */
@@ -201,8 +212,13 @@ export class SegmentProcessor {
     while (st.next < memos.length) {
       const memo = memos[st.next] as IntakeMemo | null;
       if (!memo) return;
-      if (isBodyMemo(memo)) await this.processRun(st, memos, memos.length);
-      else await this.processMemo(seg, st, memo, memos);
+      if (isBodyMemo(memo)) {
+        if (await this.gathered(st, memos)) {
+          sliceStart = performance.now();
+          if (this.intake.some((q) => q.id === seg.id)) return; // sealed meanwhile: finished from the queue
+        }
+        await this.processRun(st, memos, memos.length);
+      } else await this.processMemo(seg, st, memo, memos);
       if (performance.now() - sliceStart > SLICE_MS) {
         await this.yieldToRequests();
         sliceStart = performance.now();
@@ -230,6 +246,25 @@ export class SegmentProcessor {
   }
 
   /**
+   * Waits, when the bodies from `st.next` on make less than a full run and the last run was sent
+   * less than RUN_GATHER_MS ago, until that much time has passed (more bodies become durable
+   * meanwhile); whether it waited.
+   */
+  private async gathered(st: ProcState, memos: readonly unknown[]): Promise<boolean> {
+    const wait = this.lastRunAt + RUN_GATHER_MS - performance.now();
+    if (wait <= 0) return false;
+    let bytes = 0;
+    for (let i = st.next; i < memos.length && bytes < RUN_MAX_BYTES; i++) {
+      const memo = memos[i] as IntakeMemo | null;
+      if (!isBodyMemo(memo)) return false; // the run ends there anyway
+      bytes += memo.bytes;
+    }
+    if (bytes >= RUN_MAX_BYTES) return false;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    return true;
+  }
+
+  /**
    * The body memos from `st.next` on (before `end`) of one project, up to RUN_MAX_BYTES, turned
    * into rows as one (`ProcessIntake.run`): one message to the preparing thread for the run
    * instead of the work of each on this one. A body that cannot be read goes to the dead letters
@@ -247,6 +282,7 @@ export class SegmentProcessor {
       run.push(memo);
       bytes += memo.bytes;
     }
+    this.lastRunAt = performance.now();
     try {
       if (!this.process!.run) throw new Error('The intake processor has no runs.');
       const { rows, failed } = await this.process!.run(run.map((m) => ({ context: m.context, body: m.body })));
