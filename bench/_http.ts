@@ -95,6 +95,8 @@ export async function startRealServer(env: Record<string, string> = {}, options:
       MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
       // As `npm start` sets it: how long Bun's allocator keeps freed pages before returning them (README, Memory).
       MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '1000',
+      // As `npm start` sets it: how long DuckDB's allocator keeps freed pages (README, Memory).
+      DUCKDB_JE_MALLOC_CONF: process.env.DUCKDB_JE_MALLOC_CONF ?? 'dirty_decay_ms:5000,muzzy_decay_ms:5000',
       PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
