@@ -38,8 +38,9 @@ const RUN_MAX_BYTES = 512 * 1024;
  * How long after one run is sent the next waits for more bodies, when it holds less than
  * RUN_MAX_BYTES: each run wakes the preparing thread, and a wake costs this thread far more than
  * the message itself (see bench/NOTES.md), so under a stream of single events fewer, fuller runs
- * leave more of it to requests. A run long after the one before (a quiet server) goes at once;
- * persons and definitions follow their events by at most this much more.
+ * leave more of it to requests. A run long after the one before (a quiet server) goes at once, and
+ * so does one that a flag check or a read is waiting for; otherwise persons and definitions follow
+ * their events by at most this much more.
  */
 const RUN_GATHER_MS = 10;
 
@@ -215,16 +216,21 @@ export class SegmentProcessor {
       if (isBodyMemo(memo)) {
         if (await this.gathered(st, memos)) {
           sliceStart = performance.now();
-          if (this.intake.some((q) => q.id === seg.id)) return; // sealed meanwhile: finished from the queue
+          if (this.sealed(seg)) return;
         }
         await this.processRun(st, memos, memos.length);
       } else await this.processMemo(seg, st, memo, memos);
       if (performance.now() - sliceStart > SLICE_MS) {
         await this.yieldToRequests();
         sliceStart = performance.now();
-        if (this.intake.some((q) => q.id === seg.id)) return; // sealed meanwhile: finished from the queue
+        if (this.sealed(seg)) return;
       }
     }
+  }
+
+  /** The segment was sealed meanwhile: it is finished from the queue. */
+  private sealed(seg: Readonly<SealedSegment>): boolean {
+    return this.intake.some((q) => q.id === seg.id);
   }
 
   /** A request's rows, its dropped events counted on the way (reasons are the processor's). */
@@ -246,21 +252,23 @@ export class SegmentProcessor {
   }
 
   /**
-   * Waits, when the bodies from `st.next` on make less than a full run and the last run was sent
-   * less than RUN_GATHER_MS ago, until that much time has passed (more bodies become durable
-   * meanwhile); whether it waited.
+   * Waits, when the bodies from `st.next` on make less than a full run, the last run was sent
+   * less than RUN_GATHER_MS ago and nobody waits for processing, until that much time has passed
+   * (more bodies become durable meanwhile); whether it waited.
    */
   private async gathered(st: ProcState, memos: readonly unknown[]): Promise<boolean> {
     const wait = this.lastRunAt + RUN_GATHER_MS - performance.now();
-    if (wait <= 0) return false;
+    if (wait <= 0 || this.processedWaiters.waiting) return false;
+    const teamId = (memos[st.next] as BodyMemo).context.teamId;
     let bytes = 0;
     for (let i = st.next; i < memos.length && bytes < RUN_MAX_BYTES; i++) {
       const memo = memos[i] as IntakeMemo | null;
-      if (!isBodyMemo(memo)) return false; // the run ends there anyway
+      // The run ends there anyway (`processRun`): waiting would not make it fuller.
+      if (!isBodyMemo(memo) || memo.context.teamId !== teamId) return false;
       bytes += memo.bytes;
     }
     if (bytes >= RUN_MAX_BYTES) return false;
-    await new Promise((resolve) => setTimeout(resolve, wait));
+    await Bun.sleep(wait);
     return true;
   }
 
