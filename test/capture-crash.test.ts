@@ -1,5 +1,6 @@
 import { afterAll, expect, test } from 'bun:test';
 import { rm } from 'node:fs/promises';
+import { eventually } from './helpers/cluster';
 import { newLoadState, runBatchClients, type LoadState } from './helpers/ingest-load';
 import { newDataDir, startServer, TEST_KEYS, type ServerProcess } from './helpers/server-process';
 
@@ -123,6 +124,11 @@ test.each([
     await tail;
     stop = true;
     expect(state.pending.size).toBe(0);
+    // Unlike after a restart (recovery loads the log before the server listens), the tail's events
+    // were acknowledged just now, and a list waits only a short bound for them: asked until every
+    // acknowledged uuid is listed (at most 20 s), then checked as after each restart.
+    const url = server.url;
+    await eventually(() => storedUuids(url), (seen) => [...state.acked].every((u) => seen.has(u)), 20_000);
     personsChecked += await verify(server.url, state, CYCLES + 1);
     expect(personsChecked).toBeGreaterThan(0);
     expect(state.acked.size).toBeGreaterThan(20 * BATCH);
