@@ -45,6 +45,24 @@ const RUN_MAX_BYTES = 512 * 1024;
 const RUN_GATHER_MS = 10;
 
 /**
+ * The run starting at `first` (a body memo): the body memos after it, before `end`, of its
+ * project, up to RUN_MAX_BYTES; `ended` when something other than `end` stopped it (a memo that
+ * is not another body of the project, or the bytes).
+ */
+function runFrom(memos: readonly unknown[], first: number, end: number): { run: BodyMemo[]; ended: boolean } {
+  const teamId = (memos[first] as BodyMemo).context.teamId;
+  const run: BodyMemo[] = [];
+  let bytes = 0;
+  for (let i = first; i < end; i++) {
+    const memo = memos[i] as IntakeMemo | null;
+    if (bytes >= RUN_MAX_BYTES || !isBodyMemo(memo) || memo.context.teamId !== teamId) return { run, ended: true };
+    run.push(memo);
+    bytes += memo.bytes;
+  }
+  return { run, ended: bytes >= RUN_MAX_BYTES };
+}
+
+/**
  * The processing stage, between the log and the loads: turns each sealed segment's intake
  * frames (capture requests, acknowledged once durable) into rows — normalization, persons and
  * definitions, through the intake processor the store was given (the pipeline) — and writes them
@@ -259,15 +277,8 @@ export class SegmentProcessor {
   private async gathered(st: ProcState, memos: readonly unknown[]): Promise<boolean> {
     const wait = this.lastRunAt + RUN_GATHER_MS - performance.now();
     if (wait <= 0 || this.processedWaiters.waiting) return false;
-    const teamId = (memos[st.next] as BodyMemo).context.teamId;
-    let bytes = 0;
-    for (let i = st.next; i < memos.length && bytes < RUN_MAX_BYTES; i++) {
-      const memo = memos[i] as IntakeMemo | null;
-      // The run ends there anyway (`processRun`): waiting would not make it fuller.
-      if (!isBodyMemo(memo) || memo.context.teamId !== teamId) return false;
-      bytes += memo.bytes;
-    }
-    if (bytes >= RUN_MAX_BYTES) return false;
+    // A run that ends before the memos do (another project's body, a full run) is as full as waiting would make it.
+    if (runFrom(memos, st.next, memos.length).ended) return false;
     await Bun.sleep(wait);
     return true;
   }
@@ -281,15 +292,7 @@ export class SegmentProcessor {
    */
   private async processRun(st: ProcState, memos: unknown[], end: number): Promise<void> {
     const first = st.next;
-    const teamId = (memos[first] as BodyMemo).context.teamId;
-    const run: BodyMemo[] = [];
-    let bytes = 0;
-    for (let i = first; i < end && bytes < RUN_MAX_BYTES; i++) {
-      const memo = memos[i] as IntakeMemo | null;
-      if (!isBodyMemo(memo) || memo.context.teamId !== teamId) break;
-      run.push(memo);
-      bytes += memo.bytes;
-    }
+    const { run } = runFrom(memos, first, end);
     this.lastRunAt = performance.now();
     try {
       if (!this.process!.run) throw new Error('The intake processor has no runs.');
