@@ -80,6 +80,23 @@ export interface RealServer extends ChildServer {
 }
 
 /**
+ * This process's environment with the runtime settings `npm start` gives the server (README,
+ * Memory), unless set: the real server and the floors run with them alike, so a floor that also
+ * runs DuckDB (the store floor) gets the same allocator.
+ */
+export const runtimeEnv = (): Record<string, string | undefined> => ({
+  ...process.env,
+  // DuckDB's statements and file I/O share this pool (src/index.ts).
+  UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16',
+  // glibc's malloc arenas.
+  MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+  // How long Bun's allocator keeps freed pages before returning them.
+  MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '1000',
+  // How long DuckDB's allocator keeps freed pages.
+  DUCKDB_JE_MALLOC_CONF: process.env.DUCKDB_JE_MALLOC_CONF ?? 'dirty_decay_ms:5000,muzzy_decay_ms:5000',
+});
+
+/**
  * The real server (`bun src/index.ts`) with a temporary data dir and the known bench keys.
  * `root`: the checkout to run (an A/B of a proposed change runs a patched copy).
  */
@@ -88,15 +105,7 @@ export async function startRealServer(env: Record<string, string> = {}, options:
   const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: options.root ?? ROOT,
     env: {
-      ...process.env,
-      // As `npm start` sets it: DuckDB's statements and file I/O share this pool (src/index.ts).
-      UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16',
-      // As `npm start` sets it: glibc's malloc arenas (README, Memory).
-      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-      // As `npm start` sets it: how long Bun's allocator keeps freed pages before returning them (README, Memory).
-      MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '1000',
-      // As `npm start` sets it: how long DuckDB's allocator keeps freed pages (README, Memory).
-      DUCKDB_JE_MALLOC_CONF: process.env.DUCKDB_JE_MALLOC_CONF ?? 'dirty_decay_ms:5000,muzzy_decay_ms:5000',
+      ...runtimeEnv(),
       PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,

@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Subprocess } from 'bun';
-import { ROOT, startRealServer, stopChild, waitForListening } from './_http';
+import { ROOT, runtimeEnv, startRealServer, stopChild, waitForListening } from './_http';
 
 /**
  * Child processes for the ingest bench, with their pid (for peak RSS from /proc): the real server
@@ -169,7 +169,7 @@ console.log('Listening on http://127.0.0.1:' + server.port);
 `;
 
 async function spawnScript(source: string): Promise<Child> {
-  const proc = Bun.spawn([process.execPath, '-e', source], { cwd: ROOT, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
+  const proc = Bun.spawn([process.execPath, '-e', source], { cwd: ROOT, env: runtimeEnv(), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
   const port = await waitForListening(proc, 30_000, true);
   return { url: `http://127.0.0.1:${port}`, pid: proc.pid, proc, dataDir: null, stop: () => stopChild(proc) };
 }
