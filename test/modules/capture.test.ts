@@ -194,6 +194,21 @@ describe('validation and normalization', () => {
     expect(list.body.results.map((e: any) => e.distinct_id)).toEqual(['d'.repeat(200)]);
   });
 
+  test('an event at the size limit made almost wholly of its $session_id is stored whole (its row holds the value twice, in its properties and its session column: over 2 MiB)', async () => {
+    const event = 'long-session';
+    const distinctId = 'long-session-user';
+    // The per-event limit counts the stored properties ($ip added), the name and the distinct id: this event is exactly at it.
+    const value = 's'.repeat(1024 * 1024 - JSON.stringify({ $session_id: '', $ip: IP }).length - event.length - distinctId.length);
+    const uuid = '01890000-0000-7000-8000-0000000005e5';
+    const res = await post('/capture/', { api_key: TOKEN, event, distinct_id: distinctId, uuid, properties: { $session_id: value } }, { 'x-forwarded-for': IP });
+    expect(await bodyOf(res)).toEqual({ status: 200, body: { status: 1 } });
+    const stored = await t.json('GET', `/api/projects/${t.account.project.id}/events/${uuid}/`);
+    expect(stored.status).toBe(200);
+    expect(stored.body.properties).toEqual({ $session_id: value, $ip: IP });
+    const selected = await t.json('GET', `/api/projects/${t.account.project.id}/events/?event=${event}&select=${encodeURIComponent(JSON.stringify(['length(properties.$session_id)']))}`);
+    expect(selected.body.results).toEqual([[value.length]]);
+  });
+
   test("the spec's sample forms keep everything they carry", async () => {
     const samples = [
       { type: 'alias', event: '$create_alias', properties: { distinct_id: 'sample-user', alias: 'sample-alias' }, context: { ip: '1.1.1.1' }, messageId: 'm1' },

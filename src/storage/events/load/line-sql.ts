@@ -2,6 +2,21 @@ import { sqlString } from '../../sql-literal';
 import { PERSON_SLOT, LINE_COLUMNS } from '../log/row-lines';
 
 /**
+ * The longest row line DuckDB accepts. A stored event is at most `EVENT_LIMITS.eventBytes` (1 MiB),
+ * but its line holds its hot property values a second time (`mat_*`), so one made almost wholly
+ * of its `$session_id` takes over 2 MiB, DuckDB's default, and was refused with its load.
+ */
+const MAX_LINE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * DuckDB's read buffer, well under its default (16 × the longest line). With buffers as large as
+ * a segment file or larger, the reader's memory was faulted in afresh, page by page, on every
+ * load, which costs much on a virtual machine; buffers of this size were reused without faults
+ * (see bench/NOTES.md). DuckDB wants it larger than the longest line.
+ */
+const READ_BUFFER_BYTES = 2 * MAX_LINE_BYTES;
+
+/**
  * How DuckDB reads row lines (`log/row-lines.ts`) from the log's files and processed copies:
  * `read_csv(...)` over those files, typed per `LINE_COLUMNS`.
  */
@@ -10,7 +25,8 @@ export function readLinesSql(files: readonly string[], extra = ''): string {
   const list = `[${files.map(sqlString).join(', ')}]`;
   return (
     `read_csv(${list}, columns = ${columns}, delim = '\x1f', quote = '\x1e', escape = '\x1e', comment = '\x1d', ` +
-    `nullstr = '\x15', allow_quoted_nulls = false, header = false, auto_detect = false, new_line = '\\n', strict_mode = true${extra})`
+    `nullstr = '\x15', allow_quoted_nulls = false, header = false, auto_detect = false, new_line = '\\n', strict_mode = true, ` +
+    `max_line_size = ${MAX_LINE_BYTES}, buffer_size = ${READ_BUFFER_BYTES}${extra})`
   );
 }
 
