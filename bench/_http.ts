@@ -92,8 +92,8 @@ export const runtimeEnv = (): Record<string, string | undefined> => ({
   MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
   // How long Bun's allocator keeps freed pages before returning them.
   MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '1000',
-  // How long DuckDB's allocator keeps freed pages.
-  DUCKDB_JE_MALLOC_CONF: process.env.DUCKDB_JE_MALLOC_CONF ?? 'dirty_decay_ms:5000,muzzy_decay_ms:5000',
+  // How long DuckDB's allocator keeps freed pages, and its one arena.
+  DUCKDB_JE_MALLOC_CONF: process.env.DUCKDB_JE_MALLOC_CONF ?? 'dirty_decay_ms:5000,muzzy_decay_ms:5000,narenas:1',
 });
 
 /**

@@ -80,7 +80,7 @@ describe('signals', () => {
 });
 
 describe("the README's start command", () => {
-  test("npm start gives the server its runtime settings: 16 pool threads, two malloc arenas, a second's purge delay and DuckDB's five-second decay (unless already set)", async () => {
+  test("npm start gives the server its runtime settings: 16 pool threads, two malloc arenas, a second's purge delay, DuckDB's five-second decay and one arena (unless already set)", async () => {
     const env = { UV_THREADPOOL_SIZE: '', MALLOC_ARENA_MAX: '', MIMALLOC_PURGE_DELAY: '', DUCKDB_JE_MALLOC_CONF: '' };
     const server = await startServer(env, undefined, ['npm', 'start']);
     dirs.push(server.dataDir);
@@ -100,7 +100,7 @@ describe("the README's start command", () => {
       expect(serverEnv).toContain('MALLOC_ARENA_MAX=2');
       expect(serverEnv).toContain('UV_THREADPOOL_SIZE=16');
       expect(serverEnv).toContain('MIMALLOC_PURGE_DELAY=1000');
-      expect(serverEnv).toContain('DUCKDB_JE_MALLOC_CONF=dirty_decay_ms:5000,muzzy_decay_ms:5000');
+      expect(serverEnv).toContain('DUCKDB_JE_MALLOC_CONF=dirty_decay_ms:5000,muzzy_decay_ms:5000,narenas:1');
     } finally {
       await server.stop();
     }
