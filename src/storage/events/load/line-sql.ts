@@ -1,20 +1,24 @@
+import { EVENT_LIMITS } from '../../../core/ingest/limits';
 import { sqlString } from '../../sql-literal';
 import { PERSON_SLOT, LINE_COLUMNS } from '../log/row-lines';
 
 /**
- * The longest row line DuckDB accepts. A stored event is at most `EVENT_LIMITS.eventBytes` (1 MiB),
- * but its line holds its hot property values a second time (`mat_*`), so one made almost wholly
- * of its `$session_id` takes over 2 MiB, DuckDB's default, and was refused with its load.
+ * The longest row line DuckDB accepts. A line holds an event's counted parts (its properties,
+ * name, distinct id and elements chain: at most `EVENT_LIMITS.eventBytes` together) plus its hot
+ * property values a second time (`mat_*`: each is in the properties too) and a few hundred bytes
+ * of fixed fields: about twice the limit at most (a name, id or chain holding the quote character
+ * is written with it doubled, which at most doubles that field). DuckDB's default (2,000,000
+ * bytes) refused an event at the limit made mostly of its `$session_id`, and its load with it.
  */
-const MAX_LINE_BYTES = 4 * 1024 * 1024;
+const MAX_LINE_BYTES = 4 * EVENT_LIMITS.eventBytes;
 
 /**
  * DuckDB's read buffer, well under its default (16 × the longest line). With buffers as large as
  * a segment file or larger, the reader's memory was faulted in afresh, page by page, on every
- * load, which costs much on a virtual machine; buffers of this size were reused without faults
- * (see bench/NOTES.md). DuckDB wants it larger than the longest line.
+ * load, which costs much on a virtual machine; 8 MiB buffers were reused without faults (see
+ * bench/NOTES.md). DuckDB refuses a buffer smaller than the longest line.
  */
-const READ_BUFFER_BYTES = 2 * MAX_LINE_BYTES;
+const READ_BUFFER_BYTES = Math.max(8 * 1024 * 1024, 2 * MAX_LINE_BYTES);
 
 /**
  * How DuckDB reads row lines (`log/row-lines.ts`) from the log's files and processed copies:
