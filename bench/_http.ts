@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Subprocess } from 'bun';
+import { withRuntimeEnv } from '../src/runtime-env';
 import { assertBenchTarget } from './_target';
 
 /**
@@ -84,17 +85,7 @@ export interface RealServer extends ChildServer {
  * Memory), unless set: the real server and the floors run with them alike, so a floor that also
  * runs DuckDB (the store floor) gets the same allocator.
  */
-export const runtimeEnv = (): Record<string, string | undefined> => ({
-  ...process.env,
-  // DuckDB's statements and file I/O share this pool (src/index.ts).
-  UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16',
-  // glibc's malloc arenas.
-  MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-  // How long Bun's allocator keeps freed pages before returning them.
-  MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '1000',
-  // How long DuckDB's allocator keeps freed pages, and its one arena.
-  DUCKDB_JE_MALLOC_CONF: process.env.DUCKDB_JE_MALLOC_CONF ?? 'dirty_decay_ms:5000,muzzy_decay_ms:5000,narenas:1',
-});
+export const runtimeEnv = (): Record<string, string | undefined> => withRuntimeEnv({ ...process.env });
 
 /**
  * The real server (`bun src/index.ts`) with a temporary data dir and the known bench keys.

@@ -9,6 +9,7 @@ import { launchChromium, newDesktopContext, servePages } from '../helpers/browse
 import { missingEngines } from '../../src/cli/cluster/engines';
 import { isAlive, isRunning, type ClusterState } from '../../src/cli/cluster/processes';
 import { withCurrentWriters } from '../../src/cli/cluster/up';
+import { RUNTIME_ENV } from '../../src/runtime-env';
 import { LOG_PARTITIONS, partitionOf } from '../../src/storage/log/redis-streams';
 import { chQuery, cluster, eventually, listedIds, shardUrls, summaryOf, type UpSummary } from '../helpers/cluster';
 import { TEST_KEYS } from '../helpers/server-process';
@@ -57,8 +58,7 @@ run(`npm run cluster: two nodes, writers, Redis, PostgreSQL, two ClickHouse shar
     // Nodes and writers run with what `npm start` sets (a writer's PID is its supervisor's child's).
     for (const pid of [...up.pids.nodes, ...up.pids.writers]) {
       const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-      expect(env).toContain('MALLOC_ARENA_MAX=2');
-      expect(env).toContain('UV_THREADPOOL_SIZE=16');
+      for (const [name, value] of Object.entries(RUNTIME_ENV)) expect(env).toContain(`${name}=${value}`);
     }
   });
 

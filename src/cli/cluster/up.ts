@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openClickHouse, parseClickHouseUrl } from '../../storage/clickhouse/client';
 import { migrateClickHouse } from '../../storage/clickhouse/schema';
+import { withRuntimeEnv } from '../../runtime-env';
 import { startClickHouse, startPostgres, startRedis } from './engines';
 import { emptyState, freePort, isAlive, isRunning, readState, startDetached, tail, waitUntil, writeState, type Account, type ClusterState, type Started } from './processes';
 
@@ -72,9 +73,9 @@ export async function clusterUp(dir: string): Promise<ClusterState & { account: 
   return done;
 }
 
-/** As `npm start` sets them (README, Memory): the thread pool DuckDB shares, and glibc's malloc arenas. */
+/** As `npm start` sets them (README, Memory): the runtime settings, unless this process's environment sets them. */
 function serverEnv(overrides: Record<string, string>): Record<string, string | undefined> {
-  return { UV_THREADPOOL_SIZE: '16', MALLOC_ARENA_MAX: '2', LOG_LEVEL: 'warn', ...process.env, ...overrides };
+  return { ...withRuntimeEnv({ LOG_LEVEL: 'warn', ...process.env }), ...overrides };
 }
 
 /** Node `index` (its DATA_DIR, DIR/node-INDEX) on `port` (a free one when not given: `restart` gives the node's own); resolves once it answers. */
