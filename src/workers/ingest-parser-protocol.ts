@@ -19,10 +19,19 @@ import type { IntakeContext, RunFailure } from '../storage/events';
  * - `memory`: whether the process is past the memory guard's trigger (a thread then collects smaller heaps).
  */
 export type WorkerRequest =
-  | { type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean }
-  | { type: 'run'; id: number; bodies: Uint8Array; ends: Int32Array; contexts: string }
+  | ({ type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean } & Spares)
+  | ({ type: 'run'; id: number; bodies: Uint8Array; ends: Int32Array; contexts: string } & Spares)
   | AnonymizingNote
   | MemoryNote;
+
+/**
+ * Lines buffers the main thread's processed copies have written and given back, moved with a
+ * `parse` or `run` to be filled again there (`line-buffers.ts`): the thread's replies move its
+ * lines here, so without these it would encode every large request into fresh pages.
+ */
+export interface Spares {
+  spares: ArrayBuffer[];
+}
 
 /** Sent to every thread, unanswered: `parse` prepares this key's rows without `$ip` (or again with it). */
 export interface AnonymizingNote {

@@ -5,6 +5,7 @@ import { AppError } from '../errors';
 import type { Logger } from '../logger';
 import type { PreparedRows, RowPreparer } from '../pipeline';
 import type { IntakeContext, LoggedRequest } from '../storage/events';
+import { takeSpares } from '../storage/events/log/line-buffers';
 import { movable, type AnonymizingNote, type MemoryNote, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 export interface IngestParserPool extends IngestParser, RowPreparer {
@@ -38,16 +39,18 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
   const prepareRun = (items: readonly LoggedRequest[]) => {
     const { bodies, ends } = joinBodies(items);
     const contexts = JSON.stringify(items.map((item) => item.context));
+    const spares = takeSpares();
     return least()
-      .ask({ type: 'run', id: ++nextId, bodies, ends, contexts }, [...movable(bodies), ...movable(new Uint8Array(ends.buffer))])
+      .ask({ type: 'run', id: ++nextId, bodies, ends, contexts, spares }, [...movable(bodies), ...movable(new Uint8Array(ends.buffer)), ...spares])
       .then((reply) => ({ rows: reply.rows!, failed: reply.failed ?? [] }));
   };
   return {
     async prepare(req, receivedAt, uuidSeed) {
+      const spares = takeSpares();
       const message: WorkerRequest = {
-        type: 'parse', id: ++nextId, receivedAt, uuidSeed, body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query.toString(), ip: req.ip, engage: req.engage,
+        type: 'parse', id: ++nextId, receivedAt, uuidSeed, body: req.body, contentType: req.contentType, contentEncoding: req.contentEncoding, query: req.query.toString(), ip: req.ip, engage: req.engage, spares,
       };
-      const reply = await least().ask(message, movable(req.body));
+      const reply = await least().ask(message, [...movable(req.body), ...spares]);
       return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };
     },
     notePastTrigger(pastTrigger) {

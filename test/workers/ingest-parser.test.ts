@@ -5,6 +5,7 @@ import { AppError } from '../../src/errors';
 import { prepareRows } from '../../src/pipeline';
 import { silentLogger } from '../../src/logger';
 import { createIngestParser, type IngestParserPool } from '../../src/workers/ingest-parser';
+import { giveBack, POOLED_MIN_BYTES, spareLineBytes, takeSpares } from '../../src/storage/events/log/line-buffers';
 import { BASE, createTestApp, type TestApp } from '../helpers/test-app';
 
 /** Large capture bodies decoded and parsed in a worker thread: the same answer as the main thread's, moved back. */
@@ -98,6 +99,25 @@ describe('ingest parser threads', () => {
     );
     expect(remote).toBeInstanceOf(AppError);
     expect({ kind: (remote as AppError).kind, detail: (remote as AppError).detail, attr: (remote as AppError).attr }).toEqual({ kind: local.kind, detail: local.detail, attr: local.attr });
+  });
+
+  test('lines buffers given back here move to the thread with the next body, which encodes its rows into one of them', async () => {
+    takeSpares();
+    const body = bytesOf(batch(400, 7)); // ~330 KB of lines: a pooled size
+    const fresh = (await pool.prepare(request(body.slice()), NOW.getTime(), SEED)).rows!;
+    const units = fresh.lines.buffer.byteLength / POOLED_MIN_BYTES; // its estimate rounded up
+    expect(units).toBeGreaterThanOrEqual(3);
+    // Spares one unit larger than a fresh buffer for these lines (so within twice their estimate),
+    // given back twice over (one to each thread).
+    const spares = [new ArrayBuffer((units + 1) * POOLED_MIN_BYTES), new ArrayBuffer((units + 1) * POOLED_MIN_BYTES)];
+    for (const s of spares) giveBack(s);
+    const [a, b] = await Promise.all([1, 2].map(() => pool.prepare(request(body.slice()), NOW.getTime(), SEED)));
+    expect(spares.map((s) => s.detached)).toEqual([true, true]); // moved, with the first body
+    expect(spareLineBytes()).toBe(0);
+    const sizes = [a.rows!.lines.buffer.byteLength, b.rows!.lines.buffer.byteLength].sort((x, y) => x - y);
+    // The first body's thread got both spares and encoded into one; the other thread had none.
+    expect(sizes).toEqual([units * POOLED_MIN_BYTES, (units + 1) * POOLED_MIN_BYTES]);
+    for (const r of [a.rows!, b.rows!]) expect(Buffer.from(r.lines).toString()).toBe(Buffer.from(fresh.lines).toString());
   });
 
   test('many bodies in flight over two threads: each is answered with its own (answers matched by id)', async () => {

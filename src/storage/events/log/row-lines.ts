@@ -1,5 +1,6 @@
 import { hotValuesOf, type HotValues, type StoredEventRow } from '../../../core/events/columns';
 import { AppError } from '../../../errors';
+import { giveBack, lineBuffer } from './line-buffers';
 
 /**
  * Row lines: the form every stored event takes between processing and the tables, in the log's
@@ -99,8 +100,11 @@ const plainOrNull = (s: string | null | undefined): boolean => s == null || PLAI
  */
 export function encodeRowLines(rows: readonly UnplacedRow[], stringified = false): RowLines {
   let estimate = 0;
-  for (const r of rows) estimate += r.properties.length + r.uuid.length + r.event.length + r.distinctId.length + r.elementsChain.length + 300;
-  let buf: Buffer = Buffer.allocUnsafe(estimate);
+  for (const r of rows) {
+    estimate += r.properties.length + r.uuid.length + r.event.length + r.distinctId.length + r.elementsChain.length + 300;
+    if (r.hot) for (const v of r.hot) if (v) estimate += v.length;
+  }
+  let buf: Buffer = lineBuffer(estimate);
   const teams = new Int32Array(rows.length);
   const persons = new Int32Array(rows.length);
   const slots = TEAM_SLOT.length + PERSON_SLOT.length + 1;
@@ -171,8 +175,9 @@ export function fillPersonSlot(lines: Buffer, slot: number, personId: string | n
 }
 
 function grow(buf: Buffer, need: number): Buffer {
-  const next = Buffer.allocUnsafe(Math.max(need, buf.length * 2));
+  const next = lineBuffer(Math.max(need, buf.length * 2));
   buf.copy(next);
+  giveBack(buf.buffer);
   return next;
 }
 

@@ -3,6 +3,7 @@ import type { RecentUuids } from '../load/recent-uuids';
 import type { EncodedRows } from '../types';
 import type { TimeSpan } from '../log/segments';
 import { frameHeader } from '../log/frames';
+import { giveBack } from '../log/line-buffers';
 
 /**
  * A segment's processed copy, written as it is made: each frame is appended after the one before
@@ -104,6 +105,8 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
   let smallAt = 0;
   /** The small parts' buffers in `parts`, to be reused once their frame is written. */
   let filled: Buffer[] = [];
+  /** The large requests' lines buffers in `parts`, given back to be filled again once their frame is written (`line-buffers.ts`). */
+  let encoded: ArrayBufferLike[] = [];
   const closeSmall = () => {
     if (!small) return;
     parts.push(small.subarray(0, smallAt));
@@ -134,8 +137,10 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
     let crc = 0;
     for (const p of parts) crc = Bun.hash.crc32(p, crc);
     const buffers = filled;
-    st.writer.append([frameHeader(partBytes, crc, partRows), ...parts], buffers.length > 0 ? () => reuse(buffers) : undefined);
+    const lines = encoded;
+    st.writer.append([frameHeader(partBytes, crc, partRows), ...parts], buffers.length > 0 || lines.length > 0 ? () => reuse(buffers, lines) : undefined);
     filled = [];
+    encoded = [];
     st.rows += partRows;
     parts = [];
     partRows = 0;
@@ -156,10 +161,13 @@ export function newProcState(recent: RecentUuids, path: string): ProcState {
       // Tested in log order, as processing goes: an earlier request's rows are in the filter.
       st.uuidGen = Math.min(st.uuidGen, recent.generation);
       if (recent.addUuids(rows.uuids)) st.mayRepeat = true;
-      if (rows.lines.length < SMALL_PARTS_BYTES / 4) addSmall(rows.lines);
-      else {
+      if (rows.lines.length < SMALL_PARTS_BYTES / 4) {
+        addSmall(rows.lines);
+        giveBack(rows.lines.buffer); // copied
+      } else {
         closeSmall();
         parts.push(rows.lines);
+        encoded.push(rows.lines.buffer);
       }
       partRows += rows.rows;
       partBytes += rows.lines.length;
@@ -219,6 +227,7 @@ const SMALL_PARTS_BYTES = 256 * 1024;
 const spareSmall: Buffer[] = [];
 const SPARE_SMALL_MAX = 4;
 
-function reuse(buffers: Buffer[]): void {
+function reuse(buffers: Buffer[], lines: ArrayBufferLike[]): void {
   for (const b of buffers) if (spareSmall.length < SPARE_SMALL_MAX) spareSmall.push(b);
+  for (const l of lines) giveBack(l);
 }

@@ -1,0 +1,55 @@
+/**
+ * Buffers that large requests' row lines are encoded into, kept once their lines are written to
+ * a processed copy and filled again: a fresh buffer faults in each of its pages as the lines are
+ * written, which on this machine cost more than encoding the lines (see bench/NOTES.md). Each
+ * thread has its own spares (a module instance each); the main thread's, given back by the
+ * processed copies, travel to the parser threads with their next message (`takeSpares`).
+ *
+ * A buffer given back must be owned by nobody else: only lines buffers of at least
+ * POOLED_MIN_BYTES come here, and a buffer that large is always its own allocation (never a
+ * slice of a shared pool, as small `Buffer`s are).
+ */
+export const POOLED_MIN_BYTES = 256 * 1024;
+/** Spares kept a thread, in bytes: a few ~1 MB batches' lines; a larger buffer than this is not kept. */
+const SPARE_BYTES_MAX = 24 * 1024 * 1024;
+
+const spares: ArrayBuffer[] = [];
+let spareBytes = 0;
+
+/**
+ * A buffer of at least `bytes` for lines: the smallest spare that fits, unless it is over twice
+ * that (lines that fill less than half their buffer are copied, not moved, to the main thread:
+ * `movableRows`), else a new one, rounded up so that it fits later requests of about the size.
+ */
+export function lineBuffer(bytes: number): Buffer {
+  if (bytes < POOLED_MIN_BYTES) return Buffer.allocUnsafe(bytes);
+  let best = -1;
+  for (let i = 0; i < spares.length; i++) {
+    const size = spares[i].byteLength;
+    if (size >= bytes && size <= 2 * bytes && (best < 0 || size < spares[best].byteLength)) best = i;
+  }
+  if (best >= 0) {
+    const [spare] = spares.splice(best, 1);
+    spareBytes -= spare.byteLength;
+    return Buffer.from(spare);
+  }
+  return Buffer.allocUnsafe(Math.ceil(bytes / POOLED_MIN_BYTES) * POOLED_MIN_BYTES);
+}
+
+/** `buffer` is no longer read by anyone: kept to be filled again, if it is a pooled size and there is room. */
+export function giveBack(buffer: ArrayBufferLike): void {
+  if (!(buffer instanceof ArrayBuffer) || buffer.byteLength < POOLED_MIN_BYTES || buffer.detached) return;
+  if (spareBytes + buffer.byteLength > SPARE_BYTES_MAX) return;
+  spares.push(buffer);
+  spareBytes += buffer.byteLength;
+}
+
+/** Every spare, taken out (to move to another thread, which gives them back to its own). */
+export function takeSpares(): ArrayBuffer[] {
+  const out = spares.splice(0);
+  spareBytes = 0;
+  return out;
+}
+
+/** Spare bytes held (for tests and the memory note). */
+export const spareLineBytes = (): number => spareBytes;

@@ -1,0 +1,54 @@
+import { afterEach, expect, test } from 'bun:test';
+import { giveBack, lineBuffer, POOLED_MIN_BYTES, spareLineBytes, takeSpares } from '../../../../src/storage/events/log/line-buffers';
+
+/** Large requests' lines buffers filled again once written (fresh pages fault on this machine). */
+afterEach(() => {
+  takeSpares();
+});
+
+const MIB = 1024 * 1024;
+
+test('a buffer given back is the next one handed out for lines of about its size; a new one is rounded up to whole units', () => {
+  const first = lineBuffer(1_300_000);
+  expect(first.byteLength).toBe(5 * POOLED_MIN_BYTES); // 1,300,000 rounded up to 256 KiB units
+  expect(first.byteOffset).toBe(0);
+  giveBack(first.buffer);
+  expect(spareLineBytes()).toBe(5 * POOLED_MIN_BYTES);
+  const again = lineBuffer(1_000_000);
+  expect(again.buffer).toBe(first.buffer);
+  expect(spareLineBytes()).toBe(0);
+  // None spare now: a new one.
+  expect(lineBuffer(1_000_000).buffer).not.toBe(first.buffer);
+});
+
+test('the smallest spare that fits is taken, never one over twice the need (its lines would be copied, not moved)', () => {
+  const sizes = [4 * MIB, 2 * MIB, 1 * MIB];
+  const buffers = sizes.map((n) => new ArrayBuffer(n));
+  for (const b of buffers) giveBack(b);
+  expect(lineBuffer(1_500_000).buffer).toBe(buffers[1]);
+  expect(lineBuffer(900_000).buffer).toBe(buffers[2]);
+  const small = lineBuffer(1_000_000); // only the 4 MiB one is left: over twice 1,000,000
+  expect(small.buffer).not.toBe(buffers[0]);
+  expect(small.byteLength).toBe(4 * POOLED_MIN_BYTES);
+  expect(takeSpares()).toEqual([buffers[0]]);
+});
+
+test('small buffers are neither pooled nor handed out of the pool, and the spares are capped', () => {
+  const small = lineBuffer(10_000);
+  expect(small.byteLength).toBe(10_000);
+  giveBack(small.buffer);
+  giveBack(new ArrayBuffer(POOLED_MIN_BYTES - 1));
+  expect(spareLineBytes()).toBe(0);
+  // Given 40 MiB in 4 MiB buffers, the pool keeps 24 MiB.
+  for (let i = 0; i < 10; i++) giveBack(new ArrayBuffer(4 * MIB));
+  expect(spareLineBytes()).toBe(24 * MIB);
+  expect(takeSpares().length).toBe(6);
+  expect(spareLineBytes()).toBe(0);
+});
+
+test('a moved (detached) buffer is not kept', () => {
+  const b = new ArrayBuffer(MIB);
+  structuredClone(b, { transfer: [b] });
+  giveBack(b);
+  expect(spareLineBytes()).toBe(0);
+});
