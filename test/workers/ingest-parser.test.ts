@@ -101,8 +101,14 @@ describe('ingest parser threads', () => {
     expect({ kind: (remote as AppError).kind, detail: (remote as AppError).detail, attr: (remote as AppError).attr }).toEqual({ kind: local.kind, detail: local.detail, attr: local.attr });
   });
 
+  /** No spares here or in the threads (they drop theirs past the memory trigger). */
+  const clearSpares = () => {
+    pool.notePastTrigger(true);
+    pool.notePastTrigger(false);
+  };
+
   test('lines buffers given back here move to the thread with the next body, which encodes its rows into one of them', async () => {
-    takeSpares();
+    clearSpares();
     const body = bytesOf(batch(400, 7)); // ~330 KB of lines: a pooled size
     const fresh = (await pool.prepare(request(body.slice()), NOW.getTime(), SEED)).rows!;
     const units = fresh.lines.buffer.byteLength / POOLED_MIN_BYTES; // its estimate rounded up
@@ -118,6 +124,27 @@ describe('ingest parser threads', () => {
     // The first body's thread got both spares and encoded into one; the other thread had none.
     expect(sizes).toEqual([units * POOLED_MIN_BYTES, (units + 1) * POOLED_MIN_BYTES]);
     for (const r of [a.rows!, b.rows!]) expect(Buffer.from(r.lines).toString()).toBe(Buffer.from(fresh.lines).toString());
+  });
+
+  test('past the memory guard trigger, spares are dropped here and in the threads (fresh buffers instead), and kept again once back under it', async () => {
+    clearSpares();
+    const body = bytesOf(batch(400, 8));
+    const fresh = (await pool.prepare(request(body.slice()), NOW.getTime(), SEED)).rows!;
+    const units = fresh.lines.buffer.byteLength / POOLED_MIN_BYTES;
+    const spareSize = (units + 1) * POOLED_MIN_BYTES;
+    giveBack(new ArrayBuffer(spareSize));
+    pool.notePastTrigger(true);
+    expect(spareLineBytes()).toBe(0); // this thread's, dropped
+    const moved = new ArrayBuffer(spareSize);
+    giveBack(moved);
+    const under = await pool.prepare(request(body.slice()), NOW.getTime(), SEED);
+    expect(moved.detached).toBe(true); // sent, and dropped there
+    expect(under.rows!.lines.buffer.byteLength).toBe(units * POOLED_MIN_BYTES);
+    pool.notePastTrigger(false);
+    const kept = new ArrayBuffer(spareSize);
+    giveBack(kept);
+    const [a, b] = await Promise.all([1, 2].map(() => pool.prepare(request(body.slice()), NOW.getTime(), SEED)));
+    expect([a.rows!.lines.buffer.byteLength, b.rows!.lines.buffer.byteLength].sort((x, y) => x - y)).toEqual([units * POOLED_MIN_BYTES, spareSize]);
   });
 
   test('many bodies in flight over two threads: each is answered with its own (answers matched by id)', async () => {

@@ -10,8 +10,12 @@
  * slice of a shared pool, as small `Buffer`s are).
  */
 export const POOLED_MIN_BYTES = 256 * 1024;
-/** Spares kept a thread, in bytes: a few ~1 MB batches' lines; a larger buffer than this is not kept. */
-const SPARE_BYTES_MAX = 24 * 1024 * 1024;
+/**
+ * Spares kept a thread, in bytes: two of the largest bodies' lines (a 20 MB batch's are ~40 MB),
+ * or many ~1 MB batches'. Kept while idle too; both threads drop theirs while the process is past
+ * the memory guard's trigger (`MemoryNote`).
+ */
+const SPARE_BYTES_MAX = 96 * 1024 * 1024;
 
 const spares: ArrayBuffer[] = [];
 let spareBytes = 0;
