@@ -12,5 +12,5 @@ export { compileEventFilters, parseListOrder, type EventFilterParams } from './f
 export { LIMITS, queryTimeout } from './limits';
 export { parseExpression, parseSelectExpression, type Expr } from './parse';
 export { checkRe2Syntax } from './regex';
-export { sql, bind, joinSql, trusted, type QueryParam, type SqlFragment } from './sql';
+export { sql, bind, isEmptySql, joinSql, trusted, type QueryParam, type SqlFragment } from './sql';
 export { tokenize, type Token } from './tokenize';

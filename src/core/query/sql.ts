@@ -38,6 +38,9 @@ export function bind(value: QueryParam): SqlFragment {
   return { sql: '?', params: [value] };
 }
 
+/** Whether a fragment holds no SQL at all (no condition): what `allOf` leaves out. */
+export const isEmptySql = (fragment: SqlFragment): boolean => fragment.sql.trim() === '';
+
 export function joinSql(parts: readonly SqlFragment[], separator: string): SqlFragment {
   return {
     sql: parts.map((p) => p.sql).join(separator),

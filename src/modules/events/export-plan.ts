@@ -1,7 +1,7 @@
 import type { Logger } from '../../logger';
 import type { Deps } from '../../deps';
 import { countByBucket, newestFilesFloor, orderedScan, type OrderedScan } from '../../storage/events/read/export-reads';
-import { findKeys, listWindow, type ListContext, type Scope } from './list';
+import { filtersOnlyTime, findKeys, listWindow, type ListContext, type Scope } from './list';
 import type { ListRequest } from './params';
 import { afterKey, allOf, upToKey, type EventKey, type Order } from '../../storage/events/read/list-statements';
 import type { SqlFragment } from '../../core/query';
@@ -274,7 +274,7 @@ function narrowerWidth(run: BusyRun, target: number): number {
  */
 async function exportWindow(ctx: ExportContext, req: ListRequest, scope: Scope): Promise<{ bottom: number | null; top: number }> {
   const window = listWindow(req);
-  if (req.order !== 'DESC' || req.limit === null || req.cursor || req.offset > 0 || scope.person || scope.conditions.sql.trim() !== '') return window;
+  if (req.order !== 'DESC' || req.limit === null || req.cursor || req.offset > 0 || !filtersOnlyTime(scope)) return window;
   const floor = await newestFilesFloor(ctx, window, req.limit);
   return floor === null ? window : { bottom: floor, top: window.top };
 }

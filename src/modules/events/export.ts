@@ -15,7 +15,7 @@ import {
   afterCut, FILE_CHUNK, isSpare, MAX_CSV_PROPERTY_KEYS, planExport, plannedToRead, sliceScans, slicesAsRead, startingPoint, upToCut,
   type ExportContext, type KeyedSlice, type SliceScans, type Slice,
 } from './export-plan';
-import { frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
+import { filtersOnlyTime, frozenBefore, link, listScope, selectFragment, selectOrder, selectRow, type Scope } from './list';
 import { formatCursor, type ExportFormat, type ListRequest } from './params';
 import type { EventKey, Order } from '../../storage/events/read/list-statements';
 
@@ -122,7 +122,7 @@ async function eventCsvChunks(ctx: ExportContext, req: ListRequest): Promise<Asy
   const lo = read.some((s) => s.from === null) ? null : Math.min(...read.map((s) => s.from as number));
   const hi = Math.max(...read.map((s) => s.to));
   // The file path lists a file's keys from the manifest when nothing but time filters the rows.
-  const onlyTime = !scope.person && scope.conditions.sql.trim() === '' && !req.cursor && req.offset === 0;
+  const onlyTime = filtersOnlyTime(scope) && !req.cursor && req.offset === 0;
   const keys = ctx.runner.writesFiles
     ? await windowPropertyKeys(ctx, scope, { lo, hi }, req, onlyTime, MAX_CSV_PROPERTY_KEYS)
     : await slicesPropertyKeys(ctx, scope, read, MAX_CSV_PROPERTY_KEYS);

@@ -1,4 +1,4 @@
-import { compileEventFilters, compileSelect, type CompiledSelect, type SqlFragment } from '../../core/query';
+import { compileEventFilters, compileSelect, isEmptySql, type CompiledSelect, type SqlFragment } from '../../core/query';
 import type { PropertyType } from '../../core/ingest/property-type';
 import { AppError } from '../../errors';
 import type { Row } from '../../storage/db';
@@ -60,6 +60,9 @@ export interface Scope {
   /** The distinct ids the request filters on (`distinct_id`, or `person_id`'s), when it does: storage may read only their rows. */
   distinctIds?: readonly string[];
 }
+
+/** Nothing but the time bounds filters the rows: no condition, none on persons. */
+export const filtersOnlyTime = (scope: Pick<Scope, 'conditions' | 'person'>): boolean => !scope.person && isEmptySql(scope.conditions);
 
 /**
  * The request's filters as one condition; null when nothing can match (an unknown person or

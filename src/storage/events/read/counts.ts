@@ -1,6 +1,7 @@
-import { bind, joinSql, sql, trusted, type SqlFragment } from '../../../core/query';
+import { bind, isEmptySql, joinSql, sql, trusted, type SqlFragment } from '../../../core/query';
 import type { RelationFile } from './relation';
 import type { QueryRunner } from './runner';
+import { allOf } from './list-statements';
 
 /** What a count reads: the project, the request's runner, and the counts remembered across requests. */
 export interface CountContext {
@@ -24,7 +25,6 @@ export interface CountBounds {
   beforeMs: number;
 }
 
-const allOf = (...fragments: SqlFragment[]): SqlFragment => joinSql(fragments.filter((f) => f.sql.trim() !== '').map((f) => sql`(${f})`), ' AND ');
 const asEvents = (relation: string) => `${relation} AS events`;
 
 /**
@@ -67,7 +67,7 @@ const insideBounds = (f: RelationFile, req: CountBounds): boolean => (req.afterM
 export async function countListing(ctx: CountContext, scope: CountScope, req: CountBounds): Promise<number> {
   if (ctx.runner.dialect.name !== 'duckdb') return countScanned(ctx, scope, req);
   const relation = await ctx.runner.relation(ctx.teamId, { ...(req.afterMs === null ? {} : { from: req.afterMs }), to: req.beforeMs });
-  const filtered = scope.conditions.sql.trim() !== '';
+  const filtered = !isEmptySql(scope.conditions);
   const key = filtered && !scope.person ? conditionsKey(scope.conditions) : null;
   let total = 0;
   const unknown: string[] = [];

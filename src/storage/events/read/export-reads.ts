@@ -1,4 +1,4 @@
-import { assembleEventsQuery, sql, type SqlFragment } from '../../../core/query';
+import { assembleEventsQuery, isEmptySql, sql, type SqlFragment } from '../../../core/query';
 import type { EventCsvColumn } from '../../../core/events/csv';
 import type { PropertyType } from '../../../core/ingest/property-type';
 import type { Row } from '../../db';
@@ -70,7 +70,7 @@ export async function orderedScan(
   const scan = await ctx.runner.newestFirst(ctx.teamId, { ...(slice.from === null ? {} : { from: slice.from }), to: slice.to });
   if (!scan) return null;
   const relation = asEvents(scan);
-  const timeOnly = scope.conditions !== undefined && scope.conditions.sql.trim() === '';
+  const timeOnly = scope.conditions !== undefined && isEmptySql(scope.conditions);
   if (!timeOnly && !(await planKeepsOrder(ctx, relation, where))) return null;
   const handle: OrderedScan = Object.freeze({ kind: 'ordered-scan' });
   scanRelations.set(handle, relation);

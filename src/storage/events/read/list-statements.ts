@@ -1,4 +1,4 @@
-import { assembleEventsQuery, DUCKDB, joinSql, readsPersonColumns, sql, trusted, type Dialect, type SqlFragment } from '../../../core/query';
+import { assembleEventsQuery, DUCKDB, isEmptySql, joinSql, readsPersonColumns, sql, trusted, type Dialect, type SqlFragment } from '../../../core/query';
 import { EVENT_ROW_COLUMNS } from './lookups';
 
 export { EVENT_ROW_COLUMNS };
@@ -18,7 +18,7 @@ export const needsPersonProperties = readsPersonColumns;
 
 /** AND of the non-empty fragments, each in its own parentheses. */
 export function allOf(...fragments: Array<SqlFragment | null | undefined>): SqlFragment {
-  const parts = fragments.filter((f): f is SqlFragment => !!f && f.sql.trim() !== '');
+  const parts = fragments.filter((f): f is SqlFragment => !!f && !isEmptySql(f));
   return joinSql(parts.map((p) => sql`(${p})`), ' AND ');
 }
 
