@@ -13,6 +13,7 @@ import { runWriterProcess } from './cluster/writer-process';
 import { DatabaseLockedError, EventLogUnreachableError, EventsStoreUnreachableError, LogNotDurableError, MetaStoreUnreachableError, NewerDatabaseError, openStorage } from './storage';
 import { VERSION } from './version';
 import { createIngestParser } from './workers/ingest-parser';
+import { keepSpares } from './storage/events/log/line-buffers';
 
 /** Process entry: config → storage → app.listen; SIGTERM/SIGINT → drain, flush, close. */
 async function main() {
@@ -150,7 +151,10 @@ async function main() {
   // The operator CLI's way in while this process holds the database.
   if (!stopping) stopControl = serveControlSocket(config.DATA_DIR, storage, logger);
   if (!stopping) {
-    const started = startMemoryGuard(memoryCap, deps.metrics, ingestParser ? (past) => ingestParser.notePastTrigger(past) : undefined);
+    const started = startMemoryGuard(memoryCap, deps.metrics, (past) => {
+      keepSpares(!past);
+      ingestParser?.notePastTrigger(past);
+    });
     guard = started.guard;
     stopGuard = started.stop;
   }

@@ -1,6 +1,7 @@
 import type { PreparedIngest } from '../core/ingest/prepare-ingest';
 import type { ErrorKind } from '../errors';
 import type { PreparedRows } from '../pipeline';
+import { POOLED_MIN_BYTES } from '../storage/events/log/line-buffers';
 import type { IntakeContext, RunFailure } from '../storage/events';
 
 /**
@@ -70,13 +71,16 @@ export function movable(bytes: Uint8Array | string): ArrayBuffer[] {
 
 /**
  * Prepared rows' buffers to move: their own when large (a small buffer may be a slice of a
- * shared pool, which must not be moved away; copying it costs nothing much).
+ * shared pool, which must not be moved away; copying it costs nothing much). A lines buffer of a
+ * pooled size is moved however little of it the lines fill: copying would clone all of it, and
+ * leave the copy's pages to fault on this side.
  */
 export function movableRows(rows: PreparedRows): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
   for (const view of [rows.lines, rows.teams, rows.persons]) {
     const buffer = view.buffer;
-    if (buffer instanceof ArrayBuffer && buffer.byteLength >= 64 * 1024 && view.byteLength * 2 >= buffer.byteLength) out.push(buffer);
+    if (!(buffer instanceof ArrayBuffer) || buffer.byteLength < 64 * 1024) continue;
+    if (view.byteLength * 2 >= buffer.byteLength || (view === rows.lines && buffer.byteLength >= POOLED_MIN_BYTES)) out.push(buffer);
   }
   return out;
 }

@@ -6,7 +6,7 @@ import { prepareIngest } from '../core/ingest/prepare-ingest';
 import { isAppError } from '../errors';
 import { newUuidsOf, prepareRequests, prepareRows, type PreparedRows, type RequestEvents } from '../pipeline/prepare-rows';
 import type { IntakeContext, RunFailure } from '../storage/events';
-import { giveBack, takeSpares } from '../storage/events/log/line-buffers';
+import { giveBack, keepSpares } from '../storage/events/log/line-buffers';
 import { movable, movableRows, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 /** An ingest thread (see ingest-parser.ts): parses bodies and prepares their rows. */
@@ -49,7 +49,7 @@ const anonymizing = new Set<string>();
 port.on('message', (m: WorkerRequest) => {
   if (m.type === 'memory') {
     pastTrigger = m.pastTrigger;
-    if (pastTrigger) takeSpares(); // dropped: memory is wanted back more than the pages are
+    keepSpares(!pastTrigger);
     return;
   }
   if (m.type === 'anonymizing') {
@@ -57,7 +57,7 @@ port.on('message', (m: WorkerRequest) => {
     else anonymizing.delete(m.token);
     return;
   }
-  for (const spare of m.spares) if (!pastTrigger) giveBack(spare);
+  for (const spare of m.spares) giveBack(spare);
   let reply: WorkerReply;
   let transfer: ArrayBuffer[] = [];
   try {

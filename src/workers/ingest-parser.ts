@@ -54,7 +54,6 @@ export function createIngestParser(threads: number, maxBytes: number, logger: Lo
       return { ...reply.prepared!, parsed: null, rows: reply.rows ?? null };
     },
     notePastTrigger(pastTrigger) {
-      if (pastTrigger) takeSpares(); // dropped, as the threads drop theirs
       tellAll({ type: 'memory', pastTrigger });
     },
     noteAnonymizing(token, anonymizes) {

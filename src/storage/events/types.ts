@@ -66,7 +66,8 @@ export interface IntakeInput {
  * (`encodeRowLines`, person ids filled in), with their uuids (for the retry filter) and their
  * event-time span. Their properties are JSON as `JSON.stringify` writes it of well-formed text
  * (no lone surrogates): the load takes them as they are, where rows logged as rows (`append`)
- * are checked as JSON.
+ * are checked as JSON. The store takes `lines` over: its buffer, when of a pooled size, is filled
+ * again with other rows once written (`log/line-buffers.ts`), so it must be the rows' own.
  */
 export interface EncodedRows {
   teamId: number;

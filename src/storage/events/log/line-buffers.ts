@@ -5,25 +5,27 @@
  * thread has its own spares (a module instance each); the main thread's, given back by the
  * processed copies, travel to the parser threads with their next message (`takeSpares`).
  *
- * A buffer given back must be owned by nobody else: only lines buffers of at least
- * POOLED_MIN_BYTES come here, and a buffer that large is always its own allocation (never a
- * slice of a shared pool, as small `Buffer`s are).
+ * A buffer given back must be owned by nobody else: the intake processor hands its rows' lines
+ * over with them (`EncodedRows.lines`), only buffers of at least POOLED_MIN_BYTES come here, and a
+ * buffer that large is always its own allocation (never a slice of a shared pool, as small
+ * `Buffer`s are).
  */
 export const POOLED_MIN_BYTES = 256 * 1024;
 /**
- * Spares kept a thread, in bytes: two of the largest bodies' lines (a 20 MB batch's are ~40 MB),
- * or many ~1 MB batches'. Kept while idle too; both threads drop theirs while the process is past
- * the memory guard's trigger (`MemoryNote`).
+ * Spares kept a thread, in bytes: two of the largest bodies' lines (a ~19 MB batch's are ~35 MB),
+ * or many ~1 MB batches'. Kept while idle too, except while the process is past the memory
+ * guard's trigger (`keepSpares`).
  */
 const SPARE_BYTES_MAX = 96 * 1024 * 1024;
 
 const spares: ArrayBuffer[] = [];
 let spareBytes = 0;
+let keeping = true;
 
 /**
  * A buffer of at least `bytes` for lines: the smallest spare that fits, unless it is over twice
- * that (lines that fill less than half their buffer are copied, not moved, to the main thread:
- * `movableRows`), else a new one, rounded up so that it fits later requests of about the size.
+ * that (a large spare is kept for large lines), else a new one, rounded up so that it fits later
+ * requests of about the size.
  */
 export function lineBuffer(bytes: number): Buffer {
   if (bytes < POOLED_MIN_BYTES) return Buffer.allocUnsafe(bytes);
@@ -42,7 +44,8 @@ export function lineBuffer(bytes: number): Buffer {
 
 /** `buffer` is no longer read by anyone: kept to be filled again, if it is a pooled size and there is room. */
 export function giveBack(buffer: ArrayBufferLike): void {
-  if (!(buffer instanceof ArrayBuffer) || buffer.byteLength < POOLED_MIN_BYTES || buffer.detached) return;
+  // A moved (detached) buffer has no bytes left: the size test refuses it too.
+  if (!keeping || !(buffer instanceof ArrayBuffer) || buffer.byteLength < POOLED_MIN_BYTES) return;
   if (spareBytes + buffer.byteLength > SPARE_BYTES_MAX) return;
   spares.push(buffer);
   spareBytes += buffer.byteLength;
@@ -55,5 +58,14 @@ export function takeSpares(): ArrayBuffer[] {
   return out;
 }
 
-/** Spare bytes held (for tests and the memory note). */
+/**
+ * Whether this thread keeps spares: not while the process is past the memory guard's trigger
+ * (the main thread's guard, and each parser thread's `MemoryNote`), when the ones held are dropped.
+ */
+export function keepSpares(keep: boolean): void {
+  keeping = keep;
+  if (!keep) takeSpares();
+}
+
+/** Spare bytes held (for tests). */
 export const spareLineBytes = (): number => spareBytes;

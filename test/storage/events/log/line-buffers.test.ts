@@ -1,9 +1,10 @@
-import { afterEach, expect, test } from 'bun:test';
-import { giveBack, lineBuffer, POOLED_MIN_BYTES, spareLineBytes, takeSpares } from '../../../../src/storage/events/log/line-buffers';
+import { beforeEach, expect, test } from 'bun:test';
+import { giveBack, keepSpares, lineBuffer, POOLED_MIN_BYTES, spareLineBytes, takeSpares } from '../../../../src/storage/events/log/line-buffers';
 
 /** Large requests' lines buffers filled again once written (fresh pages fault on this machine). */
-afterEach(() => {
-  takeSpares();
+beforeEach(() => {
+  keepSpares(true);
+  takeSpares(); // what other test files left in this module
 });
 
 const MIB = 1024 * 1024;
@@ -30,15 +31,21 @@ test('the smallest spare that fits is taken, never one over twice the need (its 
   const small = lineBuffer(1_000_000); // only the 4 MiB one is left: over twice 1,000,000
   expect(small.buffer).not.toBe(buffers[0]);
   expect(small.byteLength).toBe(4 * POOLED_MIN_BYTES);
-  expect(takeSpares()).toEqual([buffers[0]]);
+  const left = takeSpares();
+  expect(left.length).toBe(1);
+  expect(left[0]).toBe(buffers[0]);
 });
 
 test('small buffers are neither pooled nor handed out of the pool, and the spares are capped', () => {
+  const spare = new ArrayBuffer(POOLED_MIN_BYTES);
+  giveBack(spare);
   const small = lineBuffer(10_000);
+  expect(small.buffer).not.toBe(spare);
   expect(small.byteLength).toBe(10_000);
   giveBack(small.buffer);
   giveBack(new ArrayBuffer(POOLED_MIN_BYTES - 1));
-  expect(spareLineBytes()).toBe(0);
+  expect(spareLineBytes()).toBe(POOLED_MIN_BYTES); // the one spare
+  takeSpares();
   // Given 160 MiB in 16 MiB buffers (never touched: no memory), the pool keeps 96 MiB.
   for (let i = 0; i < 10; i++) giveBack(new ArrayBuffer(16 * MIB));
   expect(spareLineBytes()).toBe(96 * MIB);
@@ -46,9 +53,14 @@ test('small buffers are neither pooled nor handed out of the pool, and the spare
   expect(spareLineBytes()).toBe(0);
 });
 
-test('a moved (detached) buffer is not kept', () => {
-  const b = new ArrayBuffer(MIB);
-  structuredClone(b, { transfer: [b] });
-  giveBack(b);
+test('past the memory trigger the spares are dropped and none is kept, until told to keep them again', () => {
+  giveBack(new ArrayBuffer(MIB));
+  keepSpares(false);
   expect(spareLineBytes()).toBe(0);
+  giveBack(new ArrayBuffer(MIB));
+  expect(spareLineBytes()).toBe(0);
+  keepSpares(true);
+  const b = new ArrayBuffer(MIB);
+  giveBack(b);
+  expect(lineBuffer(800_000).buffer).toBe(b);
 });
