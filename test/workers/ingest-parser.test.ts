@@ -147,15 +147,16 @@ describe('ingest parser threads', () => {
     expect([a.rows!.lines.buffer.byteLength, b.rows!.lines.buffer.byteLength].sort((x, y) => x - y)).toEqual([units * POOLED_MIN_BYTES, spareSize]);
   });
 
-  test('a lines buffer of a pooled size is moved back however little the lines fill it; a small one only when mostly filled', () => {
-    const rows = (lines: Uint8Array) => ({ lines, teams: new Int32Array(4), persons: new Int32Array(4) }) as unknown as PreparedRows;
+  test('a lines buffer of a pooled size is moved back however little the lines fill it; a small one is copied, and other buffers move only when mostly filled', () => {
+    const rows = (lines: Uint8Array, teams = new Int32Array(4)) => ({ lines, teams, persons: new Int32Array(4) }) as unknown as PreparedRows;
     const pooled = new ArrayBuffer(4 * POOLED_MIN_BYTES);
     const moved = movableRows(rows(new Uint8Array(pooled, 0, 100_000)));
     expect(moved.length).toBe(1);
     expect(moved[0]).toBe(pooled);
-    const unpooled = new ArrayBuffer(128 * 1024);
-    expect(movableRows(rows(new Uint8Array(unpooled, 0, 10_000)))).toEqual([]);
-    expect(movableRows(rows(new Uint8Array(unpooled, 0, 100_000)))[0]).toBe(unpooled);
+    expect(movableRows(rows(new Uint8Array(new ArrayBuffer(32 * 1024), 0, 30_000)))).toEqual([]);
+    const teams = new ArrayBuffer(256 * 1024);
+    expect(movableRows(rows(new Uint8Array(8), new Int32Array(teams, 0, 1_000)))).toEqual([]);
+    expect(movableRows(rows(new Uint8Array(8), new Int32Array(teams)))[0]).toBe(teams);
   });
 
   test('many bodies in flight over two threads: each is answered with its own (answers matched by id)', async () => {

@@ -10,7 +10,12 @@
  * buffer that large is always its own allocation (never a slice of a shared pool, as small
  * `Buffer`s are).
  */
-export const POOLED_MIN_BYTES = 256 * 1024;
+/**
+ * The smallest buffer kept, and the unit new ones are rounded up to. Processing's runs of small
+ * requests make lines of tens to hundreds of KB; kept from this size, their buffers are filled
+ * again too (see bench/NOTES.md).
+ */
+export const POOLED_MIN_BYTES = 64 * 1024;
 /**
  * Spares kept a thread, in bytes: two of the largest bodies' lines (a ~19 MB batch's are ~35 MB),
  * or many ~1 MB batches'. Kept while idle too, except while the process is past the memory
