@@ -17,7 +17,7 @@ import type { IntakeContext, RunFailure } from '../storage/events';
  *   (moved) with where each ends, the contexts as one JSON text: cloning them as objects cost
  *   the sending thread more than preparing them had;
  * - `anonymizing`: the keys whose projects anonymize addresses, as the main thread learns them;
- * - `memory`: whether the process is past the memory guard's trigger (a thread then collects smaller heaps).
+ * - `memory`: whether the process is past the memory guard's trigger (a thread then collects smaller heaps and keeps no lines spares).
  */
 export type WorkerRequest =
   | ({ type: 'parse'; id: number; receivedAt: number; uuidSeed: string; body: Uint8Array; contentType: string | null; contentEncoding: string | null; query: string; ip: string | null; engage: boolean } & Spares)
@@ -44,7 +44,7 @@ export interface AnonymizingNote {
 /**
  * Sent to every thread, unanswered, when the process passes the memory guard's trigger and when
  * it is back under it (src/memory-guard.ts): while past, a thread also collects a smaller heap
- * after a reply.
+ * after a reply, and keeps no lines spares (`keepSpares`).
  */
 export interface MemoryNote {
   type: 'memory';
@@ -70,17 +70,17 @@ export function movable(bytes: Uint8Array | string): ArrayBuffer[] {
 }
 
 /**
- * Prepared rows' buffers to move: their own when large (a small buffer may be a slice of a
- * shared pool, which must not be moved away; copying it costs nothing much). A lines buffer of a
- * pooled size is moved however little of it the lines fill: copying would clone all of it, and
- * leave the copy's pages to fault on this side.
+ * Prepared rows' buffers to move: their own when of a pooled size (a smaller one may be a slice
+ * of a shared pool, which must not be moved away; copying it costs nothing much). The lines'
+ * buffer moves however little of it the lines fill (a spare: copying would clone all of it and
+ * leave the copy's pages to fault on this side); the others only when mostly filled.
  */
 export function movableRows(rows: PreparedRows): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
   for (const view of [rows.lines, rows.teams, rows.persons]) {
     const buffer = view.buffer;
-    if (!(buffer instanceof ArrayBuffer) || buffer.byteLength < 64 * 1024) continue;
-    if (view.byteLength * 2 >= buffer.byteLength || (view === rows.lines && buffer.byteLength >= POOLED_MIN_BYTES)) out.push(buffer);
+    if (!(buffer instanceof ArrayBuffer) || buffer.byteLength < POOLED_MIN_BYTES) continue;
+    if (view === rows.lines || view.byteLength * 2 >= buffer.byteLength) out.push(buffer);
   }
   return out;
 }

@@ -9,7 +9,7 @@ import { takeSpares } from '../storage/events/log/line-buffers';
 import { movable, type AnonymizingNote, type MemoryNote, type WorkerReply, type WorkerRequest } from './ingest-parser-protocol';
 
 export interface IngestParserPool extends IngestParser, RowPreparer {
-  /** Whether the process is past the memory guard's trigger: while it is, the threads also collect smaller heaps (`MemoryNote`). */
+  /** Whether the process is past the memory guard's trigger: while it is, the threads also collect smaller heaps and keep no lines spares (`MemoryNote`). */
   notePastTrigger(past: boolean): void;
   close(): Promise<void>;
 }

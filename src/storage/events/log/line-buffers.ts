@@ -2,9 +2,9 @@
  * Buffers that row lines are encoded into (a large request's, or a run of small ones'), kept once
  * their lines are written to a processed copy and filled again: a fresh buffer faults in each of
  * its pages as the lines are written, which on a virtual machine cost more than encoding the
- * lines (see bench/NOTES.md). Each
- * thread has its own spares (a module instance each); the main thread's, given back by the
- * processed copies, travel to the parser threads with their next message (`takeSpares`).
+ * lines (see bench/NOTES.md). Each thread has its own spares (a module instance each); the main
+ * thread's, given back by the processed copies, travel to the parser threads with their next
+ * message (`takeSpares`).
  *
  * A buffer given back must be owned by nobody else: the intake processor hands its rows' lines
  * over with them (`EncodedRows.lines`), only buffers of at least POOLED_MIN_BYTES come here, and a
